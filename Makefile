@@ -1,0 +1,33 @@
+# The two commands a newcomer needs: `make scrape` (set up and run) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+WORKERS ?= 4
+DEMO_TEMPLATES ?= 250
+DEMO_DB ?= demo.db
+
+.PHONY: install test scrape demo bench clean
+
+$(BIN)/scraper: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(BIN)/scraper
+
+test: install
+	$(BIN)/python -m pytest -q
+
+scrape: install
+	$(BIN)/scraper seed --from-search --if-empty
+	$(BIN)/scraper run --workers $(WORKERS)
+
+demo: install
+	$(BIN)/python scripts/demo.py --templates $(DEMO_TEMPLATES) --workers $(WORKERS) --db $(DEMO_DB)
+
+bench: install
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) *.egg-info $(DEMO_DB) $(DEMO_DB)-*

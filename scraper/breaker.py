@@ -1,0 +1,55 @@
+"""Per-domain circuit breaker: a pure state machine; its state lives in the `domains` table."""
+
+from dataclasses import dataclass, replace
+
+CLOSED = "closed"
+OPEN = "open"
+HALF_OPEN = "half_open"
+
+
+@dataclass(frozen=True)
+class Breaker:
+    """One domain's breaker (and its 429 pause, kept beside it in the same row)."""
+
+    state: str = CLOSED
+    failures: int = 0
+    open_until: float = 0.0
+    probe_until: float = 0.0
+    paused_until: float = 0.0
+    pause_s: float = 0.0
+
+
+def admits(b, now):
+    """'yes' (take jobs), 'probe' (one job may test the domain) or 'no'."""
+    if b.paused_until > now:
+        return "no"
+    if b.state == CLOSED:
+        return "yes"
+    if b.state == OPEN:
+        return "probe" if b.open_until <= now else "no"
+    # half-open: one probe at a time; a probe whose worker died expires with its lease
+    return "probe" if b.probe_until <= now else "no"
+
+
+def on_probe(b, now, lease_s):
+    """A worker took the probe job."""
+    return replace(b, state=HALF_OPEN, probe_until=now + lease_s)
+
+
+def on_success(b):
+    """A request got an answer from the server (any status but 5xx/429)."""
+    return replace(b, state=CLOSED, failures=0, open_until=0.0, probe_until=0.0, pause_s=0.0)
+
+
+def on_failure(b, now, threshold, open_s):
+    """A request failed in a way that speaks of the server (network, timeout, 5xx)."""
+    failures = b.failures + 1
+    if b.state == HALF_OPEN or failures >= threshold:
+        return replace(b, state=OPEN, failures=failures, open_until=now + open_s, probe_until=0.0)
+    return replace(b, failures=failures)
+
+
+def on_429(b, now, retry_after_s, default_s, max_s):
+    """The server said slow down: pause the domain for Retry-After, or a pause that doubles."""
+    pause = retry_after_s if retry_after_s is not None else min(max_s, max(default_s, b.pause_s * 2))
+    return replace(b, paused_until=max(b.paused_until, now + pause), pause_s=pause)

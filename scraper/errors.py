@@ -1,0 +1,32 @@
+"""The one exception hierarchy of scraper."""
+
+
+class ScraperError(Exception):
+    """Base of every error scraper raises on purpose."""
+
+
+class ConfigError(ScraperError):
+    """A setting or an input the user gave is not usable (exit code 2)."""
+
+
+class RunLocked(ScraperError):
+    """Another `scraper run` holds this database (exit code 75)."""
+
+
+class ParseError(ScraperError):
+    """An answer could not be understood (truncated JSON, a missing field)."""
+
+    def __init__(self, message, url=None):
+        super().__init__(message)
+        self.url = url
+
+
+class FetchError(ScraperError):
+    """A request did not give a usable answer; `kind` names the failure."""
+
+    def __init__(self, kind, message, url=None, status=None, retry_after=None):
+        super().__init__(message)
+        self.kind = kind
+        self.url = url
+        self.status = status
+        self.retry_after = retry_after

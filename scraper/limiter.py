@@ -1,0 +1,122 @@
+"""One rate-limit bucket per domain, shared by every process on this machine.
+
+pyrate-limiter's SQLiteBucket keeps an exact sliding log in a SQLite file beside the jobs
+database. We drive the bucket ourselves instead of through `Limiter`, for two measured reasons
+(see the project notes on pyrate-limiter 4.5):
+- the item is stamped while we hold the cross-process lock, just before it is stored; Limiter
+  stamps it before waiting for the lock, so real admissions drift past the limit;
+- the wait happens outside the lock, for exactly the time the bucket says, so no process holds
+  others up and no non-blocking call misreads a busy lock as "limited".
+The lock is a blocking fcntl.flock: the kernel hands it over as soon as it is free (filelock
+polls every 50 ms, which wastes slots and is unfair).
+"""
+
+import fcntl
+import math
+import os
+import re
+import sqlite3
+import time
+
+from pyrate_limiter import Rate, RateItem, SQLiteBucket
+
+LEAK_EVERY = 200            # admissions between clean-ups of rows that left every window
+
+
+def rates_for(rate_per_s, burst):
+    """Sliding-window rates that never exceed a token bucket of `rate_per_s` with `burst`.
+
+    One unit of the burst is kept back as a margin for the time between admission here and
+    arrival at the server (process scheduling, connection set-up): a server that enforces
+    exactly (rate, burst) then never answers 429. The sustained rate is unchanged."""
+    window_units = burst - 1 if burst >= 2 else 1
+    interval_ms = math.ceil(window_units * 1000 / rate_per_s)
+    return [Rate(window_units, interval_ms)]
+
+
+class _Flock:
+    """A cross-process lock on a file, blocking in the kernel."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def __enter__(self):
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        return False
+
+    def close(self):
+        os.close(self.fd)
+
+
+class DomainLimiter:
+    """`acquire(domain)` waits for a slot in the domain's shared bucket. Open it inside the process
+    that uses it (nothing here survives a fork)."""
+
+    def __init__(self, path, rate_per_s, burst, sleep=time.sleep):
+        self.rates = rates_for(rate_per_s, burst)
+        self._lock = _Flock(path + ".lock")
+        with self._lock:
+            self._conn = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False, timeout=30)
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._buckets = {}
+        self._admitted = 0
+        self._sleep = sleep
+
+    def _bucket(self, domain):
+        bucket = self._buckets.get(domain)
+        if bucket is None:
+            table = "rate_" + re.sub(r"[^A-Za-z0-9_]", "_", domain)  # interpolated into SQL by pyrate
+            self._conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
+            self._conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
+            self._conn.commit()
+            bucket = self._buckets[domain] = SQLiteBucket(self.rates, self._conn, table)
+        return bucket
+
+    def try_acquire(self, domain):
+        """Take one slot now: returns 0.0 when admitted, else the seconds until one may be free."""
+        with self._lock:
+            bucket = self._bucket(domain)
+            item = RateItem(domain, bucket.now())    # stamped under the lock, just before it is stored
+            decision = bucket.put_decision(item)
+            if decision.allowed:
+                self._admitted += 1
+                if self._admitted % LEAK_EVERY == 0:
+                    bucket.leak(item.timestamp)
+                return 0.0
+        wait_ms = decision.retry_after_ms
+        return max(0.001, (wait_ms if wait_ms is not None else 50) / 1000.0)
+
+    def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
+        """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            if should_stop():
+                return False
+            wait = self.try_acquire(domain)
+            if wait == 0.0:
+                return True
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                wait = min(wait, left)
+            self._sleep(min(wait, 0.25))   # short naps keep a stop request responsive
+
+    def close(self):
+        self._conn.close()
+        self._lock.close()
+
+
+class NoLimiter:
+    """The limiter when `--no-limit` is given (benchmarks of the queue alone)."""
+
+    def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
+        return not should_stop()
+
+    def close(self):
+        pass

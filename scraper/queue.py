@@ -1,0 +1,250 @@
+"""The jobs table as a queue: seed, claim with a lease, finish, retry later, hand back, count."""
+
+import dataclasses
+import time
+
+from . import breaker
+from .store import JOB_STATUSES, transaction
+
+SEED_BATCH = 5_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    id: int
+    key: str
+    site: str
+    url: str
+    domain: str
+    attempts: int       # including the current one
+    probe: bool = False  # this job tests a half-open domain
+
+
+class Queue:
+    """All job-state changes go through here; each is one short transaction."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    # --- seeding -------------------------------------------------------------------------
+
+    def seed(self, rows, now=None):
+        """Insert (key, site, url, domain) rows as pending; known keys are left as they are.
+
+        Returns (new, known)."""
+        now = time.time() if now is None else now
+        new = known = 0
+        batch = []
+        for row in rows:
+            batch.append((*row, now, now))
+            if len(batch) >= SEED_BATCH:
+                n = self._insert(batch)
+                new, known, batch = new + n, known + len(batch) - n, []
+        if batch:
+            n = self._insert(batch)
+            new, known = new + n, known + len(batch) - n
+        return new, known
+
+    def _insert(self, batch):
+        with transaction(self.conn) as c:
+            before = c.total_changes
+            c.executemany(
+                "INSERT OR IGNORE INTO jobs (key, site, url, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                batch,
+            )
+            return c.total_changes - before
+
+    # --- claiming ------------------------------------------------------------------------
+
+    def claim(self, worker, now, lease_s):
+        """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
+
+        Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
+        probe job and turns half-open, so only one worker tests it."""
+        with transaction(self.conn) as c:
+            blocked, probes = self._blocked_domains(c, now)
+            where, args = "1", []
+            if blocked:
+                where, args = f"domain NOT IN ({','.join('?' * len(blocked))})", blocked
+            job = self._claim_where(c, where, args, worker, now, lease_s)
+            for domain in probes:
+                if job is not None:
+                    break
+                job = self._claim_where(c, "domain = ?", [domain], worker, now, lease_s, probe=True)
+                if job is not None:
+                    self._save_breaker(c, domain, breaker.on_probe(self._breaker(c, domain), now, lease_s), now)
+            return job
+
+    def _blocked_domains(self, c, now):
+        """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
+        blocked, probes = [], []
+        for r in c.execute("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?", (now,)):
+            verdict = breaker.admits(_breaker_of(r), now)
+            if verdict != "yes":
+                blocked.append(r["domain"])
+            if verdict == "probe":
+                probes.append(r["domain"])
+        return blocked, probes
+
+    def _claim_where(self, c, where, args, worker, now, lease_s, probe=False):
+        row = c.execute(
+            f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
+                    started_at = ?, updated_at = ?
+                WHERE id = (SELECT id FROM jobs WHERE status = 'pending' AND available_at <= ? AND {where}
+                            ORDER BY priority DESC, available_at, id LIMIT 1)
+                RETURNING id, key, site, url, domain, attempts""",
+            [worker, now + lease_s, now, now, now, *args],
+        ).fetchone()
+        return None if row is None else Job(*row, probe=probe)
+
+    def heartbeat(self, job, worker, now, lease_s):
+        """Extend the lease; False when the job is no longer ours (it was taken back)."""
+        with transaction(self.conn) as c:
+            cur = c.execute(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND status = 'running'",
+                (now + lease_s, job.id, worker),
+            )
+            return cur.rowcount == 1
+
+    # --- finishing -----------------------------------------------------------------------
+
+    def complete(self, job, worker, now, duration_ms, write=None, http_status=200):
+        """Mark the job done and run `write(conn)` (the result) in the same transaction.
+
+        Returns False, writing nothing, when the lease was lost to another worker."""
+        with transaction(self.conn) as c:
+            cur = c.execute(
+                """UPDATE jobs SET status = 'done', worker = NULL, lease_until = NULL, error_kind = NULL,
+                       last_error = NULL, http_status = ?, finished_at = ?, updated_at = ?, duration_ms = ?
+                   WHERE id = ? AND worker = ? AND status = 'running'""",
+                (http_status, now, now, duration_ms, job.id, worker),
+            )
+            if cur.rowcount != 1:
+                return False
+            if write is not None:
+                write(c)
+            return True
+
+    def fail(self, job, worker, now, status, kind, message, http_status=None, available_at=None, duration_ms=None):
+        """Record a failed attempt: `status` is pending (retry at `available_at`), failed or invalid."""
+        finished = None if status == "pending" else now
+        with transaction(self.conn) as c:
+            cur = c.execute(
+                """UPDATE jobs SET status = ?, worker = NULL, lease_until = NULL, error_kind = ?, last_error = ?,
+                       http_status = ?, available_at = COALESCE(?, available_at), finished_at = ?,
+                       updated_at = ?, duration_ms = ?
+                   WHERE id = ? AND worker = ? AND status = 'running'""",
+                (status, kind, message[:1000], http_status, available_at, finished, now, duration_ms, job.id, worker),
+            )
+            if cur.rowcount != 1:
+                return False
+            _bump(c, "error:" + kind)
+            return True
+
+    def release(self, job, worker, now):
+        """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted."""
+        with transaction(self.conn) as c:
+            cur = c.execute(
+                """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
+                       attempts = MAX(0, attempts - 1), updated_at = ?
+                   WHERE id = ? AND worker = ? AND status = 'running'""",
+                (now, job.id, worker),
+            )
+            return cur.rowcount == 1
+
+    def requeue(self, now, workers=None, expired=False):
+        """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
+        given) every running row. Their attempt is not counted: the worker died, not the job."""
+        if workers is not None:
+            marks = ",".join("?" * len(workers))
+            where, args = f"worker IN ({marks})", list(workers)
+        elif expired:
+            where, args = "lease_until < ?", [now]
+        else:
+            where, args = "1", []
+        if workers is not None and not workers:
+            return 0
+        with transaction(self.conn) as c:
+            cur = c.execute(
+                f"""UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
+                        attempts = MAX(0, attempts - 1), updated_at = ?
+                    WHERE status = 'running' AND {where}""",
+                [now, *args],
+            )
+            return cur.rowcount
+
+    def retry(self, statuses, now=None):
+        """Move rows of `statuses` back to pending with attempts reset; returns how many."""
+        now = time.time() if now is None else now
+        marks = ",".join("?" * len(statuses))
+        with transaction(self.conn) as c:
+            cur = c.execute(
+                f"""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
+                        worker = NULL, lease_until = NULL, updated_at = ?
+                    WHERE status IN ({marks})""",
+                [now, now, *statuses],
+            )
+            return cur.rowcount
+
+    # --- domains -------------------------------------------------------------------------
+
+    def update_domain(self, domain, change, now):
+        """Apply `change(Breaker) -> Breaker` to the domain's row, atomically; returns the new state."""
+        with transaction(self.conn) as c:
+            b = change(self._breaker(c, domain))
+            self._save_breaker(c, domain, b, now)
+            return b
+
+    def domains(self):
+        return {r["domain"]: _breaker_of(r) for r in self.conn.execute("SELECT * FROM domains ORDER BY domain")}
+
+    @staticmethod
+    def _breaker(c, domain):
+        row = c.execute("SELECT * FROM domains WHERE domain = ?", (domain,)).fetchone()
+        return breaker.Breaker() if row is None else _breaker_of(row)
+
+    @staticmethod
+    def _save_breaker(c, domain, b, now):
+        c.execute(
+            """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (domain) DO UPDATE SET state = excluded.state, failures = excluded.failures,
+                   open_until = excluded.open_until, probe_until = excluded.probe_until,
+                   paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at""",
+            (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now),
+        )
+
+    # --- reading -------------------------------------------------------------------------
+
+    def counts(self):
+        """Rows per status (every status present, zero when none)."""
+        counts = dict.fromkeys(JOB_STATUSES, 0)
+        for status, n in self.conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status"):
+            counts[status] = n
+        return counts
+
+    def finished_since(self, since):
+        return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).fetchone()[0]
+
+    def counters(self):
+        return {name: value for name, value in self.conn.execute("SELECT name, value FROM counters")}
+
+    def next_available_at(self):
+        """When the earliest pending job becomes runnable (None when nothing is pending)."""
+        return self.conn.execute("SELECT MIN(available_at) FROM jobs WHERE status = 'pending'").fetchone()[0]
+
+    def running_workers(self):
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT worker FROM jobs WHERE status = 'running'")]
+
+
+def _bump(c, name, by=1):
+    c.execute(
+        "INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+        (name, by),
+    )
+
+
+def _breaker_of(row):
+    return breaker.Breaker(
+        row["state"], row["failures"], row["open_until"], row["probe_until"], row["paused_until"], row["pause_s"]
+    )

@@ -1,0 +1,89 @@
+"""Pure policy: what kind of failure an answer is, what happens to the job, how long to wait."""
+
+import email.utils
+import random
+from dataclasses import dataclass
+
+import requests
+
+# failure kinds (stored in jobs.error_kind and counted in status)
+NETWORK = "network"
+TIMEOUT = "timeout"
+HTTP_429 = "http_429"
+HTTP_5XX = "http_5xx"
+HTTP_4XX = "http_4xx"
+PARSE = "parse"
+KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE)
+
+GONE = (404, 410)            # the template is not there: final, `invalid`
+FORBIDDEN = (401, 403)       # retrying will not help: final, `failed` with the reason kept
+BREAKER_KINDS = (NETWORK, TIMEOUT, HTTP_5XX)  # a sick server, not a bad job
+
+RETRY = "retry"
+FAILED = "failed"
+INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What to do with a job after a failure: `action` is retry, failed or invalid."""
+
+    action: str
+    delay_s: float = 0.0
+
+
+def kind_of_status(status):
+    """The failure kind of an HTTP status, or None when the status is a success."""
+    if 200 <= status < 300:
+        return None
+    if status == 429:
+        return HTTP_429
+    if status >= 500:
+        return HTTP_5XX
+    return HTTP_4XX
+
+
+def kind_of_exception(exc):
+    """The failure kind of an exception raised by requests."""
+    if isinstance(exc, requests.Timeout):
+        return TIMEOUT
+    if isinstance(exc, (ValueError, requests.exceptions.ContentDecodingError)):
+        return PARSE
+    return NETWORK
+
+
+def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0, max_s=600.0, rng=random):
+    """The outcome of the `attempts`-th failed attempt (1-based)."""
+    if status in GONE:
+        return Outcome(INVALID)
+    if status in FORBIDDEN:
+        return Outcome(FAILED)
+    # every other failure (other 4xx included, as the contract says) is retried until attempts run out
+    if attempts >= max_attempts:
+        return Outcome(FAILED)
+    delay = backoff(attempts, base_s, max_s, rng)
+    if retry_after_s is not None:
+        delay = max(delay, retry_after_s)
+    return Outcome(RETRY, delay)
+
+
+def backoff(attempt, base_s=1.0, max_s=600.0, rng=random):
+    """base, 2*base, 4*base ... for attempt 1, 2, 3 ..., capped, with +-20% jitter so workers spread out."""
+    delay = min(max_s, base_s * (2 ** max(0, attempt - 1)))
+    return delay * rng.uniform(0.8, 1.2)
+
+
+def parse_retry_after(value, now):
+    """Seconds to wait from a Retry-After header (delta seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - now)

@@ -1,0 +1,153 @@
+"""Defaults (with their units), validation, and the frozen Settings passed to every part."""
+
+import dataclasses
+import os
+from urllib.parse import urlsplit
+
+from . import __version__
+from .errors import ConfigError
+
+# Defaults: one place, units in the names.
+DB_PATH = "jobs.db"
+API_URL = "https://api.n8n.io/api"
+SITE_URL = "https://n8n.io"
+PROJECT_URL = "https://github.com/scraper-project/scraper"
+USER_AGENT = f"scraper/{__version__} (+{PROJECT_URL})"
+WORKERS = 4
+RATE_PER_S = 2.0            # n8n.io's published guidance
+BURST = 5
+MAX_ATTEMPTS = 3
+MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
+MIN_WORKER_MB = 48          # one worker (Python + requests + sqlite) needs about 35-45 MB resident
+TIMEOUT_S = 30.0            # connect and read, per request
+LEASE_S = 90.0              # must outlast one rate-limit wait + one request; extended before each fetch
+BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ...
+BACKOFF_MAX_S = 600.0
+PAUSE_429_S = 1.0           # domain pause after a 429 without Retry-After; doubles while 429s continue
+PAUSE_MAX_S = 300.0
+BREAKER_FAILURES = 10       # consecutive failed requests that open a domain's breaker
+BREAKER_OPEN_S = 60.0
+MAX_JOBS_PER_WORKER = 500   # recycle a worker after this many jobs (bounds slow leaks)
+STOP_GRACE_S = 5.0          # after Ctrl-C/SIGTERM, time a worker gets to finish before it is killed
+PROGRESS_EVERY_S = 10.0     # log line interval when stderr is not a terminal
+
+ENV_DB = "SCRAPER_DB"
+ENV_API_URL = "SCRAPER_API_URL"
+ENV_SITE_URL = "SCRAPER_SITE_URL"
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything a run needs, validated once by `build`, then never changed."""
+
+    db_path: str = DB_PATH
+    api_url: str = API_URL
+    site_url: str = SITE_URL
+    user_agent: str = USER_AGENT
+    workers: int = WORKERS
+    rate_per_s: float = RATE_PER_S
+    burst: int = BURST
+    limiter: bool = True
+    max_attempts: int = MAX_ATTEMPTS
+    memory_limit_mb: int = MEMORY_LIMIT_MB
+    timeout_s: float = TIMEOUT_S
+    lease_s: float = LEASE_S
+    with_page: bool = False
+    breaker_failures: int = BREAKER_FAILURES
+    breaker_open_s: float = BREAKER_OPEN_S
+    max_jobs_per_worker: int = MAX_JOBS_PER_WORKER
+    stop_grace_s: float = STOP_GRACE_S
+    backoff_base_s: float = BACKOFF_BASE_S
+    pause_429_s: float = PAUSE_429_S
+    pause_max_s: float = PAUSE_MAX_S
+
+    @property
+    def domain(self):
+        """The politeness domain: both n8n hosts share one budget, keyed by the site's host."""
+        return domain_of(self.site_url)
+
+    @property
+    def limiter_path(self):
+        return self.db_path + "-limiter"
+
+    @property
+    def lock_path(self):
+        return self.db_path + "-run.lock"
+
+    @property
+    def worker_share_mb(self):
+        return self.memory_limit_mb / (self.workers + 1)
+
+    def replace(self, **changes):
+        return build(**{**dataclasses.asdict(self), **changes})
+
+
+def domain_of(url):
+    host = (urlsplit(url).hostname or "").lower()
+    return host[4:] if host.startswith("www.") else host
+
+
+def from_env(environ=None):
+    """The settings the environment asks for (before options override them)."""
+    env = os.environ if environ is None else environ
+    return {
+        "db_path": env.get(ENV_DB) or DB_PATH,
+        "api_url": env.get(ENV_API_URL) or API_URL,
+        "site_url": env.get(ENV_SITE_URL) or SITE_URL,
+    }
+
+
+def build(**values):
+    """Validate `values` and return frozen Settings; ConfigError (one sentence) on the first bad one."""
+    values = {k: v for k, v in values.items() if v is not None}
+    s = Settings(**values)
+    _check_url("API URL", s.api_url)
+    _check_url("site URL", s.site_url)
+    _check(s.workers >= 1, f"--workers must be at least 1 (got {s.workers}).")
+    _check(s.rate_per_s > 0, f"--rate must be above 0 requests per second (got {s.rate_per_s:g}).")
+    _check(s.burst >= 1, f"--burst must be at least 1 (got {s.burst}).")
+    _check(s.max_attempts >= 1, f"--max-attempts must be at least 1 (got {s.max_attempts}).")
+    _check(s.timeout_s > 0, f"--timeout must be above 0 seconds (got {s.timeout_s:g}).")
+    _check(s.max_jobs_per_worker >= 1, f"--max-jobs-per-worker must be at least 1 (got {s.max_jobs_per_worker}).")
+    _check(s.breaker_failures >= 1, f"--breaker-failures must be at least 1 (got {s.breaker_failures}).")
+    _check(s.breaker_open_s > 0, f"--breaker-open must be above 0 seconds (got {s.breaker_open_s:g}).")
+    _check(s.backoff_base_s >= 0, f"--backoff-base must not be negative (got {s.backoff_base_s:g}).")
+    _check(s.lease_s > s.timeout_s, f"the lease ({s.lease_s:g} s) must be longer than --timeout ({s.timeout_s:g} s).")
+    _check(
+        s.memory_limit_mb >= 2 * MIN_WORKER_MB,
+        f"--memory-limit {s.memory_limit_mb} MB is too small to run one worker "
+        f"(a worker and the supervisor need at least {2 * MIN_WORKER_MB} MB).",
+    )
+    _check(
+        s.worker_share_mb >= MIN_WORKER_MB,
+        f"--memory-limit {s.memory_limit_mb} MB is too small for {s.workers} workers "
+        f"(each process needs at least {MIN_WORKER_MB} MB; use fewer workers or a higher limit).",
+    )
+    check_db_path(s.db_path)
+    return s
+
+
+def check_db_path(path):
+    """The database must sit in an existing folder and, if it exists, be a SQLite file."""
+    folder = os.path.dirname(os.path.abspath(path))
+    _check(os.path.isdir(folder), f"the database folder {folder} does not exist.")
+    _check(not os.path.isdir(path), f"the database path {path} is a folder, not a file.")
+    if os.path.exists(path):
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(SQLITE_HEADER))
+        except OSError as e:
+            raise ConfigError(f"the database {path} cannot be read ({e.strerror}).") from e
+        _check(head in (b"", SQLITE_HEADER), f"{path} is not a SQLite database.")
+
+
+def _check_url(what, url):
+    parts = urlsplit(url)
+    _check(parts.scheme in ("http", "https") and bool(parts.hostname), f"the {what} {url!r} is not an http(s) URL.")
+
+
+def _check(ok, sentence):
+    if not ok:
+        raise ConfigError(sentence)

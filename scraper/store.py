@@ -1,0 +1,166 @@
+"""SQLite connections (WAL, busy timeout) and the schema, migrated by `PRAGMA user_version`."""
+
+import sqlite3
+
+BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
+
+# Each entry moves the schema from version i to i+1; never edit one that has shipped, add another.
+MIGRATIONS = [
+    """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        site TEXT NOT NULL,
+        url TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        priority INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('pending', 'running', 'done', 'failed', 'invalid')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        available_at REAL NOT NULL DEFAULT 0,
+        lease_until REAL,
+        worker TEXT,
+        error_kind TEXT,
+        last_error TEXT,
+        http_status INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL,
+        duration_ms INTEGER
+    );
+    -- claims read only pending rows, in this order
+    CREATE INDEX jobs_claim ON jobs (priority DESC, available_at, id) WHERE status = 'pending';
+    CREATE INDEX jobs_status ON jobs (status);
+    CREATE INDEX jobs_running ON jobs (worker) WHERE status = 'running';
+    CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+    CREATE TABLE workflows (
+        id INTEGER PRIMARY KEY,
+        name TEXT,
+        description TEXT,
+        author TEXT,
+        categories TEXT,
+        node_count INTEGER,
+        node_types TEXT,
+        workflow TEXT,
+        total_views INTEGER,
+        created_at TEXT,
+        images TEXT,
+        videos TEXT,
+        explainer TEXT,
+        quality_score INTEGER,
+        fetched_at TEXT,
+        content_hash TEXT,
+        page_title TEXT,
+        page_description TEXT,
+        page_og TEXT
+    );
+    CREATE TABLE domains (
+        domain TEXT PRIMARY KEY,
+        state TEXT NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half_open')),
+        failures INTEGER NOT NULL DEFAULT 0,
+        open_until REAL NOT NULL DEFAULT 0,
+        probe_until REAL NOT NULL DEFAULT 0,
+        paused_until REAL NOT NULL DEFAULT 0,
+        pause_s REAL NOT NULL DEFAULT 0,
+        updated_at REAL
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        workers INTEGER NOT NULL,
+        settings TEXT,
+        done INTEGER,
+        failed INTEGER,
+        invalid INTEGER,
+        exit_code INTEGER
+    );
+    -- all-time event counters (errors by kind, 429s): a status read is one small SELECT
+    CREATE TABLE counters (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL DEFAULT 0
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
+
+
+def connect(path):
+    """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    # NORMAL under WAL loses at most the last commits on power loss, never consistency
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def open_db(path):
+    """Connect and bring the schema up to date."""
+    conn = connect(path)
+    migrate(conn)
+    return conn
+
+
+def migrate(conn):
+    """Apply the migrations this file has not seen yet, each in its own transaction."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version >= SCHEMA_VERSION:
+        return version
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # another process may have migrated while we waited for the lock
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        for number in range(version, SCHEMA_VERSION):
+            for statement in _statements(MIGRATIONS[number]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number + 1}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION
+
+
+def _statements(script):
+    """Split a migration into statements (executescript would commit our transaction)."""
+    parts, buf = [], []
+    for line in script.splitlines():
+        buf.append(line)
+        if sqlite3.complete_statement("\n".join(buf)):
+            parts.append("\n".join(buf).strip())
+            buf = []
+    return [p for p in parts if p]
+
+
+class transaction:
+    """`with transaction(conn):` = BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any exception."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        return False
+
+
+def upsert(conn, table, row, pk):
+    """Insert `row` or update the row with the same `pk` (no duplicates on a re-fetch)."""
+    cols = list(row)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c != pk)
+    conn.execute(
+        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+        f"ON CONFLICT ({pk}) DO UPDATE SET {updates}",
+        [row[c] for c in cols],
+    )

@@ -1,0 +1,272 @@
+"""The supervisor: the run lock, N worker processes, their memory, signals, progress, the end."""
+
+import fcntl
+import json
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+import dataclasses
+
+import psutil
+
+from . import progress, store, worker
+from .errors import RunLocked
+from .queue import Queue
+from .settings import PROGRESS_EVERY_S
+
+log = logging.getLogger(__name__)
+
+# exit codes of `scraper run`
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_LOCKED = 75            # EX_TEMPFAIL: cron may simply try again later
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+TICK_S = 0.1                # the loop wakes at least this often, and at once when a worker dies
+SAMPLE_EVERY_S = 1.0        # memory and lease checks
+TTY_REFRESH_S = 0.5
+
+
+class RunLock:
+    """An exclusive flock beside the database: held for the whole run, freed by the kernel on any death.
+
+    Workers inherit it, so a new run cannot start while orphaned workers of a killed one still run."""
+
+    def __init__(self, path):
+        self.path = path
+        self.fd = None
+
+    def acquire(self):
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunLocked(f"another `scraper run` is already working on this database (lock {self.path}).")
+        self.fd = fd
+        return self
+
+    def release(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@dataclasses.dataclass
+class Slot:
+    """One worker place: the process in it and what the supervisor knows of it."""
+
+    index: int
+    process: multiprocessing.Process = None
+    name: str = ""
+    recycle_asked_at: float = None
+    jobs_started: int = 0
+
+
+class Supervisor:
+    def __init__(self, settings, out=sys.stderr, clock=time.time):
+        self.s = settings
+        self.out = out
+        self.clock = clock
+        self.signals = []
+        self.slots = [Slot(i) for i in range(settings.workers)]
+        self.ctx = multiprocessing.get_context("fork")   # fast start; each child opens its own resources
+        self.tty = hasattr(out, "isatty") and out.isatty()
+        self.recycles = 0
+        self.restarts = 0
+
+    # --- the run ---------------------------------------------------------------------
+
+    def run(self):
+        """Work until no job is runnable or a signal stops us; returns the exit code."""
+        lock = RunLock(self.s.lock_path).acquire()
+        conn = store.open_db(self.s.db_path)
+        self.queue = Queue(conn)
+        try:
+            taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
+            if taken:
+                log.info("took back %d jobs of workers that no longer run", taken)
+            run_id = self._start_run(conn)
+            code = self._loop()
+            self._finish_run(conn, run_id, code)
+            return code
+        finally:
+            self._kill_all()
+            conn.close()
+            lock.release()
+
+    def _loop(self):
+        prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self._work()
+        finally:
+            for sig, handler in prev_handlers.items():
+                signal.signal(sig, handler)
+
+    def _on_signal(self, signum, frame):
+        self.signals.append(signum)       # only a flag: the loop acts on it
+
+    def _work(self):
+        for slot in self.slots:
+            self._start(slot)
+        next_sample = next_show = 0.0
+        stop_deadline = None
+        while True:
+            sentinels = [s.process.sentinel for s in self.slots if s.process is not None]
+            if sentinels:
+                multiprocessing.connection.wait(sentinels, timeout=TICK_S)
+            else:
+                time.sleep(TICK_S)
+            mono = time.monotonic()
+            if self.signals and stop_deadline is None:
+                log.info("stopping: workers finish or hand back their jobs (again to stop at once)")
+                self._signal_all(signal.SIGTERM)
+                stop_deadline = mono + self.s.stop_grace_s
+            if len(self.signals) > 1 or (stop_deadline is not None and mono > stop_deadline):
+                self._kill_all()
+            self._reap(restart=stop_deadline is None)
+            if stop_deadline is not None:
+                if all(s.process is None for s in self.slots):
+                    self.queue.requeue(self.clock())
+                    self._show(final=True)
+                    return EXIT_SIGINT if self.signals[0] == signal.SIGINT else EXIT_SIGTERM
+                continue
+            if mono >= next_sample:
+                next_sample = mono + SAMPLE_EVERY_S
+                self._check_memory()
+                n = self.queue.requeue(self.clock(), expired=True)
+                if n:
+                    log.warning("took back %d jobs whose lease expired", n)
+            if not self._work_left():
+                self._signal_all(signal.SIGTERM)
+                self._join_all(self.s.stop_grace_s)
+                self._show(final=True)
+                return EXIT_FAILED if self.queue.counts()["failed"] else EXIT_OK
+            if mono >= next_show:
+                next_show = mono + (TTY_REFRESH_S if self.tty else PROGRESS_EVERY_S)
+                self._show()
+
+    def _work_left(self):
+        row = self.queue.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending', 'running'))"
+        ).fetchone()
+        return bool(row[0])
+
+    # --- workers -------------------------------------------------------------------------
+
+    def _start(self, slot):
+        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid()), name=f"worker-{slot.index}")
+        p.start()
+        slot.process, slot.name, slot.recycle_asked_at = p, worker.worker_name(slot.index, p.pid), None
+
+    def _reap(self, restart):
+        """Hand back the jobs of workers that ended, and put a fresh worker in their place."""
+        for slot in self.slots:
+            p = slot.process
+            if p is None or p.is_alive():
+                continue
+            p.join()
+            taken = self.queue.requeue(self.clock(), workers=[slot.name])
+            code = p.exitcode
+            if code == worker.EXIT_RECYCLE:
+                self.recycles += 1
+            elif code != worker.EXIT_STOPPED:
+                self.restarts += 1
+                log.warning("worker %s died (exit code %s); %d job(s) handed back", slot.name, code, taken)
+            slot.process = None
+            if restart and self._work_left():
+                self._start(slot)
+                log.info("started %s in place of %s", slot.name, worker.worker_name(slot.index, p.pid))
+
+    def _signal_all(self, sig):
+        for slot in self.slots:
+            if slot.process is not None and slot.process.is_alive():
+                try:
+                    os.kill(slot.process.pid, sig)
+                except ProcessLookupError:
+                    pass
+
+    def _join_all(self, timeout_s):
+        deadline = time.monotonic() + timeout_s
+        for slot in self.slots:
+            if slot.process is not None:
+                slot.process.join(max(0.0, deadline - time.monotonic()))
+        self._kill_all()
+
+    def _kill_all(self):
+        killed = []
+        for slot in self.slots:
+            if slot.process is not None:
+                if slot.process.is_alive():
+                    slot.process.kill()
+                slot.process.join()
+                killed.append(slot.name)
+                slot.process = None
+        if killed and getattr(self, "queue", None) is not None:
+            self.queue.requeue(self.clock(), workers=killed)
+
+    def _check_memory(self):
+        """Ask a worker over its share of the pool's memory to finish its job and make room."""
+        try:
+            me = psutil.Process().memory_info().rss
+            rss = {s.index: psutil.Process(s.process.pid).memory_info().rss
+                   for s in self.slots if s.process is not None and s.process.is_alive()}
+        except psutil.NoSuchProcess:
+            return  # reaped on the next tick
+        share = (self.s.memory_limit_mb * 2**20 - me) / max(1, self.s.workers)
+        now = time.monotonic()
+        for slot in self.slots:
+            used = rss.get(slot.index)
+            if used is None:
+                continue
+            if slot.recycle_asked_at is None and used > share:
+                log.info("recycling %s: %.0f MB resident, over its share of %.0f MB",
+                         slot.name, used / 2**20, share / 2**20)
+                slot.recycle_asked_at = now
+                os.kill(slot.process.pid, signal.SIGUSR1)
+            elif slot.recycle_asked_at is not None and now - slot.recycle_asked_at > self.s.timeout_s + self.s.stop_grace_s:
+                log.warning("%s did not recycle in time; killed", slot.name)
+                slot.process.kill()
+
+    # --- bookkeeping ------------------------------------------------------------------
+
+    def _start_run(self, conn):
+        with store.transaction(conn) as c:
+            settings = {k: v for k, v in dataclasses.asdict(self.s).items() if k != "user_agent"}
+            return c.execute(
+                "INSERT INTO runs (pid, started_at, workers, settings) VALUES (?, ?, ?, ?)",
+                (os.getpid(), self.clock(), self.s.workers, json.dumps(settings)),
+            ).lastrowid
+
+    def _finish_run(self, conn, run_id, code):
+        counts = self.queue.counts()
+        with store.transaction(conn) as c:
+            c.execute(
+                "UPDATE runs SET finished_at = ?, done = ?, failed = ?, invalid = ?, exit_code = ? WHERE id = ?",
+                (self.clock(), counts["done"], counts["failed"], counts["invalid"], code, run_id),
+            )
+        log.info("run finished: %d done, %d failed, %d invalid, %d pending; %d recycles, %d restarts; exit %d",
+                 counts["done"], counts["failed"], counts["invalid"], counts["pending"],
+                 self.recycles, self.restarts, code)
+
+    def _show(self, final=False):
+        now = self.clock()
+        p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - 60),
+                                 self.queue.finished_since(now - 300))
+        if self.tty:
+            end = "\n" if final else ""
+            self.out.write("\r" + progress.line(p) + end)
+            self.out.flush()
+        else:
+            log.info("progress %s", progress.line(p, width=0))
+
+
+def run(settings):
+    """`scraper run`: the exit code (RunLocked propagates, for the CLI to turn into 75)."""
+    return Supervisor(settings).run()
