@@ -18,7 +18,8 @@ RATE_PER_S = 2.0            # n8n.io's published guidance
 BURST = 5
 MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
-MIN_WORKER_MB = 48          # one worker (Python + requests + sqlite) needs about 35-45 MB resident
+PROCESS_MB = 40             # measured: one process (Python, requests, sqlite) is about 35-40 MB resident
+MIN_SHARE_MB = 24           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # connect and read, per request
 LEASE_S = 90.0              # must outlast one rate-limit wait + one request; extended before each fetch
 BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ...
@@ -78,7 +79,8 @@ class Settings:
 
     @property
     def worker_share_mb(self):
-        return self.memory_limit_mb / (self.workers + 1)
+        """Each worker's part of the ceiling once the supervisor's is set aside (planning figure)."""
+        return (self.memory_limit_mb - PROCESS_MB) / self.workers
 
     def replace(self, **changes):
         return build(**{**dataclasses.asdict(self), **changes})
@@ -116,14 +118,14 @@ def build(**values):
     _check(s.backoff_base_s >= 0, f"--backoff-base must not be negative (got {s.backoff_base_s:g}).")
     _check(s.lease_s > s.timeout_s, f"the lease ({s.lease_s:g} s) must be longer than --timeout ({s.timeout_s:g} s).")
     _check(
-        s.memory_limit_mb >= 2 * MIN_WORKER_MB,
+        s.memory_limit_mb >= 2 * PROCESS_MB,
         f"--memory-limit {s.memory_limit_mb} MB is too small to run one worker "
-        f"(a worker and the supervisor need at least {2 * MIN_WORKER_MB} MB).",
+        f"(the supervisor and one worker need at least {2 * PROCESS_MB} MB).",
     )
     _check(
-        s.worker_share_mb >= MIN_WORKER_MB,
+        s.worker_share_mb >= MIN_SHARE_MB,
         f"--memory-limit {s.memory_limit_mb} MB is too small for {s.workers} workers "
-        f"(each process needs at least {MIN_WORKER_MB} MB; use fewer workers or a higher limit).",
+        f"(each needs a share of at least {MIN_SHARE_MB} MB; use fewer workers or a higher limit).",
     )
     check_db_path(s.db_path)
     return s

@@ -1,0 +1,318 @@
+"""The pure policy functions: failure kinds, retry decisions, backoff, Retry-After, breaker, progress, rates."""
+
+import email.utils
+import random
+from fractions import Fraction
+
+import pytest
+import requests
+
+from scraper import breaker, limiter, progress, retry
+from scraper.breaker import Breaker
+
+NOW = 1_700_000_000.0
+
+
+# --- failure kinds -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status, kind", [
+    (200, None), (204, None), (299, None),
+    (429, retry.HTTP_429),
+    (500, retry.HTTP_5XX), (502, retry.HTTP_5XX), (503, retry.HTTP_5XX), (599, retry.HTTP_5XX),
+    (400, retry.HTTP_4XX), (401, retry.HTTP_4XX), (403, retry.HTTP_4XX), (404, retry.HTTP_4XX),
+    (410, retry.HTTP_4XX), (418, retry.HTTP_4XX),
+])
+def test_kind_of_status(status, kind):
+    assert retry.kind_of_status(status) == kind
+
+
+@pytest.mark.parametrize("exc, kind", [
+    (requests.Timeout("slow"), retry.TIMEOUT),
+    (requests.ReadTimeout("slow read"), retry.TIMEOUT),
+    (requests.ConnectTimeout("slow connect"), retry.TIMEOUT),
+    (requests.ConnectionError("refused"), retry.NETWORK),
+    (requests.exceptions.ChunkedEncodingError("cut"), retry.NETWORK),
+    (requests.exceptions.ContentDecodingError("bad gzip"), retry.PARSE),
+    (requests.exceptions.JSONDecodeError("bad", "{", 0), retry.PARSE),
+    (ValueError("bad"), retry.PARSE),
+    (requests.RequestException("other"), retry.NETWORK),
+])
+def test_kind_of_exception(exc, kind):
+    assert retry.kind_of_exception(exc) == kind
+
+
+# --- decide --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status", [404, 410])
+def test_gone_is_invalid_on_the_first_attempt(status):
+    assert retry.decide(retry.HTTP_4XX, status, 1, 3).action == retry.INVALID
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_forbidden_is_failed_on_the_first_attempt(status):
+    assert retry.decide(retry.HTTP_4XX, status, 1, 3).action == retry.FAILED
+
+
+@pytest.mark.parametrize("kind, status", [
+    (retry.HTTP_5XX, 500), (retry.HTTP_5XX, 503), (retry.HTTP_429, 429), (retry.NETWORK, None),
+    (retry.TIMEOUT, None), (retry.PARSE, 200), (retry.HTTP_4XX, 400), (retry.HTTP_4XX, 418),
+])
+def test_retryable_failures_retry_until_max_attempts_then_fail(kind, status):
+    for attempt in (1, 2):
+        outcome = retry.decide(kind, status, attempt, 3, rng=random.Random(1))
+        assert outcome.action == retry.RETRY
+        assert outcome.delay_s > 0
+    assert retry.decide(kind, status, 3, 3).action == retry.FAILED
+    assert retry.decide(kind, status, 4, 3).action == retry.FAILED
+
+
+def test_decide_delay_is_the_backoff_of_the_attempt():
+    outcome = retry.decide(retry.HTTP_5XX, 500, 2, 5, base_s=1.0, rng=random.Random(3))
+    assert outcome.delay_s == retry.backoff(2, 1.0, 600.0, random.Random(3))
+
+
+def test_retry_after_raises_the_delay():
+    outcome = retry.decide(retry.HTTP_429, 429, 1, 3, retry_after_s=30.0, rng=random.Random(1))
+    assert outcome == retry.Outcome(retry.RETRY, 30.0)
+
+
+def test_retry_after_shorter_than_backoff_does_not_lower_it():
+    outcome = retry.decide(retry.HTTP_429, 429, 3, 5, retry_after_s=0.5, base_s=1.0, rng=random.Random(1))
+    assert outcome.delay_s == retry.backoff(3, 1.0, 600.0, random.Random(1))
+    assert outcome.delay_s >= 4 * 0.8
+
+
+def test_one_attempt_allowed_means_no_retry():
+    assert retry.decide(retry.NETWORK, None, 1, 1).action == retry.FAILED
+
+
+# --- backoff -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("attempt, nominal", [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0)])
+def test_backoff_doubles_with_20_percent_jitter(attempt, nominal):
+    rng = random.Random(42)
+    delays = [retry.backoff(attempt, 1.0, 600.0, rng) for _ in range(500)]
+    assert all(0.8 * nominal <= d <= 1.2 * nominal for d in delays)
+    assert min(delays) < 0.85 * nominal and max(delays) > 1.15 * nominal   # jitter really spreads
+
+
+def test_backoff_is_reproducible_with_a_seeded_random():
+    assert retry.backoff(2, rng=random.Random(9)) == retry.backoff(2, rng=random.Random(9))
+
+
+def test_backoff_base_scales_the_delays():
+    assert 0.8 * 20 <= retry.backoff(2, base_s=10.0, rng=random.Random(1)) <= 1.2 * 20
+
+
+def test_backoff_base_zero_means_no_wait():
+    assert retry.backoff(5, base_s=0.0, rng=random.Random(1)) == 0.0
+
+
+def test_backoff_never_exceeds_its_cap():
+    rng = random.Random(5)
+    delays = [retry.backoff(attempt, 1.0, 600.0, rng) for attempt in range(10, 40) for _ in range(20)]
+    assert max(delays) <= 600.0
+
+
+def test_backoff_of_a_very_high_attempt_is_the_cap_not_an_overflow():
+    assert 0 < retry.backoff(2000, 1.0, 600.0, random.Random(1)) <= 600.0
+
+
+# --- Retry-After ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, seconds", [("7", 7.0), (" 120 ", 120.0), ("0", 0.0)])
+def test_retry_after_in_seconds(value, seconds):
+    assert retry.parse_retry_after(value, NOW) == seconds
+
+
+def test_retry_after_as_http_date_is_relative_to_now():
+    value = email.utils.formatdate(NOW + 90, usegmt=True)
+    assert retry.parse_retry_after(value, NOW) == pytest.approx(90.0)
+
+
+def test_retry_after_date_in_the_past_is_zero():
+    value = email.utils.formatdate(NOW - 300, usegmt=True)
+    assert retry.parse_retry_after(value, NOW) == 0.0
+
+
+@pytest.mark.parametrize("value", [None, "", "soon", "-5", "1.5e3x", "Fri, 99 Foo 2024 99:99:99 GMT"])
+def test_retry_after_garbage_is_none(value):
+    assert retry.parse_retry_after(value, NOW) is None
+
+
+# --- breaker -------------------------------------------------------------------------------------
+
+def fail_n(b, n, now=NOW, threshold=3, open_s=60.0):
+    for _ in range(n):
+        b = breaker.on_failure(b, now, threshold, open_s)
+    return b
+
+
+def test_breaker_stays_closed_below_the_threshold():
+    b = fail_n(Breaker(), 2)
+    assert b.state == breaker.CLOSED and b.failures == 2
+    assert breaker.admits(b, NOW) == "yes"
+
+
+def test_breaker_opens_after_n_consecutive_failures():
+    b = fail_n(Breaker(), 3)
+    assert b.state == breaker.OPEN and b.open_until == NOW + 60
+    assert breaker.admits(b, NOW) == "no"
+    assert breaker.admits(b, NOW + 59.9) == "no"
+
+
+def test_success_resets_the_consecutive_count():
+    b = breaker.on_success(fail_n(Breaker(), 2))
+    assert fail_n(b, 2).state == breaker.CLOSED
+
+
+def test_open_breaker_gives_one_probe_after_open_until():
+    b = fail_n(Breaker(), 3)
+    assert breaker.admits(b, NOW + 60) == "probe"
+    probing = breaker.on_probe(b, NOW + 60, lease_s=90)
+    assert probing.state == breaker.HALF_OPEN
+    assert breaker.admits(probing, NOW + 61) == "no"          # only one probe at a time
+    assert breaker.admits(probing, NOW + 150) == "probe"      # the probe's lease ran out
+
+
+def test_half_open_and_success_closes():
+    b = breaker.on_success(breaker.on_probe(fail_n(Breaker(), 3), NOW + 60, 90))
+    assert b == Breaker()
+    assert breaker.admits(b, NOW + 61) == "yes"
+
+
+def test_half_open_and_failure_opens_again():
+    probing = breaker.on_probe(fail_n(Breaker(), 3), NOW + 60, 90)
+    b = breaker.on_failure(probing, NOW + 61, threshold=3, open_s=60)
+    assert b.state == breaker.OPEN and b.open_until == NOW + 121
+    assert breaker.admits(b, NOW + 100) == "no"
+    assert breaker.admits(b, NOW + 121) == "probe"
+
+
+def test_429_with_retry_after_pauses_for_that_long():
+    b = breaker.on_429(Breaker(), NOW, 7.0, default_s=1.0, max_s=300.0)
+    assert b.paused_until == NOW + 7 and b.state == breaker.CLOSED
+    assert breaker.admits(b, NOW + 6.9) == "no"
+    assert breaker.admits(b, NOW + 7) == "yes"
+
+
+def test_429_without_retry_after_doubles_the_pause_up_to_the_max():
+    b, pauses = Breaker(), []
+    for _ in range(12):
+        b = breaker.on_429(b, NOW, None, default_s=1.0, max_s=300.0)
+        pauses.append(b.pause_s)
+    assert pauses[:5] == [1.0, 2.0, 4.0, 8.0, 16.0]
+    assert pauses[-1] == 300.0 and max(pauses) == 300.0
+
+
+def test_429_never_shortens_a_longer_pause():
+    b = breaker.on_429(Breaker(), NOW, 60.0, 1.0, 300.0)
+    b = breaker.on_429(b, NOW + 1, 2.0, 1.0, 300.0)
+    assert b.paused_until == NOW + 60
+
+
+def test_pause_blocks_even_a_closed_breaker_and_success_resets_the_doubling():
+    b = breaker.on_429(breaker.on_429(Breaker(), NOW, None, 1.0, 300.0), NOW, None, 1.0, 300.0)
+    assert breaker.admits(b, NOW + 1) == "no"
+    b = breaker.on_success(b)
+    assert breaker.on_429(b, NOW + 10, None, 1.0, 300.0).pause_s == 1.0
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+COUNTS = {"pending": 50, "running": 10, "done": 30, "failed": 5, "invalid": 5}
+
+
+def test_progress_from_counts():
+    p = progress.from_counts(COUNTS, last_1m=12, last_5m=40)
+    assert (p.total, p.finished, p.remaining, p.last_1m, p.last_5m) == (100, 40, 60, 12, 40)
+
+
+def test_progress_from_partial_counts():
+    p = progress.from_counts({"done": 3}, 0, 0)
+    assert (p.total, p.finished, p.remaining) == (3, 3, 0)
+
+
+def test_rate_is_the_last_minute_else_the_5_minute_mean():
+    assert progress.from_counts(COUNTS, 12, 40).rate_per_min == 12.0
+    assert progress.from_counts(COUNTS, 0, 40).rate_per_min == 8.0
+    assert progress.from_counts(COUNTS, 0, 0).rate_per_min == 0.0
+
+
+def test_eta():
+    assert progress.from_counts(COUNTS, 12, 40).eta_s == 60 * 60 / 12       # 60 remaining at 12/min
+    assert progress.from_counts(COUNTS, 0, 0).eta_s is None                  # no rate yet
+    assert progress.from_counts({"done": 9}, 0, 0).eta_s == 0.0              # nothing left
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (None, "unknown"), (0, "0s"), (59.4, "59s"), (59.6, "1m00s"), (61, "1m01s"),
+    (3599, "59m59s"), (3600, "1h00m"), (7384, "2h03m"),
+])
+def test_format_duration(seconds, text):
+    assert progress.format_duration(seconds) == text
+
+
+def test_progress_line_with_bar():
+    p = progress.from_counts({"done": 120, "pending": 480}, last_1m=118, last_5m=500)
+    assert progress.line(p, width=10) == "[##........] 120/600 (20%) 118.0/min ETA 4m04s"
+
+
+def test_progress_line_without_bar_and_unknown_eta():
+    p = progress.from_counts({"pending": 5}, 0, 0)
+    assert progress.line(p, width=0) == "0/5 (0%) 0.0/min ETA unknown"
+
+
+def test_progress_line_of_an_empty_queue():
+    assert progress.line(progress.from_counts({}, 0, 0), width=4) == "[####] 0/0 (100%) 0.0/min ETA 0s"
+
+
+# --- limiter.rates_for against a strict token bucket ----------------------------------------------
+
+def densest_admissions(rates, n):
+    """The earliest admission times (ms) the sliding windows allow, read as generously as possible:
+    an admission at time a no longer counts at a + interval."""
+    times = []
+    t = 0
+    for _ in range(n):
+        for rate in rates:
+            if len(times) >= rate.limit:
+                t = max(t, times[-rate.limit] + rate.interval)
+        times.append(t)
+    return times
+
+
+def token_bucket_rejects(times_ms, rate_per_s, burst):
+    """Indexes of the admissions a full-at-start bucket (capacity burst, refill rate_per_s) would refuse."""
+    refill_per_ms = Fraction(str(rate_per_s)) / 1000
+    tokens, last, rejected = Fraction(burst), 0, []
+    for i, t in enumerate(times_ms):
+        tokens = min(Fraction(burst), tokens + (t - last) * refill_per_ms)
+        last = t
+        if tokens >= 1:
+            tokens -= 1
+        else:
+            rejected.append(i)
+    return rejected
+
+
+@pytest.mark.parametrize("rate_per_s, burst", [
+    (0.5, 1), (2, 5), (2, 1), (1, 2), (3, 1), (3, 2), (10, 10), (0.3, 4), (7, 3), (2.5, 20),
+])
+def test_rates_never_exceed_a_token_bucket(rate_per_s, burst):
+    rates = limiter.rates_for(rate_per_s, burst)
+    times = densest_admissions(rates, 300)
+    assert token_bucket_rejects(times, rate_per_s, burst) == []
+
+
+@pytest.mark.parametrize("rate_per_s, burst", [(0.5, 1), (2, 5), (10, 10), (0.3, 4)])
+def test_rates_keep_the_sustained_rate(rate_per_s, burst):
+    times = densest_admissions(limiter.rates_for(rate_per_s, burst), 400)
+    achieved = (len(times) - 1) / ((times[-1] - times[0]) / 1000)
+    assert achieved >= 0.95 * rate_per_s
+
+
+def test_the_check_itself_catches_a_rate_above_the_bucket():
+    # the simulation is not vacuous: a window of `burst` per burst/rate overshoots a strict bucket
+    too_many = [limiter.Rate(5, 2000)]
+    assert token_bucket_rejects(densest_admissions(too_many, 50), 2, 5) != []

@@ -1,0 +1,38 @@
+"""The real CLI against the stand-in site: faults, the database row by row."""
+
+import json
+
+import pytest
+
+from conftest import rows, scraper
+
+pytestmark = pytest.mark.slow
+
+
+def test_run_with_faults_checks_every_row(standin, tmp_path):
+    site = standin(templates=80, rate=50, burst=5, latency_ms=5,
+                   faults="503:0.05,500x2:0.05,reset:0.05,truncate:0.05,404:0.05,403:0.05", seed=3)
+    db = tmp_path / "jobs.db"
+    assert "seeded 80 new" in scraper(site, db, "seed", "--from-search", check=0).stdout
+    done = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--burst", "5", "--backoff-base", "0.1")
+    assert done.returncode == 1, done.stderr[-2000:]     # the 403s end failed
+    faults = {int(k): v["kind"] for k, v in site.corpus()["faults"].items()}
+    jobs = {int(r["key"].split(":")[1]): r for r in rows(db, "SELECT * FROM jobs")}
+    stored = {r["id"]: r for r in rows(db, "SELECT * FROM workflows")}
+    assert len(jobs) == 80
+    for template_id, job in jobs.items():
+        kind = faults.get(template_id)
+        if kind == "404":
+            assert (job["status"], job["http_status"]) == ("invalid", 404)
+            assert template_id not in stored
+        elif kind == "403":
+            assert (job["status"], job["http_status"], job["error_kind"]) == ("failed", 403, "http_4xx")
+            assert "403" in job["last_error"]
+        else:
+            assert job["status"] == "done", (template_id, kind, job)
+            served = site.template(template_id)["workflow"]
+            row = stored[template_id]
+            assert row["name"] == served["name"]
+            assert json.loads(row["workflow"]) == served["workflow"]
+            assert job["attempts"] == {"500": 3, None: 1}.get(kind, 2)
+    assert site.stats()["http_429"] == 0

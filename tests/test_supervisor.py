@@ -1,0 +1,153 @@
+"""The pool under real processes and real signals; the network is the stand-in site."""
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from conftest import rows, scraper, start_scraper, status_json, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def seeded(standin, tmp_path, templates=60, **site_options):
+    site = standin(templates=templates, **site_options)
+    db = tmp_path / "jobs.db"
+    scraper(site, db, "seed", "--from-search", check=0)
+    return site, db
+
+
+def count(db, status):
+    return rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = ?", status)[0]["n"]
+
+
+def workers_of(proc):
+    return [c for c in psutil.Process(proc.pid).children() if c.status() != psutil.STATUS_ZOMBIE]
+
+
+def assert_each_template_once(site, db):
+    ids = sorted(site.corpus()["ids"])
+    stored = rows(db, "SELECT id FROM workflows ORDER BY id")
+    assert [r["id"] for r in stored] == ids
+    assert count(db, "done") == len(ids)
+    assert count(db, "running") == 0 and count(db, "pending") == 0
+
+
+def test_four_workers_never_exceed_the_servers_limit(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=200, rate=20, burst=5, latency_ms=40)
+    done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--burst", "5")
+    assert done.returncode == 0, done.stderr[-2000:]
+    stats = site.stats()
+    assert stats["http_429"] == 0
+    assert stats["max_in_1s"] <= 20 + 5
+    assert_each_template_once(site, db)
+    assert "progress" in done.stderr     # not a terminal: periodic log lines
+
+
+def test_a_second_run_on_the_same_database_exits_75(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, rate=5, burst=1)
+    first = start_scraper(site, db, "run", "--workers", "1", "--rate", "5", "--burst", "1")
+    try:
+        wait_until(lambda: count(db, "done") > 0)
+        second = scraper(site, db, "run", timeout=20)
+        assert second.returncode == 75
+        assert "another `scraper run`" in second.stderr and "Traceback" not in second.stderr
+        assert status_json(site, db)["total"] == 60        # status works beside a run
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(20) == 143
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_hands_back_jobs_and_exits(standin, tmp_path, sig, code):
+    site, db = seeded(standin, tmp_path, rate=10, burst=2, latency_ms=200)
+    proc = start_scraper(site, db, "run", "--workers", "4", "--rate", "10", "--burst", "2")
+    wait_until(lambda: count(db, "done") >= 5)
+    proc.send_signal(sig)
+    assert proc.wait(15) == code
+    assert count(db, "running") == 0
+    assert count(db, "done") + count(db, "pending") == 60
+    assert rows(db, "SELECT exit_code FROM runs")[-1]["exit_code"] == code
+    # what was stored is what was done, once
+    assert len(rows(db, "SELECT id FROM workflows")) == count(db, "done")
+
+
+def test_a_second_ctrl_c_stops_at_once(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, rate=50, burst=5, latency_ms=20000)   # every answer hangs
+    proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "50", "--timeout", "60")
+    wait_until(lambda: count(db, "running") == 2)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(4) == 130          # well before the 5 s grace and the 20 s answers
+    assert count(db, "running") == 0 and count(db, "pending") == 60
+
+
+def test_a_killed_worker_loses_nothing(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=150, rate=40, burst=5, latency_ms=30)
+    proc = start_scraper(site, db, "run", "--workers", "4", "--rate", "40", "--burst", "5")
+    wait_until(lambda: count(db, "done") >= 30)
+    victim = wait_until(lambda: next((w for w in workers_of(proc)
+                                      if rows(db, "SELECT 1 FROM jobs WHERE status='running' AND worker LIKE ?",
+                                              f"%-{w.pid}")), None))
+    victim.kill()
+    # within about a second its job is back and a replacement runs
+    wait_until(lambda: not rows(db, "SELECT 1 FROM jobs WHERE status='running' AND worker LIKE ?",
+                                f"%-{victim.pid}"), timeout=2)
+    wait_until(lambda: len(workers_of(proc)) == 4 and victim.pid not in [w.pid for w in workers_of(proc)],
+               timeout=2)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert "died" in err
+    assert_each_template_once(site, db)
+
+
+def test_a_killed_supervisor_is_resumed_by_the_next_run(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=100, rate=40, burst=5, latency_ms=100)
+    proc = start_scraper(site, db, "run", "--workers", "4", "--rate", "40", "--burst", "5")
+    wait_until(lambda: count(db, "done") >= 20 and count(db, "running") > 0)
+    family = [proc.pid] + [w.pid for w in workers_of(proc)]
+    for pid in family:
+        os.kill(pid, signal.SIGKILL)
+    proc.wait(10)
+    assert count(db, "running") > 0                       # left behind, as after a power cut
+    again = scraper(site, db, "run", "--workers", "4", "--rate", "40", "--burst", "5")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "took back" in again.stderr
+    assert_each_template_once(site, db)
+
+
+def test_a_503_storm_opens_the_breaker_then_the_run_finishes(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=80, rate=50, burst=5, latency_ms=10)
+    proc = start_scraper(site, db, "run", "--workers", "4", "--rate", "50", "--burst", "5",
+                         "--breaker-failures", "5", "--breaker-open", "1", "--max-attempts", "6",
+                         "--backoff-base", "0.2")
+    wait_until(lambda: count(db, "done") >= 10)
+    site.storm(2.5)
+    state = wait_until(lambda: status_json(site, db)["domains"]["127.0.0.1"]["state"] != "closed")
+    assert state
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert "breaker of 127.0.0.1 open" in err and "closed (was half_open)" in err
+    assert_each_template_once(site, db)
+    # the breaker kept the storm short: a handful of 503s, not one per job and retry
+    assert site.stats()["by_status"].get("503", 0) <= 5 + 4 + 6
+    assert status_json(site, db)["domains"]["127.0.0.1"]["state"] == "closed"
+
+
+def test_a_small_memory_share_recycles_workers_and_the_run_completes(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=40, rate=50, burst=5, latency_ms=50)
+    done = scraper(site, db, "run", "--workers", "3", "--rate", "50", "--memory-limit", "120")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "over its share" in done.stderr
+    assert_each_template_once(site, db)
+
+
+def test_workers_recycle_after_their_quota_of_jobs(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=30, rate=100, burst=5)
+    done = scraper(site, db, "run", "--workers", "2", "--rate", "100", "--max-jobs-per-worker", "4")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.count("recycling after 4 jobs") >= 5
+    assert_each_template_once(site, db)
