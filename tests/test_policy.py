@@ -140,6 +140,11 @@ def test_retry_after_garbage_is_none(value):
     assert retry.parse_retry_after(value, NOW) is None
 
 
+def test_retry_after_superscript_digit_is_none():
+    # headers arrive as latin-1: a stray byte 0xB2 is "²", which str.isdigit() accepts and float() refuses
+    assert retry.parse_retry_after("\xb2", NOW) is None
+
+
 # --- breaker -------------------------------------------------------------------------------------
 
 def fail_n(b, n, now=NOW, threshold=3, open_s=60.0):

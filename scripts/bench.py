@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export.
+
+    .venv/bin/python scripts/bench.py [--quick] [--only efficiency,queue] [--workdir DIR] [--json PATH]
+
+Every request goes to a local stand-in site on 127.0.0.1 (scripts/standin_site.py); nothing else is
+contacted. Timers are time.perf_counter; memory is psutil (sampled) or /usr/bin/time -v (exact peak).
+Exit code 1 when a figure misses its target.
+"""
+
+import argparse
+import importlib.util
+import json
+import multiprocessing
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from scraper import cli, seed as seeding, settings as config, store  # noqa: E402
+from scraper.queue import Queue  # noqa: E402
+from scraper.sites import n8n  # noqa: E402
+
+PY = sys.executable
+SECTIONS = ("efficiency", "queue", "seed", "status", "claim_scale", "export")
+RESULTS, NOTES = [], []
+TIME_V = "/usr/bin/time"
+
+
+def result(name, value, unit, target="", ok=None):
+    """One table row; ok is True/False against the target, None when there is no target."""
+    RESULTS.append({"name": name, "value": value, "unit": unit, "target": target, "ok": ok})
+
+
+def note(text):
+    NOTES.append(text)
+    print(text, flush=True)
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def print_table():
+    head = ("name", "figure", "unit", "target", "result")
+    rows = [(r["name"], fmt(r["value"]), r["unit"], r["target"],
+             {True: "pass", False: "FAIL", None: "-"}[r["ok"]]) for r in RESULTS]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "  ".join(str(c).rjust(w) if i == 1 else str(c).ljust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    print("\n" + line(head) + "\n" + line(["-" * w for w in widths]))
+    for row in rows:
+        print(line(row))
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def env_for(db, site_url="http://127.0.0.1:9"):
+    """The CLI's environment: our database, and URLs that can only reach this machine."""
+    return {**os.environ, config.ENV_DB: str(db), config.ENV_API_URL: site_url + "/api",
+            config.ENV_SITE_URL: site_url, "PYTHONPATH": str(ROOT)}
+
+
+def scraper_cmd(*args):
+    return [PY, "-m", "scraper", "--log-level", "WARNING", *args]
+
+
+def fresh_db(path):
+    """An empty migrated database at `path` (removing any earlier one and its WAL files)."""
+    for suffix in ("", "-wal", "-shm", "-limiter", "-limiter-wal", "-limiter-shm", "-limiter.lock"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return store.open_db(str(path))
+
+
+class RssSampler(threading.Thread):
+    """Peak of the summed RSS of a process and all its children, sampled every `every_s`."""
+
+    def __init__(self, pid, every_s=0.2):
+        super().__init__(daemon=True)
+        self.proc, self.every_s, self.peak, self.stop = psutil.Process(pid), every_s, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                procs = [self.proc, *self.proc.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            total = 0
+            for p in procs:
+                try:
+                    total += p.memory_info().rss
+                except psutil.NoSuchProcess:
+                    pass  # a worker that just ended or was recycled
+            self.peak = max(self.peak, total)
+            self.stop.wait(self.every_s)
+
+
+def http(url, method="GET"):
+    assert url.startswith("http://127.0.0.1:"), url   # never anything but this machine
+    with urllib.request.urlopen(urllib.request.Request(url, method=method, data=b"" if method == "POST" else None),
+                                timeout=10) as r:
+        return json.loads(r.read())
+
+
+def start_standin(templates, latency_ms, rate, burst):
+    proc = subprocess.Popen([PY, str(ROOT / "scripts" / "standin_site.py"), "--templates", str(templates),
+                             "--latency-ms", str(latency_ms), "--rate", str(rate), "--burst", str(burst)],
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+    if not match:
+        proc.kill()
+        raise RuntimeError(f"the stand-in did not start: {line!r}")
+    return proc, match.group(1)
+
+
+def bulk_jobs(conn, rows):
+    """Insert job tuples in one transaction: the fast path for building big test databases."""
+    with store.transaction(conn) as c:
+        c.executemany(
+            """INSERT INTO jobs (key, site, url, domain, status, attempts, available_at, lease_until, worker,
+                   error_kind, last_error, http_status, created_at, updated_at, started_at, finished_at,
+                   duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows)
+
+
+def pending_rows(n, now, start=0):
+    for i in range(start, start + n):
+        yield (f"n8n:{i}", "n8n", f"http://127.0.0.1:9/workflows/{i}", "127.0.0.1", "pending", 0, 0.0,
+               None, None, None, None, None, now, now, None, None, None)
+
+
+def small_row(job_id):
+    return {"id": job_id, "name": f"w{job_id}", "node_count": 3, "quality_score": 1, "fetched_at": "2024-01-01"}
+
+
+# --- 1. efficiency: how close a real run comes to the rate limit, and its memory --------------
+
+def bench_efficiency(work, quick):
+    templates, runs, rate, burst = (200, 1, 20, 5) if quick else (600, 3, 20, 5)
+    site, url = start_standin(templates, 40, rate, burst)
+    effs, walls, peaks, r429, max1s = [], [], [], 0, 0
+    try:
+        for i in range(runs):
+            db = work / f"eff{i}.db"
+            fresh_db(db).close()
+            env = env_for(db, url)
+            subprocess.run(scraper_cmd("seed", "--from-search"), env=env, check=True, capture_output=True)
+            http(url + "/_standin/reset", "POST")   # the seed's search requests must not count, bucket full
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(scraper_cmd("run", "--workers", "4", "--rate", str(rate), "--burst", str(burst)),
+                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            sampler = RssSampler(proc.pid)
+            sampler.start()
+            _, err = proc.communicate()
+            wall = time.perf_counter() - t0
+            sampler.stop.set()
+            sampler.join()
+            if proc.returncode != 0:
+                raise RuntimeError(f"scraper run exited {proc.returncode}: {err.decode()[-2000:]}")
+            stats = http(url + "/_standin/stats")
+            conn = store.connect(str(db))
+            done = Queue(conn).counts()["done"]
+            conn.close()
+            assert done == templates, f"only {done} of {templates} jobs done"
+            eff = ((stats["requests"] - burst) / rate) / wall
+            effs.append(eff), walls.append(wall), peaks.append(sampler.peak)
+            r429 += stats["http_429"]
+            max1s = max(max1s, stats["max_in_1s"])
+            note(f"efficiency run {i + 1}: {stats['requests']} requests in {wall:.2f} s -> {eff:.4f}; "
+                 f"429s {stats['http_429']}, max in 1 s {stats['max_in_1s']}, peak RSS {sampler.peak / 2**20:.0f} MB")
+    finally:
+        site.terminate()
+        site.wait()
+    eff = statistics.median(effs)
+    result("efficiency", eff, f"median of {runs}", ">= 0.97", eff >= 0.97)
+    result("efficiency_wall", statistics.median(walls), "s", "")
+    result("efficiency_429", r429, "responses", "0", r429 == 0)
+    result("efficiency_max_in_1s", max1s, "requests", f"<= {rate + burst}", max1s <= rate + burst)
+    peak = max(peaks) / 2**20
+    result("run_peak_rss", peak, "MB (sum)", "<= 300", peak <= 300)
+
+
+# --- 2. queue: claims + completions per second, several processes, limiter off --------------
+
+def _queue_child(path, index, barrier, counts):
+    conn = store.connect(path)
+    queue, name, n = Queue(conn), f"bench{index}-{os.getpid()}", 0
+    barrier.wait()
+    while True:
+        job = queue.claim(name, time.time(), 60.0)
+        if job is None:
+            break
+        row = small_row(job.id)
+        queue.complete(job, name, time.time(), 1, write=lambda c: store.upsert(c, "workflows", row, "id"))
+        n += 1
+    conn.close()
+    counts.put(n)
+
+
+def bench_queue(work, quick):
+    n = 5_000 if quick else 20_000
+    ctx = multiprocessing.get_context("fork")
+    for k in (1, 4):
+        db = work / f"queue{k}.db"
+        conn = fresh_db(db)
+        Queue(conn).seed(seeding.job_rows(config.Settings(site_url="http://127.0.0.1:9"), range(n)))
+        conn.close()
+        barrier, counts = ctx.Barrier(k + 1), ctx.Queue()
+        procs = [ctx.Process(target=_queue_child, args=(str(db), i, barrier, counts)) for i in range(k)]
+        for p in procs:
+            p.start()
+        barrier.wait()          # every child has its connection open: time only the work
+        t0 = time.perf_counter()
+        got = sum(counts.get() for _ in procs)
+        wall = time.perf_counter() - t0
+        for p in procs:
+            p.join()
+        assert got == n, f"{got} of {n} jobs completed"
+        result(f"queue_k{k}", n / wall, "jobs/s", ">= 2,000", n / wall >= 2000)
+
+
+# --- 3. seed: 100,000 new jobs, then the same again (all known) ------------------------------
+
+def bench_seed(work, quick):
+    n = 20_000 if quick else 100_000
+    conn = fresh_db(work / "seed.db")
+    s = config.Settings(site_url="http://127.0.0.1:9")
+    queue = Queue(conn)
+    for label in ("new", "known"):
+        t0 = time.perf_counter()
+        new, known = queue.seed(seeding.job_rows(s, range(1, n + 1)))
+        wall = time.perf_counter() - t0
+        assert (new, known) == ((n, 0) if label == "new" else (0, n)), (new, known)
+        result(f"seed_{label}_{n // 1000}k", wall, "s", "")
+        result(f"seed_{label}_rate", n / wall, "rows/s", "")
+    conn.close()
+
+
+# --- 4. status on a big database ------------------------------------------------------------
+
+def build_status_db(path, n, now):
+    """A realistic mix: 60% done over the last hour, 30% pending, 5% failed, 4% invalid, 1% running."""
+    rng = random.Random(7)
+    kinds = ("http_5xx", "network", "timeout", "http_4xx", "parse")
+
+    def rows():
+        for i in range(n):
+            u = rng.random()
+            base = (f"n8n:{i}", "n8n", f"http://127.0.0.1:9/workflows/{i}", "127.0.0.1")
+            fin = now - rng.random() * 3600
+            if u < 0.60:
+                yield (*base, "done", 1, 0.0, None, None, None, None, 200, now - 7200, fin, fin - 1, fin, 300)
+            elif u < 0.90:
+                yield (*base, "pending", 0, 0.0, None, None, None, None, None, now - 7200, now - 7200, None, None, None)
+            elif u < 0.95:
+                kind = kinds[i % len(kinds)]
+                yield (*base, "failed", 3, 0.0, None, None, kind, f"{kind} error", 503, now - 7200, fin, fin - 1, fin, 900)
+            elif u < 0.99:
+                yield (*base, "invalid", 1, 0.0, None, None, "http_4xx", "HTTP 404", 404, now - 7200, fin, fin - 1, fin, 80)
+            else:
+                yield (*base, "running", 1, 0.0, now + 60, f"w{i % 4}-1", None, None, None, now - 7200, now, now, None, None)
+
+    conn = fresh_db(path)
+    bulk_jobs(conn, rows())
+    with store.transaction(conn) as c:
+        c.executemany("INSERT INTO counters (name, value) VALUES (?, ?)",
+                      [("error:" + k, n // 100) for k in kinds] + [("error:http_429", 0)])
+        c.execute("INSERT INTO domains (domain, updated_at) VALUES ('127.0.0.1', ?)", (now,))
+    conn.execute("ANALYZE")     # what a long-lived database would have; the plans below use it
+    return conn
+
+
+def bench_status(work, quick):
+    n = 100_000 if quick else 1_000_000
+    path, now = work / "status.db", time.time()
+    t0 = time.perf_counter()
+    conn = build_status_db(path, n, now)
+    note(f"status: built {n:,} jobs in {time.perf_counter() - t0:.1f} s")
+    cmd_times, lib_times = [], []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        out = subprocess.run(scraper_cmd("status", "--json"), env=env_for(path), check=True, capture_output=True)
+        cmd_times.append(time.perf_counter() - t0)
+        assert json.loads(out.stdout)["total"] == n
+    for _ in range(5):
+        t0 = time.perf_counter()
+        cli.status_report(Queue(conn), time.time())
+        lib_times.append(time.perf_counter() - t0)
+    label = f"{n // 1000}k" if n < 1_000_000 else "1M"
+    for what, times in (("cmd", cmd_times), ("lib", lib_times)):
+        med = statistics.median(times)
+        result(f"status_{what}_{label}", med, "s (median of 5)", "< 0.5", med < 0.5)
+    # Show that each query of the report reads an index, not the table.
+    queries = {
+        "counts": ("SELECT status, COUNT(*) FROM jobs GROUP BY status", ()),
+        "finished_since": ("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (now - 60,)),
+        "counters": ("SELECT name, value FROM counters", ()),
+        "domains": ("SELECT * FROM domains ORDER BY domain", ()),
+    }
+    for name, (sql, args) in queries.items():
+        plan = "; ".join(r["detail"] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, args))
+        t0 = time.perf_counter()
+        conn.execute(sql, args).fetchall()
+        note(f"plan {name:15s} {(time.perf_counter() - t0) * 1000:7.1f} ms  {plan}")
+    conn.close()
+
+
+# --- 5. claim cost against the queue's size ---------------------------------------------------
+
+def bench_claim_scale(work, quick):
+    big = 100_000 if quick else 1_000_000
+    calls, per_claim = 2_000, {}
+    for pending in (1_000, big):
+        conn = fresh_db(work / f"claim{pending}.db")
+        # `calls` more rows than `pending`, so at least `pending` wait during the whole loop
+        bulk_jobs(conn, pending_rows(pending + calls, time.time()))
+        queue, claim_s = Queue(conn), 0.0
+        t_all = time.perf_counter()
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            job = queue.claim("bench", time.time(), 60.0)
+            claim_s += time.perf_counter() - t0
+            queue.complete(job, "bench", time.time(), 1)
+        pair = (time.perf_counter() - t_all) / calls * 1e6
+        conn.close()
+        per_claim[pending] = claim_s / calls * 1e6
+        label = f"{pending // 1000}k" if pending < 1_000_000 else "1M"
+        result(f"claim_us_{label}", per_claim[pending], "us/claim", "")
+        note(f"claim_scale {label} pending: claim {per_claim[pending]:.0f} us, claim+complete {pair:.0f} us")
+    ratio = per_claim[big] / per_claim[1_000]
+    result("claim_ratio", ratio, f"{big // 1000}k / 1k", "< 2", ratio < 2)
+
+
+# --- 6. export: rows/s and memory that does not grow with the rows ---------------------------
+
+def _answers():
+    spec = importlib.util.spec_from_file_location("n8n_answers", ROOT / "tests" / "n8n_answers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_export_db(path, n):
+    """`n` workflows rows made from the real detail answers in the fixtures, ids and names varied."""
+    answers = _answers()
+    templates = [n8n.extract(answers.detail_body(i), "2024-01-01T00:00:00+00:00") for i in answers.definition_ids()]
+    conn = fresh_db(path)
+    with store.transaction(conn) as c:
+        for i in range(1, n + 1):
+            row = dict(templates[i % len(templates)], id=i)
+            row["name"] = f"{row['name']} #{i}"
+            store.upsert(c, "workflows", row, "id")
+    size = os.path.getsize(path) + os.path.getsize(str(path) + "-wal")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return size
+
+
+def timed_peak(cmd, env):
+    """(wall seconds, peak RSS in MB) of one command; the kernel's exact peak via /usr/bin/time -v."""
+    if os.access(TIME_V, os.X_OK):
+        t0 = time.perf_counter()
+        out = subprocess.run([TIME_V, "-v", *cmd], env=env, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - t0
+        return wall, int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) / 1024
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sampler = RssSampler(proc.pid, every_s=0.02)
+    sampler.start()
+    proc.wait()
+    wall = time.perf_counter() - t0
+    sampler.stop.set()
+    return wall, sampler.peak / 2**20
+
+
+def bench_export(work, quick):
+    sizes = (200, 2_000) if quick else (1_000, 10_000)
+    peaks = {}
+    for n in sizes:
+        db = work / f"export{n}.db"
+        size = build_export_db(db, n)
+        note(f"export: {n:,} rows, database {size / 2**20:.1f} MB")
+        for fmt_name in ("jsonl", "csv"):
+            out = work / f"export{n}.{fmt_name}"
+            wall, peak = timed_peak(scraper_cmd("export", "--format", fmt_name, "--output", str(out)), env_for(db))
+            peaks[(n, fmt_name)] = peak
+            label = f"{n // 1000}k" if n >= 1000 else str(n)
+            result(f"export_{fmt_name}_{label}", n / wall, "rows/s", "")
+            result(f"export_{fmt_name}_{label}_rss", peak, "MB peak", "")
+            out.unlink()
+    for fmt_name in ("jsonl", "csv"):
+        growth = peaks[(sizes[1], fmt_name)] / peaks[(sizes[0], fmt_name)]
+        result(f"export_{fmt_name}_rss_growth", growth, f"{sizes[1]} / {sizes[0]} rows", "< 1.25", growth < 1.25)
+
+
+# --- main ------------------------------------------------------------------------------------
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, one efficiency run")
+    parser.add_argument("--only", help=f"comma-separated sections: {','.join(SECTIONS)}")
+    parser.add_argument("--workdir", help="keep the databases here (default: a temporary folder, deleted)")
+    parser.add_argument("--json", dest="json_path", help="also write the results as JSON to this file")
+    args = parser.parse_args(argv)
+    chosen = SECTIONS if not args.only else [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="scraper-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    try:
+        for name in chosen:
+            t0 = time.perf_counter()
+            print(f"== {name}", flush=True)
+            globals()["bench_" + name](work, args.quick)
+            print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    print_table()
+    print(f"\n{'quick' if args.quick else 'full'} run, {time.perf_counter() - started:.0f} s, "
+          f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, SQLite {store.sqlite3.sqlite_version}")
+    if args.json_path:
+        with open(args.json_path, "w", encoding="utf-8") as f:
+            json.dump({"quick": args.quick, "results": RESULTS, "notes": NOTES}, f, indent=2)
+    return 1 if any(r["ok"] is False for r in RESULTS) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
