@@ -134,7 +134,8 @@ def run_cmd(ctx, no_limit, **options):
     """Work through the pending jobs with N worker processes until none is runnable.
 
     Exit codes: 0 every job done or invalid; 1 some failed; 2 usage or configuration
-    error; 75 another run holds this database; 130/143 stopped by Ctrl-C/SIGTERM.
+    error; 70 workers kept crashing at start; 75 another run holds this database;
+    130/143 stopped by Ctrl-C/SIGTERM.
 
     \b
     Example:

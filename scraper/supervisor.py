@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_CRASHING = 70          # EX_SOFTWARE: workers keep dying at start; restarting them would spin
 EXIT_LOCKED = 75            # EX_TEMPFAIL: cron may simply try again later
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
@@ -31,6 +32,8 @@ EXIT_SIGTERM = 143
 TICK_S = 0.1                # the loop wakes at least this often, and at once when a worker dies
 SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
+QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start counts towards a crash loop
+MAX_QUICK_DEATHS = 5
 
 
 class RunLock:
@@ -66,7 +69,7 @@ class Slot:
     process: multiprocessing.Process = None
     name: str = ""
     recycle_asked_at: float = None
-    jobs_started: int = 0
+    started_at: float = 0.0
 
 
 class Supervisor:
@@ -80,6 +83,7 @@ class Supervisor:
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.recycles = 0
         self.restarts = 0
+        self.quick_deaths = 0
 
     # --- the run ---------------------------------------------------------------------
 
@@ -92,6 +96,8 @@ class Supervisor:
             taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
+            if not sum(self.queue.counts().values()):
+                log.warning("the database has no jobs; run `scraper seed` first")
             run_id = self._start_run(conn)
             code = self._loop()
             self._finish_run(conn, run_id, code)
@@ -131,6 +137,10 @@ class Supervisor:
             if len(self.signals) > 1 or (stop_deadline is not None and mono > stop_deadline):
                 self._kill_all()
             self._reap(restart=stop_deadline is None)
+            if self.quick_deaths >= MAX_QUICK_DEATHS:
+                log.error("workers keep dying right after they start (see the errors above); giving up")
+                self._kill_all()
+                return EXIT_CRASHING
             if stop_deadline is not None:
                 if all(s.process is None for s in self.slots):
                     self.queue.requeue(self.clock())
@@ -164,6 +174,7 @@ class Supervisor:
         p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid()), name=f"worker-{slot.index}")
         p.start()
         slot.process, slot.name, slot.recycle_asked_at = p, worker.worker_name(slot.index, p.pid), None
+        slot.started_at = time.monotonic()
 
     def _reap(self, restart):
         """Hand back the jobs of workers that ended, and put a fresh worker in their place."""
@@ -179,6 +190,8 @@ class Supervisor:
             elif code != worker.EXIT_STOPPED:
                 self.restarts += 1
                 log.warning("worker %s died (exit code %s); %d job(s) handed back", slot.name, code, taken)
+                quick = time.monotonic() - slot.started_at < QUICK_DEATH_S
+                self.quick_deaths = self.quick_deaths + 1 if quick else 0
             slot.process = None
             if restart and self._work_left():
                 self._start(slot)

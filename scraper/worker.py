@@ -5,6 +5,7 @@ import logging
 import os
 import random
 import signal
+import sqlite3
 import sys
 import time
 
@@ -166,7 +167,10 @@ class Worker:
         )
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
-        self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at, _ms_since(started))
+        if not self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at,
+                               _ms_since(started)):
+            log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
+            return
         log.info("%s %s attempt %d: %s -> %s%s", self.name, job.key, job.attempts, message, new_status,
                  f" in {outcome.delay_s:.1f} s" if available_at else "")
 
@@ -178,9 +182,13 @@ def main(settings, slot, parent_pid):
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
     signal.signal(signal.SIGUSR1, lambda *_: setattr(flags, "recycle", True))
     name = worker_name(slot, os.getpid())
-    conn = store.connect(settings.db_path)
-    limiter = (DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
-               if settings.limiter else NoLimiter())
+    try:
+        conn = store.connect(settings.db_path)
+        limiter = (DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
+                   if settings.limiter else NoLimiter())
+    except (OSError, sqlite3.Error) as e:
+        log.error("%s cannot start: %s", name, e)
+        sys.exit(1)
     session = http.make_session(settings.user_agent)
     try:
         code = Worker(settings, name, Queue(conn), limiter, session, flags, parent_pid=parent_pid).run()

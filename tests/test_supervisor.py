@@ -151,3 +151,15 @@ def test_workers_recycle_after_their_quota_of_jobs(standin, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stderr.count("recycling after 4 jobs") >= 5
     assert_each_template_once(site, db)
+
+
+def test_workers_that_cannot_start_end_the_run_with_70_not_a_spin(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=10)
+    for leftover in tmp_path.glob("jobs.db-limiter*"):
+        leftover.unlink()
+    (tmp_path / "jobs.db-limiter").mkdir()          # the shared bucket cannot be opened
+    done = scraper(site, db, "run", "--workers", "2", timeout=60)
+    assert done.returncode == 70, done.stderr[-2000:]
+    assert "cannot start" in done.stderr and "giving up" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert count(db, "running") == 0 and count(db, "pending") == 10
