@@ -189,11 +189,12 @@ class Queue:
     # --- domains -------------------------------------------------------------------------
 
     def update_domain(self, domain, change, now):
-        """Apply `change(Breaker) -> Breaker` to the domain's row, atomically; returns the new state."""
+        """Apply `change(Breaker) -> Breaker` to the domain's row atomically; returns (before, after)."""
         with transaction(self.conn) as c:
-            b = change(self._breaker(c, domain))
-            self._save_breaker(c, domain, b, now)
-            return b
+            before = self._breaker(c, domain)
+            after = change(before)
+            self._save_breaker(c, domain, after, now)
+            return before, after
 
     def domains(self):
         return {r["domain"]: _breaker_of(r) for r in self.conn.execute("SELECT * FROM domains ORDER BY domain")}

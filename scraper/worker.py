@@ -108,6 +108,8 @@ class Worker:
         while True:
             if not self._wait_for_slot(job):
                 self.queue.release(job, self.name, self.clock())
+                if job.probe:
+                    self.queue.update_domain(job.domain, breaker.on_probe_abandoned, self.clock())
                 log.info("%s handed back %s", self.name, job.key)
                 return None
             paused_until = self.queue.domains().get(job.domain, breaker.Breaker()).paused_until
@@ -137,24 +139,23 @@ class Worker:
     def _domain_answered(self, job):
         b = self.queue.domains().get(job.domain)
         if b is not None and (b.state != breaker.CLOSED or b.failures or b.pause_s):
-            new = self.queue.update_domain(job.domain, breaker.on_success, self.clock())
-            if b.state != breaker.CLOSED:
-                log.info("%s breaker of %s closed (was %s)", self.name, job.domain, b.state)
-            return new
+            before, _ = self.queue.update_domain(job.domain, breaker.on_success, self.clock())
+            if before.state != breaker.CLOSED:
+                log.info("%s breaker of %s closed (was %s)", self.name, job.domain, before.state)
 
     def _domain_failed(self, job, e):
         now = self.clock()
         s = self.s
         if e.kind == retry.HTTP_429:
-            b = self.queue.update_domain(
+            _, b = self.queue.update_domain(
                 job.domain, lambda b: breaker.on_429(b, now, e.retry_after, s.pause_429_s, s.pause_max_s), now
             )
             log.warning("%s 429 from %s: domain paused for %.1f s", self.name, job.domain, b.paused_until - now)
         elif e.kind in retry.BREAKER_KINDS:
-            b = self.queue.update_domain(
+            before, b = self.queue.update_domain(
                 job.domain, lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s), now
             )
-            if b.state == breaker.OPEN and b.open_until > now and b.failures >= 1:
+            if b.state == breaker.OPEN and before.state != breaker.OPEN:
                 log.warning("%s breaker of %s open until +%.0f s (%d failures)",
                             self.name, job.domain, b.open_until - now, b.failures)
         else:
