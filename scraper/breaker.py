@@ -51,7 +51,7 @@ def on_failure(b, now, threshold, open_s):
 
 def on_429(b, now, retry_after_s, default_s, max_s):
     """The server said slow down: pause the domain for Retry-After, or a pause that doubles."""
-    pause = retry_after_s if retry_after_s is not None else min(max_s, max(default_s, b.pause_s * 2))
+    pause = min(max_s, retry_after_s if retry_after_s is not None else max(default_s, b.pause_s * 2))
     # a probe that met a 429 is over: after the pause another may test the domain
     return replace(b, paused_until=max(b.paused_until, now + pause), pause_s=pause, probe_until=0.0)
 

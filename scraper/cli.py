@@ -248,7 +248,7 @@ def export_cmd(ctx, fmt, output):
             n = export.write_file(conn, fmt, output)
             click.echo(f"exported {n} workflow(s) to {output}.", err=True)
         else:
-            export.write(conn, fmt, click.get_text_stream("stdout"))
+            export.write(conn, fmt, sys.stdout)
     except ConfigError as e:
         raise Failure(str(e)) from None
     finally:

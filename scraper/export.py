@@ -35,6 +35,9 @@ def write_file(conn, fmt, path):
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             n = write(conn, fmt, out)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)     # mkstemp makes it 0600; an export is an ordinary file
         os.replace(tmp, path)
         return n
     except BaseException:

@@ -69,8 +69,8 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
 
 def backoff(attempt, base_s=1.0, max_s=600.0, rng=random):
     """base, 2*base, 4*base ... for attempt 1, 2, 3 ..., capped, with +-20% jitter so workers spread out."""
-    delay = min(max_s, base_s * (2 ** max(0, attempt - 1)))
-    return delay * rng.uniform(0.8, 1.2)
+    exponent = min(max(0, attempt - 1), 60)       # 2**60 s is past any cap; no float overflow
+    return min(max_s, base_s * (2 ** exponent) * rng.uniform(0.8, 1.2))
 
 
 def parse_retry_after(value, now):
@@ -78,7 +78,7 @@ def parse_retry_after(value, now):
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)

@@ -1,7 +1,9 @@
 """Defaults (with their units), validation, and the frozen Settings passed to every part."""
 
 import dataclasses
+import math
 import os
+import sqlite3
 from urllib.parse import urlsplit
 
 from . import __version__
@@ -108,7 +110,8 @@ def build(**values):
     _check_url("API URL", s.api_url)
     _check_url("site URL", s.site_url)
     _check(s.workers >= 1, f"--workers must be at least 1 (got {s.workers}).")
-    _check(s.rate_per_s > 0, f"--rate must be above 0 requests per second (got {s.rate_per_s:g}).")
+    _check(s.rate_per_s > 0 and math.isfinite(s.rate_per_s),
+           f"--rate must be a number of requests per second above 0 (got {s.rate_per_s:g}).")
     _check(s.burst >= 1, f"--burst must be at least 1 (got {s.burst}).")
     _check(s.max_attempts >= 1, f"--max-attempts must be at least 1 (got {s.max_attempts}).")
     _check(s.timeout_s > 0, f"--timeout must be above 0 seconds (got {s.timeout_s:g}).")
@@ -143,6 +146,20 @@ def check_db_path(path):
         except OSError as e:
             raise ConfigError(f"the database {path} cannot be read ({e.strerror}).") from e
         _check(head in (b"", SQLITE_HEADER), f"{path} is not a SQLite database.")
+        if head:
+            _check_readable(path)
+
+
+def _check_readable(path):
+    """Read the schema through a read-only connection: a damaged file is refused before anything runs."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e
 
 
 def _check_url(what, url):

@@ -83,11 +83,8 @@ class Worker:
             row = n8n.extract(body, _iso(self.clock()))
             if row["id"] != template_id:
                 raise ParseError(f"answer is for template {row['id']}, not {template_id}")
-            if self.s.with_page:
-                page = self._get(job, n8n.page_url(self.s.site_url, template_id))
-                if page is None:
-                    return
-                row.update(n8n.extract_page(page.decode("utf-8", "replace")))
+            if self.s.with_page and not self._add_page(job, template_id, row):
+                return
         except FetchError as e:
             self._failed(job, e.kind, str(e), e.status, e.retry_after, started)
         except ParseError as e:
@@ -101,6 +98,21 @@ class Worker:
                 log.warning("%s lost the lease of %s; its result was not written", self.name, job.key)
             else:
                 log.debug("%s done %s in %d ms", self.name, job.key, ms)
+
+    def _add_page(self, job, template_id, row):
+        """Add the page's title and tags to `row`; a page that is gone leaves them empty (the API answer
+        is the template). False when a stop came first."""
+        try:
+            page = self._get(job, n8n.page_url(self.s.site_url, template_id))
+        except FetchError as e:
+            if e.status not in retry.GONE:
+                raise
+            log.info("%s %s: no page (%s); stored without it", self.name, job.key, e)
+            return True
+        if page is None:
+            return False
+        row.update(n8n.extract_page(page.decode("utf-8", "replace")))
+        return True
 
     def _get(self, job, url):
         """One polite request: wait for the slot (and any 429 pause), renew the lease, fetch.
@@ -118,6 +130,8 @@ class Worker:
             # the domain was paused (429) after we took the job: wait it out, then take a new slot
             while paused_until > self.clock() and not self.stopping():
                 time.sleep(min(0.25, paused_until - self.clock()))
+                if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
+                    raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
         if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
             raise FetchError(retry.NETWORK, "lease lost before the request", url=url)
         try:

@@ -11,7 +11,7 @@ import responses
 from click.testing import CliRunner
 from responses import matchers
 
-from scraper import cli, settings, store
+from scraper import breaker, cli, settings, store
 from scraper.errors import ConfigError
 from scraper.queue import Queue
 from scraper.sites import n8n
@@ -314,7 +314,6 @@ def test_status_text(hand_built):
 
 def test_status_shows_an_open_breaker(hand_built):
     conn = store.open_db(str(hand_built))
-    from scraper import breaker
     Queue(conn).update_domain("site.test", lambda b: breaker.Breaker(breaker.OPEN, 10, time.time() + 600), 0)
     conn.close()
     report = json.loads(invoke("status", "--json", db=hand_built).stdout)

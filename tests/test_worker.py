@@ -126,6 +126,25 @@ def test_with_page_fetches_the_page_too_and_follows_a_same_site_redirect(make, n
     assert job(q)["status"] == "done"
 
 
+def test_with_page_a_missing_page_keeps_the_api_answer(make, net):
+    w, q, clock = make(with_page=True)
+    net.get(DETAIL, body=detail_body(TID))
+    net.get(f"{SITE}/workflows/{TID}", status=404)
+    assert w.step()
+    stored = workflow(q)
+    assert stored["id"] == TID and stored["page_title"] is None
+    assert job(q)["status"] == "done"
+
+
+def test_with_page_a_failing_page_retries_the_job(make, net):
+    w, q, clock = make(with_page=True)
+    net.get(DETAIL, body=detail_body(TID))
+    net.get(f"{SITE}/workflows/{TID}", status=503)
+    w.step()
+    assert (job(q)["status"], job(q)["error_kind"]) == ("pending", "http_5xx")
+    assert workflow(q) is None
+
+
 # --- final failures ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("status", [404, 410])
