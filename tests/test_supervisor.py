@@ -163,3 +163,30 @@ def test_workers_that_cannot_start_end_the_run_with_70_not_a_spin(standin, tmp_p
     assert "cannot start" in done.stderr and "giving up" in done.stderr
     assert "Traceback" not in done.stderr
     assert count(db, "running") == 0 and count(db, "pending") == 10
+
+
+def test_on_a_terminal_the_run_draws_a_progress_bar(standin, tmp_path):
+    import pty
+    import subprocess
+    import sys
+
+    from conftest import scraper_env
+
+    site, db = seeded(standin, tmp_path, templates=30, rate=50, burst=5, latency_ms=20)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "scraper", "--log-level", "WARNING", "run", "--rate", "50"],
+                            env=scraper_env(site, db), stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:          # the terminal closed: the run is over
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(30) == 0
+    os.close(leader)
+    text = seen.decode()
+    assert "\r[" in text and "30/30 (100%)" in text and "ETA" in text and "/min" in text
