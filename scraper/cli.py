@@ -8,7 +8,7 @@ import time
 
 import click
 
-from . import __version__, export, progress, seed, settings, store, supervisor
+from . import __version__, export, seed, settings, status, store, supervisor
 from .errors import ConfigError, FetchError, ParseError, RunLocked
 from .queue import Queue
 
@@ -66,14 +66,26 @@ def main(ctx, db_path, api_url, site_url, log_level):
     ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url}
 
 
+def _job_count(s):
+    conn = _open_existing(s)
+    try:
+        return sum(Queue(conn).counts().values())
+    finally:
+        conn.close()
+
+
 @main.command("seed")
 @click.option("--from-search", is_flag=True, help="Page through the search API and add every template id.")
 @click.option("--ids", "ids_file", type=click.Path(dir_okay=False),
               help="A file of template ids or n8n.io workflow URLs, one per line.")
 @click.option("--limit", type=click.IntRange(min=1), help="With --from-search: stop after this many templates.")
 @click.option("--if-empty", is_flag=True, help="Do nothing when the database already has jobs (for `make scrape`).")
+@click.option("--rate", "rate_per_s", type=float, default=settings.RATE_PER_S, show_default=True,
+              help="Search requests per second (the same shared budget as `run`).")
+@click.option("--burst", type=int, default=settings.BURST, show_default=True,
+              help="Requests the site allows at once above the rate.")
 @click.pass_context
-def seed_cmd(ctx, from_search, ids_file, limit, if_empty):
+def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
     """Add one pending job per template; known templates are left as they are.
 
     \b
@@ -85,23 +97,19 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty):
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
         raise Failure("--limit goes with --from-search.")
-    s = _settings(ctx)
+    s = _settings(ctx, rate_per_s=rate_per_s, burst=burst)
+    if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
+        click.echo("the database already has jobs; nothing seeded.")
+        return
     try:
-        ids = seed.read_ids_file(ids_file, s.site_url) if ids_file else None
+        ids = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
         raise Failure(str(e)) from None
+    except (FetchError, ParseError) as e:
+        raise Failure(f"the search API did not answer usably ({e}); nothing was seeded.", 1) from None
     conn = store.open_db(s.db_path)
     try:
-        queue = Queue(conn)
-        if if_empty and sum(queue.counts().values()):
-            click.echo("the database already has jobs; nothing seeded.")
-            return
-        if ids is None:
-            try:
-                ids = seed.discover(s, limit)
-            except (FetchError, ParseError) as e:
-                raise Failure(f"the search API did not answer usably ({e}); nothing was seeded.", 1) from None
-        new, known = queue.seed(seed.job_rows(s, ids))
+        new, known = Queue(conn).seed(seed.job_rows(s, ids))
     finally:
         conn.close()
     click.echo(f"seeded {new} new job(s); {known} already known.")
@@ -133,7 +141,7 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty):
 def run_cmd(ctx, no_limit, **options):
     """Work through the pending jobs with N worker processes until none is runnable.
 
-    Exit codes: 0 every job done or invalid; 1 some failed; 2 usage or configuration
+    Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
     error; 70 workers kept crashing at start; 75 another run holds this database;
     130/143 stopped by Ctrl-C/SIGTERM.
 
@@ -142,6 +150,8 @@ def run_cmd(ctx, no_limit, **options):
         scraper run --workers 4 --rate 2 --burst 5
     """
     s = _settings(ctx, limiter=not no_limit, **options)
+    if not os.path.exists(s.db_path):
+        raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     try:
         code = supervisor.run(s)
     except RunLocked as e:
@@ -163,48 +173,10 @@ def status_cmd(ctx, as_json):
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
-        report = status_report(Queue(conn), time.time())
+        report = status.report(Queue(conn), time.time())
     finally:
         conn.close()
-    click.echo(json.dumps(report, indent=2) if as_json else format_status(report))
-
-
-def status_report(queue, now):
-    counts = queue.counts()
-    last_1m, last_5m = queue.finished_since(now - 60), queue.finished_since(now - 300)
-    p = progress.from_counts(counts, last_1m, last_5m)
-    counters = queue.counters()
-    errors = {name.split(":", 1)[1]: n for name, n in sorted(counters.items()) if name.startswith("error:")}
-    domains = {}
-    for name, b in queue.domains().items():
-        domains[name] = {
-            "state": b.state,
-            "failures": b.failures,
-            "open_for_s": round(max(0.0, b.open_until - now), 1),
-            "paused_for_s": round(max(0.0, b.paused_until - now), 1),
-        }
-    return {
-        "total": p.total, **counts, "finished_last_1m": last_1m, "finished_last_5m": last_5m,
-        "rate_per_min": round(p.rate_per_min, 2),
-        "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
-        "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
-    }
-
-
-def format_status(r):
-    lines = [
-        f"jobs      {r['total']} total: {r['pending']} pending, {r['running']} running, {r['done']} done, "
-        f"{r['failed']} failed, {r['invalid']} invalid",
-        f"finished  {r['finished_last_1m']} in the last minute, {r['finished_last_5m']} in the last 5 minutes",
-        f"rate      {r['rate_per_min']:.1f}/min, ETA {progress.format_duration(r['eta_s'])}",
-        f"errors    " + (", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"),
-        f"429s      {r['http_429']}",
-    ]
-    for name, d in r["domains"].items():
-        extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
-        extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""
-        lines.append(f"domain    {name}: breaker {d['state']} ({d['failures']} consecutive failures){extra}")
-    return "\n".join(lines)
+    click.echo(json.dumps(report, indent=2) if as_json else status.render(report))
 
 
 @main.command("retry")

@@ -63,7 +63,7 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
         return Outcome(FAILED)
     delay = backoff(attempts, base_s, max_s, rng)
     if retry_after_s is not None:
-        delay = max(delay, retry_after_s)
+        delay = min(max_s, max(delay, retry_after_s))
     return Outcome(RETRY, delay)
 
 

@@ -89,8 +89,12 @@ class Settings:
 
 
 def domain_of(url):
-    host = (urlsplit(url).hostname or "").lower()
-    return host[4:] if host.startswith("www.") else host
+    """The politeness domain of a URL: its host's last two labels (api.n8n.io and n8n.io are one
+    domain, n8n.io); an IP address is its own domain."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    if not host or host.replace(".", "").isdigit() or ":" in host:
+        return host
+    return ".".join(host.split(".")[-2:])
 
 
 def from_env(environ=None):

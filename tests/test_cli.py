@@ -253,7 +253,7 @@ def test_seed_from_search_with_an_unusable_answer_exits_1_and_seeds_nothing(db, 
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert "nothing was seeded" in result.output
-    assert count(db) == 0
+    assert not db.exists()          # the database is only created once there is something to seed
 
 
 def test_seed_from_search_failing_on_page_2_seeds_nothing(db):
@@ -261,7 +261,7 @@ def test_seed_from_search_failing_on_page_2_seeds_nothing(db):
         search_page(rsps, 1, search_items())
         search_page(rsps, 2, None, body="not json")
         result = invoke("seed", "--from-search", db=db)
-    assert result.exit_code == 1 and count(db) == 0
+    assert result.exit_code == 1 and not db.exists()
 
 
 # --- status --------------------------------------------------------------------------------------
@@ -449,3 +449,16 @@ def test_export_output_has_the_permissions_of_an_ordinary_new_file(export_db, tm
 def test_export_output_that_is_a_folder_is_refused(export_db, tmp_path):
     result = invoke("export", "--format", "csv", "--output", str(tmp_path), db=export_db)
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_run_on_a_missing_database_refuses_and_creates_nothing(db, tmp_path):
+    result = invoke("run", db=db)
+    assert result.exit_code == 2
+    assert "no database" in result.output and "scraper seed" in result.output
+    assert files_in(tmp_path) == []
+
+
+def test_seed_takes_its_own_rate_and_refuses_a_bad_one(db, tmp_path):
+    result = invoke("seed", "--from-search", "--rate", "0", db=db)
+    assert result.exit_code == 2 and "--rate" in result.output
+    assert files_in(tmp_path) == []

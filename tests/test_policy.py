@@ -321,3 +321,19 @@ def test_the_check_itself_catches_a_rate_above_the_bucket():
     # the simulation is not vacuous: a window of `burst` per burst/rate overshoots a strict bucket
     too_many = [limiter.Rate(5, 2000)]
     assert token_bucket_rejects(densest_admissions(too_many, 50), 2, 5) != []
+
+
+@pytest.mark.parametrize("url, domain", [
+    ("https://api.n8n.io/api", "n8n.io"),
+    ("https://n8n.io", "n8n.io"),
+    ("https://www.n8n.io/workflows/1", "n8n.io"),
+    ("http://127.0.0.1:8765/api", "127.0.0.1"),
+    ("http://localhost:8000", "localhost"),
+])
+def test_both_n8n_hosts_are_one_politeness_domain(url, domain):
+    from scraper.settings import domain_of
+    assert domain_of(url) == domain
+
+
+def test_a_long_retry_after_schedules_the_job_no_later_than_the_cap():
+    assert retry.decide(retry.HTTP_429, 429, 1, 3, retry_after_s=86_400, max_s=600).delay_s == 600

@@ -8,7 +8,7 @@ import pytest
 import requests
 import responses
 
-from scraper import __version__, breaker, cli, http, limiter, retry, settings, store, worker
+from scraper import __version__, breaker, http, limiter, retry, settings, status, store, worker
 from scraper.queue import Queue
 from scraper.sites import n8n
 from tests.n8n_answers import detail_body
@@ -208,7 +208,7 @@ def test_429_with_retry_after_pauses_the_domain_and_reschedules(make, net):
     assert (j["status"], j["attempts"], j["error_kind"], j["http_status"]) == ("pending", 1, "http_429", 429)
     assert j["available_at"] == NOW + 7
     assert q.counters() == {"error:http_429": 1}
-    assert cli.status_report(q, NOW)["http_429"] == 1
+    assert status.report(q, NOW)["http_429"] == 1
     assert w.step() is False                       # the other job waits for the pause too
     assert len(net.calls) == 1
 
