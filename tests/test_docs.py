@@ -1,0 +1,295 @@
+"""The operator's documentation runs: every command in docs/operations.md, for real, against a database
+filled by a real run against the stand-in site; every option and status key the docs name exists."""
+
+import fcntl
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT, rows, scraper, scraper_env, status_json
+from scraper.cli import main as cli
+
+pytestmark = pytest.mark.slow
+
+OPERATIONS = ROOT / "docs" / "operations.md"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
+SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
+
+COMMANDS = ("seed", "run", "status", "retry", "export")
+SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
+SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
+CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")
+CD_RE = re.compile(r"^cd\s+\S+\s*&&\s*")
+COMMENT_RE = re.compile(r"\s+#\s+")
+EXIT_RE = re.compile(r"\bexit (\d+)")
+# `jobs.db`, `/srv/scraper/jobs.db`, `jobs.db-limiter` ...: the test's database and its siblings
+DB_RE = re.compile(r"(?<![\w.~/-])(?:[\w.~-]*/)*jobs\.db(?P<suffix>-[\w.-]+)?(?![\w.-])")
+APPEND_RE = re.compile(r">>\s*(\S+)")
+WRITE_RE = re.compile(r"(?:--output|-o)\s+(\S+)|(?<!>)>\s*(\S+)")
+# programs the guide shows but this test does not run
+NOT_RUN = ("make", "mkdir", "kill", "crontab")
+
+
+# --- reading the docs -----------------------------------------------------------------------------
+
+
+def sh_lines(path):
+    """The lines of the ```sh blocks, continuation lines joined, comment-only lines dropped."""
+    lines = []
+    for block in re.findall(r"^```sh\n(.*?)^```", path.read_text(), re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                lines.append(line)
+    return lines
+
+
+def split_comment(command):
+    """(command, expected exit code): the guide states a code as `# exit N ...`; otherwise it is 0."""
+    command, *comment = COMMENT_RE.split(command, maxsplit=1)
+    expected = EXIT_RE.search(comment[0]) if comment else None
+    return command.strip(), int(expected.group(1)) if expected else 0
+
+
+def commands_of(line):
+    """The commands of one line: a crontab line gives each command after its schedule and `cd`."""
+    cron = CRON_RE.match(line)
+    if cron is None:
+        return [line]
+    return [c.strip() for c in re.split(r";|&&", CD_RE.sub("", cron.group("commands"))) if c.strip()]
+
+
+def runnable():
+    """[(doc line, [(command, expected exit code), ...])]: the lines this test runs; the commands of a
+    crontab line run one after the other in one folder."""
+    found = []
+    for line in sh_lines(OPERATIONS):
+        commands = [split_comment(c) for c in commands_of(line)]
+        if all(SCRAPER_RE.match(c) or SQLITE_UTILS_RE.match(c) for c, _ in commands):
+            found.append((line, commands))
+        else:
+            assert line.split()[0] in NOT_RUN, f"the guide shows a command this test does not know: {line}"
+    return found
+
+
+def code_spans(path):
+    """The `inline code` of a document (fenced blocks left out)."""
+    prose = re.sub(r"^```.*?^```", "", path.read_text(), flags=re.S | re.M)
+    return re.findall(r"`([^`\n]+)`", prose)
+
+
+# --- running them ---------------------------------------------------------------------------------
+
+
+def shell(command, db):
+    """The guide's command as this test runs it: this Python's scraper and sqlite-utils, the test's db."""
+    command = SCRAPER_RE.sub(SCRAPER, command)
+    command = SQLITE_UTILS_RE.sub(shlex.quote(SQLITE_UTILS), command)
+    return DB_RE.sub(lambda m: shlex.quote(str(db) + (m.group("suffix") or "")), command)
+
+
+def copy_of(filled_db, folder, site):
+    """A fresh copy of the filled database and its sibling files, with what the guide takes as given
+    (a logs folder, a file of template ids)."""
+    folder.mkdir()
+    for f in filled_db.parent.glob(filled_db.name + "*"):
+        shutil.copy2(f, folder / f.name)
+    (folder / "logs").mkdir()
+    (folder / "my-templates.txt").write_text("".join(f"{i}\n" for i in site.corpus()["ids"][:3]))
+    return folder / filled_db.name
+
+
+def run_doc_command(command, expected, db, site):
+    """Run it in the database's folder; for `# exit 75` another run must hold the database: hold its lock."""
+    lock = None
+    if expected == 75:
+        lock = os.open(f"{db}-run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        done = subprocess.run(["bash", "-c", shell(command, db)], cwd=db.parent, env=scraper_env(site, db),
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        if lock is not None:
+            os.close(lock)
+    appended = APPEND_RE.search(command)
+    if appended:        # the output went to a log: check the log instead
+        log = (db.parent / appended.group(1)).read_text()
+        done = SimpleNamespace(returncode=done.returncode, stdout=log, stderr=log)
+    return done
+
+
+def has(text):
+    return lambda done, ctx: text in done.stdout + done.stderr
+
+
+# what a command's output must show, where that is cheap to tell: (pattern on the guide's command, check)
+OUTPUT_CHECKS = [
+    (r"scraper status --json", lambda done, ctx: json.loads(done.stdout)["total"] == ctx["total"]),
+    (r"scraper status$", has("total:")),
+    (r"--db missing\.db status", has("there is no database at missing.db")),
+    (r"\bseed --from-search\b", has("already known")),
+    (r"\bseed --ids\b", has("3 already known")),
+    (r"\bretry --failed\b", has("failed job(s) back to pending")),
+    (r"\bretry --invalid\b", lambda done, ctx: f"moved {ctx['invalid']} invalid" in done.stdout),
+    (r"\bretry --all\b", lambda done, ctx: f"moved {ctx['invalid']} failed/invalid" in done.stdout),
+    (r"scraper run\b", lambda done, ctx: ("another `scraper run`" if ctx["expected"] == 75 else "run finished")
+     in done.stderr),
+    (r"tables jobs\.db --counts", has('"table": "workflows"')),
+    (r"tables jobs\.db-limiter --counts", has('"table": "rate_127_0_0_1"')),
+    (r"group by status", has('"status": "done"')),
+    (r"rows jobs\.db workflows", has('"quality_score"')),
+    (r"status in \('failed', 'invalid'\)", has("HTTP 404")),
+    (r"from runs order by", has("exit_code")),
+    (r"rows jobs\.db domains", has('"domain": "127.0.0.1"')),
+    (r"export --format jsonl", lambda done, ctx: len(ctx["file"].read_text().splitlines()) == ctx["done"]),
+    (r"export --format json\b", lambda done, ctx: len(json.loads(ctx["file"].read_text())) == ctx["done"]),
+    (r"export --format csv", lambda done, ctx: ctx["file"].read_text().startswith("id,name,")),
+]
+
+
+def fill(site, db):
+    scraper(site, db, "seed", "--from-search", check=0)
+    scraper(site, db, "run", "--workers", "2", "--rate", "50", "--burst", "5", "--backoff-base", "0.1", check=0)
+
+
+def test_every_command_in_the_operations_guide_runs(standin, tmp_path):
+    site = standin(templates=40, rate=50, burst=5, faults="404:0.1,503:0.1", seed=7)
+    db = tmp_path / "filled" / "jobs.db"
+    db.parent.mkdir()
+    fill(site, db)
+    counts = {r["status"]: r["n"] for r in rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}
+    assert counts.get("invalid") and counts.get("done") and not counts.get("failed"), counts
+    lines = runnable()
+    assert len(lines) >= 20
+    assert any(CRON_RE.match(line) and len(commands) == 2 and "retry --failed" in commands[0][0]
+               and "scraper run" in commands[1][0] for line, commands in lines), "no crontab line retries, then runs"
+    problems = []
+    for number, (line, commands) in enumerate(lines):
+        copy = copy_of(db, tmp_path / f"line{number}", site)
+        for command, expected in commands:
+            done = run_doc_command(command, expected, copy, site)
+            if done.returncode != expected:
+                problems.append(f"{line}\n  `{command}` exited {done.returncode}, the guide says {expected}:\n"
+                                f"{done.stdout[-600:]}{done.stderr[-1200:]}")
+                continue
+            written = WRITE_RE.search(command)
+            ctx = {"expected": expected, "total": sum(counts.values()), "done": counts["done"],
+                   "invalid": counts["invalid"],
+                   "file": written and copy.parent / (written.group(1) or written.group(2))}
+            for pattern, check in OUTPUT_CHECKS:
+                if re.search(pattern, command) and not check(done, ctx):
+                    problems.append(f"{line}\n  `{command}`: the output fails the check {pattern!r}:\n"
+                                    f"{done.stdout[-600:]}{done.stderr[-600:]}")
+    assert not problems, "\n\n".join(problems)
+
+
+# --- options and keys -----------------------------------------------------------------------------
+
+
+def help_of(*command):
+    result = CliRunner().invoke(cli, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def options_in(text):
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text))
+
+
+def scraper_invocations():
+    """[(the words after `scraper`, where they were found)] from both documents: the sh blocks, and
+    inline code that starts with `scraper` or with a command name followed by an option."""
+    found = []
+    for path in (OPERATIONS, ARCHITECTURE):
+        for line in sh_lines(path):
+            for command in commands_of(line):
+                command = split_comment(command)[0]
+                if SCRAPER_RE.match(command):
+                    found.append((shlex.split(command)[1:], f"{path.name}: {line}"))
+        for span in code_spans(path):
+            words = span.split()
+            if SCRAPER_RE.match(span):
+                found.append((shlex.split(span)[1:], f"{path.name}: `{span}`"))
+            elif words[0] in COMMANDS and len(words) > 1 and words[1].startswith("--"):
+                found.append((shlex.split(span), f"{path.name}: `{span}`"))
+    return found
+
+
+def test_every_option_the_docs_name_exists():
+    helps = {name: options_in(help_of(name)) for name in COMMANDS}
+    global_options = options_in(help_of())
+    invocations = scraper_invocations()
+    assert len(invocations) >= 20
+    problems = []
+    for words, where in invocations:
+        command = None
+        for word in words:
+            if word.startswith("--"):
+                if word.split("=")[0] not in (helps[command] if command else global_options):
+                    problems.append(f"{where}: {word} is not an option of `scraper {command or ''}`")
+            elif command is None and word in COMMANDS:
+                command = word
+    # an option named alone in the text belongs to some scraper command or to the sqlite-utils
+    # commands the guide uses
+    every = global_options.union(*helps.values())
+    for sub in ("tables", "query", "rows"):
+        every |= options_in(subprocess.run([SQLITE_UTILS, sub, "--help"], capture_output=True, text=True).stdout)
+    for path in (OPERATIONS, ARCHITECTURE):
+        for span in code_spans(path):
+            problems += [f"{path.name}: `{span}` names {o}, which no command has" for o in options_in(span) - every]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_option_tables_give_the_real_defaults():
+    defaults = {}
+    for command in [cli, *(cli.commands[name] for name in COMMANDS)]:
+        ctx = click.Context(command)
+        for param in command.params:
+            for opt in param.opts:
+                defaults.setdefault(opt, param.get_default(ctx))
+    section = OPERATIONS.read_text().split("## Options and defaults", 1)[1]
+    table = re.findall(r"^\| `(--[a-z-]+)` \| ([^|]+?) \|", section, re.M)
+    assert len(table) >= 15
+    for option, stated in table:
+        stated, real = stated.strip("` "), defaults[option]
+        if isinstance(real, bool):
+            assert stated == ("on" if real else "off"), option
+        elif isinstance(real, (int, float)):
+            assert float(stated) == float(real), option
+        else:
+            assert stated == str(real), option
+
+
+def documented_status_keys():
+    text = OPERATIONS.read_text()
+    table = text[text.index("| `--json` key |"):]
+    return re.findall(r"^\| `([^`]+)` \|", table[: table.index("\n\n")], re.M)
+
+
+def test_every_documented_status_key_is_in_the_real_output(standin, tmp_path):
+    site = standin(templates=20, rate=50, burst=5, faults="503:0.2", seed=3)
+    db = tmp_path / "jobs.db"
+    fill(site, db)
+    report = status_json(site, db)
+    assert report["domains"], "the run left no domain row to check the domain keys against"
+    keys = documented_status_keys()
+    for key in keys:
+        value = report
+        for part in key.split("."):
+            assert isinstance(value, dict) and (part == "<domain>" or part in value), key
+            value = next(iter(value.values())) if part == "<domain>" else value[part]
+    top = {key.split(".")[0] for key in keys}
+    assert top == set(report), f"undocumented: {set(report) - top}; not real: {top - set(report)}"
+    per_domain = {key.split(".")[2] for key in keys if key.startswith("domains.<domain>.")}
+    assert per_domain == set(next(iter(report["domains"].values())))
