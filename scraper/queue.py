@@ -128,16 +128,19 @@ class Queue:
                 write(c)
             return True
 
-    def fail(self, job, worker, now, status, kind, message, http_status=None, available_at=None, duration_ms=None):
-        """Record a failed attempt: `status` is pending (retry at `available_at`), failed or invalid."""
+    def fail(self, job, worker, now, status, kind, message, http_status=None, available_at=None, duration_ms=None,
+             counted=True):
+        """Record a failed attempt: `status` is pending (retry at `available_at`), failed or invalid.
+        With `counted=False` the attempt is given back (a 429 is the domain's, not the job's)."""
         finished = None if status == "pending" else now
         with transaction(self.conn) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = ?, worker = NULL, lease_until = NULL, error_kind = ?, last_error = ?,
                        http_status = ?, available_at = COALESCE(?, available_at), finished_at = ?,
-                       updated_at = ?, duration_ms = ?
+                       updated_at = ?, duration_ms = ?, attempts = attempts - ?
                    WHERE id = ? AND worker = ? AND status = 'running'""",
-                (status, kind, message[:1000], http_status, available_at, finished, now, duration_ms, job.id, worker),
+                (status, kind, message[:1000], http_status, available_at, finished, now, duration_ms,
+                 0 if counted else 1, job.id, worker),
             )
             if cur.rowcount != 1:
                 return False

@@ -30,6 +30,7 @@ class Outcome:
 
     action: str
     delay_s: float = 0.0
+    counted: bool = True    # whether the attempt counts against --max-attempts
 
 
 def kind_of_status(status):
@@ -58,6 +59,10 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
         return Outcome(INVALID)
     if status in FORBIDDEN:
         return Outcome(FAILED)
+    if kind == HTTP_429:
+        # "slow down" says nothing against the job: the domain pauses (breaker.on_429) and the job
+        # waits without spending an attempt
+        return Outcome(RETRY, min(max_s, base_s if retry_after_s is None else retry_after_s), counted=False)
     # every other failure (other 4xx included, as the contract says) is retried until attempts run out
     if attempts >= max_attempts:
         return Outcome(FAILED)

@@ -183,7 +183,7 @@ class Worker:
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
         if not self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at,
-                               _ms_since(started)):
+                               _ms_since(started), counted=outcome.counted):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
         log.info("%s %s attempt %d: %s -> %s%s", self.name, job.key, job.attempts, message, new_status,

@@ -54,7 +54,7 @@ def test_forbidden_is_failed_on_the_first_attempt(status):
 
 
 @pytest.mark.parametrize("kind, status", [
-    (retry.HTTP_5XX, 500), (retry.HTTP_5XX, 503), (retry.HTTP_429, 429), (retry.NETWORK, None),
+    (retry.HTTP_5XX, 500), (retry.HTTP_5XX, 503), (retry.NETWORK, None),
     (retry.TIMEOUT, None), (retry.PARSE, 200), (retry.HTTP_4XX, 400), (retry.HTTP_4XX, 418),
 ])
 def test_retryable_failures_retry_until_max_attempts_then_fail(kind, status):
@@ -66,18 +66,26 @@ def test_retryable_failures_retry_until_max_attempts_then_fail(kind, status):
     assert retry.decide(kind, status, 4, 3).action == retry.FAILED
 
 
+def test_a_429_is_rescheduled_without_spending_an_attempt():
+    for attempt in (1, 3, 10):
+        outcome = retry.decide(retry.HTTP_429, 429, attempt, 3, retry_after_s=4)
+        assert (outcome.action, outcome.delay_s, outcome.counted) == (retry.RETRY, 4, False)
+    assert retry.decide(retry.HTTP_429, 429, 1, 3, base_s=1.0).delay_s == 1.0
+    assert retry.decide(retry.HTTP_5XX, 503, 1, 3).counted
+
+
 def test_decide_delay_is_the_backoff_of_the_attempt():
     outcome = retry.decide(retry.HTTP_5XX, 500, 2, 5, base_s=1.0, rng=random.Random(3))
     assert outcome.delay_s == retry.backoff(2, 1.0, 600.0, random.Random(3))
 
 
 def test_retry_after_raises_the_delay():
-    outcome = retry.decide(retry.HTTP_429, 429, 1, 3, retry_after_s=30.0, rng=random.Random(1))
+    outcome = retry.decide(retry.HTTP_5XX, 503, 1, 3, retry_after_s=30.0, rng=random.Random(1))
     assert outcome == retry.Outcome(retry.RETRY, 30.0)
 
 
 def test_retry_after_shorter_than_backoff_does_not_lower_it():
-    outcome = retry.decide(retry.HTTP_429, 429, 3, 5, retry_after_s=0.5, base_s=1.0, rng=random.Random(1))
+    outcome = retry.decide(retry.HTTP_5XX, 503, 3, 5, retry_after_s=0.5, base_s=1.0, rng=random.Random(1))
     assert outcome.delay_s == retry.backoff(3, 1.0, 600.0, random.Random(1))
     assert outcome.delay_s >= 4 * 0.8
 

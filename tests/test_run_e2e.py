@@ -36,3 +36,17 @@ def test_run_with_faults_checks_every_row(standin, tmp_path):
             assert json.loads(row["workflow"]) == served["workflow"]
             assert job["attempts"] == {"500": 3, None: 1}.get(kind, 2)
     assert site.stats()["http_429"] == 0
+
+
+def test_a_server_stricter_than_the_rate_pauses_the_domain_and_loses_no_job(standin, tmp_path):
+    # the operator said 20/s, the site allows 4/s: 429s come, the domain pauses, nothing fails
+    site = standin(templates=40, rate=4, burst=2)
+    db = tmp_path / "jobs.db"
+    scraper(site, db, "seed", "--from-search", "--rate", "4", "--burst", "2", check=0)
+    done = scraper(site, db, "run", "--workers", "3", "--rate", "20", "--burst", "5")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "domain paused" in done.stderr
+    assert len(rows(db, "SELECT id FROM workflows")) == 40
+    assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 40
+    report = json.loads(scraper(site, db, "status", "--json", check=0).stdout)
+    assert report["http_429"] == site.stats()["http_429"] > 0

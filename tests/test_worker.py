@@ -205,7 +205,8 @@ def test_429_with_retry_after_pauses_the_domain_and_reschedules(make, net):
     w.step()
     assert q.domains()[DOMAIN].paused_until == NOW + 7
     j = job(q)
-    assert (j["status"], j["attempts"], j["error_kind"], j["http_status"]) == ("pending", 1, "http_429", 429)
+    # the attempt is given back: a 429 is the domain's, not the job's
+    assert (j["status"], j["attempts"], j["error_kind"], j["http_status"]) == ("pending", 0, "http_429", 429)
     assert j["available_at"] == NOW + 7
     assert q.counters() == {"error:http_429": 1}
     assert status.report(q, NOW)["http_429"] == 1
