@@ -23,7 +23,10 @@ def write(conn, fmt, out):
     """Write every row to the text stream `out`; returns how many."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
-    return {"jsonl": _jsonl, "json": _json, "csv": _csv}[fmt](rows(conn), out)
+    if fmt == "csv":
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(workflows)")]
+        return _csv(rows(conn), out, columns)
+    return {"jsonl": _jsonl, "json": _json}[fmt](rows(conn), out)
 
 
 def write_file(conn, fmt, path):
@@ -75,12 +78,10 @@ def _json(rows, out):
     return n
 
 
-def _csv(rows, out):
-    writer = None
+def _csv(rows, out, columns):
+    writer = csv.writer(out)
+    writer.writerow(columns)    # a header even when there is no row yet
     n = 0
     for n, row in enumerate(rows, 1):
-        if writer is None:
-            writer = csv.writer(out)
-            writer.writerow(row.keys())
-        writer.writerow([neutralise(v) for v in row.values()])
+        writer.writerow([neutralise(row[c]) for c in columns])
     return n

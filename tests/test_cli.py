@@ -462,3 +462,11 @@ def test_seed_takes_its_own_rate_and_refuses_a_bad_one(db, tmp_path):
     result = invoke("seed", "--from-search", "--rate", "0", db=db)
     assert result.exit_code == 2 and "--rate" in result.output
     assert files_in(tmp_path) == []
+
+
+def test_csv_export_of_an_empty_table_still_has_its_header(db):
+    store.open_db(str(db)).close()
+    result = invoke("export", "--format", "csv", db=db)
+    assert result.exit_code == 0
+    header = next(csv.reader(io.StringIO(result.output)))
+    assert header[:3] == ["id", "name", "description"] and "quality_score" in header
