@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import sqlite3
 import sys
 import time
 
@@ -11,8 +12,6 @@ import click
 from . import __version__, export, seed, settings, status, store, supervisor
 from .errors import ConfigError, FetchError, ParseError, RunLocked
 from .queue import Queue
-
-log = logging.getLogger("scraper")
 
 
 class Failure(click.ClickException):
@@ -37,7 +36,7 @@ def _open_existing(s):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     try:
         return store.open_db(s.db_path)
-    except store.sqlite3.DatabaseError as e:
+    except sqlite3.DatabaseError as e:
         raise Failure(f"{s.db_path} cannot be used as a database ({e}).") from None
 
 

@@ -51,7 +51,9 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise RunLocked(f"another `scraper run` is already working on this database (lock {self.path}).")
+            raise RunLocked(
+                f"another `scraper run` is already working on this database (lock {self.path})."
+            ) from None
         self.fd = fd
         return self
 
