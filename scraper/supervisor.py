@@ -29,7 +29,7 @@ EXIT_LOCKED = 75            # EX_TEMPFAIL: cron may simply try again later
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
-TICK_S = 0.1                # the loop wakes at least this often, and at once when a worker dies
+TICK_S = 0.05               # the loop wakes at least this often, and at once when a worker dies
 SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
 QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start counts towards a crash loop

@@ -17,7 +17,7 @@ from .sites import n8n
 
 log = logging.getLogger(__name__)
 
-IDLE_S = 0.1                 # nap when nothing is runnable; short, so the end of a backoff is not missed
+IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
 ACQUIRE_SLICE_S = 5.0        # a wait for a rate slot is cut in slices, the lease is renewed between them
 
 # worker exit codes the supervisor tells apart
