@@ -50,3 +50,19 @@ def test_a_server_stricter_than_the_rate_pauses_the_domain_and_loses_no_job(stan
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 40
     report = json.loads(scraper(site, db, "status", "--json", check=0).stdout)
     assert report["http_429"] == site.stats()["http_429"] > 0
+
+
+def test_make_demo_script_scrapes_the_standin_end_to_end(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    db = tmp_path / "demo.db"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo.py"), "--templates", "30", "--db", str(db)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "seeded 30 new job(s)" in done.stdout
+    assert "jobs      30 total" in done.stdout and ", 0 answered 429" in done.stdout
+    assert len(rows(db, "SELECT id FROM workflows")) + len(rows(db, "SELECT id FROM jobs WHERE status='invalid'")) == 30
