@@ -115,9 +115,14 @@ class Worker:
         return True
 
     def _get(self, job, url):
-        """One polite request: wait for the slot (and any 429 pause), renew the lease, fetch.
-        None when a stop came first (the job is handed back)."""
+        """One polite request: renew the lease, wait for the slot (and any 429 pause), fetch.
+        None when a stop came first (the job is handed back).
+
+        Nothing that can wait on a lock sits between the slot and the request: a request that left
+        late would arrive bunched with the next ones and eat the burst margin."""
         while True:
+            if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
+                raise FetchError(retry.NETWORK, "lease lost before the request", url=url)
             if not self._wait_for_slot(job):
                 self.queue.release(job, self.name, self.clock())
                 if job.probe:
@@ -132,8 +137,6 @@ class Worker:
                 time.sleep(min(0.25, paused_until - self.clock()))
                 if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
                     raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
-        if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
-            raise FetchError(retry.NETWORK, "lease lost before the request", url=url)
         try:
             resp = http.fetch(self.session, url, self.s.timeout_s)
         except FetchError as e:
