@@ -190,3 +190,15 @@ def test_on_a_terminal_the_run_draws_a_progress_bar(standin, tmp_path):
     os.close(leader)
     text = seen.decode()
     assert "\r[" in text and "30/30 (100%)" in text and "ETA" in text and "/min" in text
+
+
+def test_the_defaults_hold_n8n_io_s_limit_of_2_per_second_with_burst_5(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=16, rate=2, burst=5)
+    site_stats_before = site.stats()["requests"]
+    done = scraper(site, db, "run")                       # no --rate, no --burst, 4 workers
+    assert done.returncode == 0, done.stderr[-2000:]
+    stats = site.stats()
+    assert stats["http_429"] == 0
+    assert stats["requests"] - site_stats_before == 16
+    assert stats["max_in_1s"] <= 2 + 5
+    assert_each_template_once(site, db)
