@@ -84,9 +84,6 @@ class Settings:
         """Each worker's part of the ceiling once the supervisor's is set aside (planning figure)."""
         return (self.memory_limit_mb - PROCESS_MB) / self.workers
 
-    def replace(self, **changes):
-        return build(**{**dataclasses.asdict(self), **changes})
-
 
 def domain_of(url):
     """The politeness domain of a URL: its host's last two labels (api.n8n.io and n8n.io are one
@@ -95,16 +92,6 @@ def domain_of(url):
     if not host or host.replace(".", "").isdigit() or ":" in host:
         return host
     return ".".join(host.split(".")[-2:])
-
-
-def from_env(environ=None):
-    """The settings the environment asks for (before options override them)."""
-    env = os.environ if environ is None else environ
-    return {
-        "db_path": env.get(ENV_DB) or DB_PATH,
-        "api_url": env.get(ENV_API_URL) or API_URL,
-        "site_url": env.get(ENV_SITE_URL) or SITE_URL,
-    }
 
 
 def build(**values):
