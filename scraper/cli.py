@@ -9,7 +9,7 @@ import time
 
 import click
 
-from . import __version__, export, seed, settings, status, store, supervisor
+from . import __version__, export, search, seed, settings, stats, status, store, supervisor
 from .errors import ConfigError, FetchError, ParseError, RunLocked
 from .queue import Queue
 
@@ -202,25 +202,90 @@ def retry_cmd(ctx, which):
 
 @main.command("export")
 @click.option("--format", "fmt", type=click.Choice(export.FORMATS), required=True, help="Output format.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to this file (default: stdout).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Write to this file (default: stdout; parquet needs a file).")
+@click.option("--columns", help="Comma-separated columns to export, in this order (default: all).")
+@click.option("--no-redact", is_flag=True, help="Keep credentials as stored (by default they become [REDACTED]).")
 @click.pass_context
-def export_cmd(ctx, fmt, output):
-    """Stream the workflows table as JSON Lines, JSON or CSV (formula-safe).
+def export_cmd(ctx, fmt, output, columns, no_redact):
+    """Stream the workflows table as JSON Lines, JSON, CSV or Parquet (needs pyarrow: pip install
+    'scraper[parquet]').
+
+    CSV is made for spreadsheets: formula-safe, without the workflow JSON unless --columns names it,
+    and any cell over 32,767 characters cut with a visible mark.
+
+    Credentials in the workflows (API keys, tokens, Authorization headers, passwords in URLs, pinData)
+    are redacted unless --no-redact is given; stderr says how many.
 
     \b
     Example:
         scraper export --format jsonl --output workflows.jsonl
-        scraper export --format csv > workflows.csv
+        scraper export --format csv --columns id,name,author,quality_score > workflows.csv
+        scraper export --format parquet --output workflows.parquet
     """
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
+        chosen = export.choose_columns(conn, columns, fmt)
         if output:
-            n = export.write_file(conn, fmt, output)
-            click.echo(f"exported {n} workflow(s) to {output}.", err=True)
+            summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact)
+            click.echo(f"exported {summary.rows} workflow(s) to {output}; {summary.describe(not no_redact)}", err=True)
         else:
-            export.write(conn, fmt, sys.stdout)
+            summary = export.write(conn, fmt, sys.stdout, chosen, redact=not no_redact)
+            sys.stdout.flush()      # the data first, then the line about it
+            click.echo(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}", err=True)
     except ConfigError as e:
         raise Failure(str(e)) from None
     finally:
         conn.close()
+
+
+@main.command("search")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=1), default=search.LIMIT, show_default=True,
+              help="At most this many templates.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of {id, name, snippet, rank} instead of text.")
+@click.pass_context
+def search_cmd(ctx, query, limit, as_json):
+    """Full-text search of the stored templates (name, description, explainer, node types, categories,
+    author), best match first (bm25; `rank` is lower for a better match), with snippets.
+
+    QUERY is SQLite FTS5 syntax: words (all must match), "a phrase", OR, NOT, prefix*, and
+    column:word for one column (name, description, explainer, node_types, categories, author).
+
+    \b
+    Example:
+        scraper search slack
+        scraper search 'telegram AND openai' --limit 5
+        scraper search 'node_types:googleSheets' --json | jq '.[].id'
+    """
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        results = search.query(conn, query, limit)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    finally:
+        conn.close()
+    click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json else search.render(query, results))
+
+
+@main.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (every row of every ranking) instead of text.")
+@click.pass_context
+def stats_cmd(ctx, as_json):
+    """Statistics of the stored templates: node types and categories by the number of templates that
+    use them, authors, templates created per month, quality scores, videos and transcript coverage.
+
+    \b
+    Example:
+        scraper stats
+        scraper stats --json | jq '.node_types[:10]'
+    """
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        report = stats.report(conn)
+    finally:
+        conn.close()
+    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else stats.render(report))

@@ -1,48 +1,116 @@
-"""Streaming writers for the `workflows` table: JSON Lines, JSON, CSV (safe against formula injection)."""
+"""Streaming writers for the `workflows` table: JSON Lines, JSON, CSV (safe against formula injection and
+within a spreadsheet's cell limit) and Parquet, with credentials redacted unless asked otherwise."""
 
 import csv
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 
 import sqlite_utils
 
+from . import redact as redaction
 from .errors import ConfigError
 
-FORMATS = ("jsonl", "json", "csv")
+FORMATS = ("jsonl", "json", "csv", "parquet")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
+REDACTED_COLUMNS = ("workflow", "description", "explainer")     # where a template's author may leave secrets
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")   # what spreadsheets read as the start of a formula
+CSV_LEFT_OUT = ("workflow",)  # up to 2 MB of JSON: in CSV only when --columns names it (then cut if too long)
+CSV_CELL_MAX = 32_767        # Excel's limit, in UTF-16 code units; LibreOffice and Google Sheets allow more
+CUT_MARK = "…[cut: {n:,} more characters; export json, jsonl or parquet for the whole value]"
+CUT_MARK_MAX = 100           # room kept for the mark at the end of a cut cell
 
 
-def rows(conn):
+@dataclass
+class Summary:
+    """What an export did: rows written, values redacted (in how many rows), CSV cells cut, dates that
+    Parquet could not read as timestamps (left empty)."""
+
+    rows: int = 0
+    redacted: int = 0
+    redacted_rows: int = 0
+    cut_cells: int = 0
+    bad_dates: int = 0
+
+    def describe(self, redact=True):
+        """One line for stderr: the redaction count always, the rest when it happened."""
+        parts = [f"redacted {self.redacted} value(s) in {self.redacted_rows} workflow(s)" if redact
+                 else "not redacted (--no-redact): the workflows are as stored"]
+        if self.cut_cells:
+            parts.append(f"{self.cut_cells} CSV cell(s) over {CSV_CELL_MAX:,} characters cut with a visible mark")
+        if self.bad_dates:
+            parts.append(f"{self.bad_dates} date(s) that are not ISO 8601 left empty")
+        return "; ".join(parts) + "."
+
+
+def table_columns(conn):
+    """The columns of `workflows` in table order."""
+    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)")]
+
+
+def choose_columns(conn, wanted, fmt=None):
+    """The columns to export: the comma-separated `wanted`, in the order given; by default all of them
+    (for CSV all but the workflow JSON)."""
+    every = table_columns(conn)
+    if wanted is None:
+        return [c for c in every if c not in CSV_LEFT_OUT] if fmt == "csv" else every
+    chosen = [c.strip() for c in wanted.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in every]
+    if unknown or not chosen:
+        raise ConfigError(f"unknown column(s) {', '.join(map(repr, unknown)) or '(none given)'} in --columns; "
+                          f"the columns are {', '.join(every)}.")
+    return list(dict.fromkeys(chosen))
+
+
+def rows(conn, columns=None):
     """The workflows rows, one at a time, in id order (never the whole table in memory)."""
-    return sqlite_utils.Database(conn).query("SELECT * FROM workflows ORDER BY id")
+    cols = ", ".join(f'"{c}"' for c in columns) if columns else "*"
+    return sqlite_utils.Database(conn).query(f"SELECT {cols} FROM workflows ORDER BY id")
 
 
-def write(conn, fmt, out):
-    """Write every row to the text stream `out`; returns how many."""
+def write(conn, fmt, out, columns=None, redact=True):
+    """Write every row to the text stream `out`; returns a Summary. `columns`: a list from choose_columns
+    (default all)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
+    if fmt == "parquet":
+        raise ConfigError("--format parquet needs --output FILE (Parquet is a binary file, not a stream).")
+    columns = columns or choose_columns(conn, None, fmt)
+    summary = Summary()
+    source = _prepared(rows(conn, columns), redact, summary, decode=fmt != "csv")
     if fmt == "csv":
-        columns = [r[1] for r in conn.execute("PRAGMA table_info(workflows)")]
-        return _csv(rows(conn), out, columns)
-    return {"jsonl": _jsonl, "json": _json}[fmt](rows(conn), out)
+        _csv(source, out, columns, summary)
+    else:
+        {"jsonl": _jsonl, "json": _json}[fmt](source, out)
+    return summary
 
 
-def write_file(conn, fmt, path):
+def write_file(conn, fmt, path, columns=None, redact=True):
     """Write to `path` through a temporary file beside it, so a reader never sees half an export."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ConfigError(f"the output folder {folder} does not exist.")
+    if fmt == "parquet":
+        from . import parquet       # pyarrow is an optional extra: import it only when asked for
+        parquet.require()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            n = write(conn, fmt, out)
+        if fmt == "parquet":
+            os.close(fd)
+            columns = columns or table_columns(conn)
+            summary = Summary()
+            types = {r[1]: r[2] for r in conn.execute("PRAGMA table_info(workflows)")}
+            source = _prepared(rows(conn, columns), redact, summary, decode=True)
+            summary.bad_dates = parquet.write(source, tmp, columns, types)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+                summary = write(conn, fmt, out, columns, redact)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)     # mkstemp makes it 0600; an export is an ordinary file
         os.replace(tmp, path)
-        return n
+        return summary
     except BaseException:
         os.unlink(tmp)
         raise
@@ -55,33 +123,74 @@ def neutralise(cell):
     return cell
 
 
-def _decoded(row):
-    for col in JSON_COLUMNS:
-        if isinstance(row.get(col), str):
-            row[col] = json.loads(row[col])
-    return row
+def fit_cell(cell, limit=CSV_CELL_MAX):
+    """(cell, cut?): a text cell longer than `limit` UTF-16 code units (what Excel counts) is cut, and
+    ends with a mark that says how much is missing; a shorter one is returned as it is."""
+    if not isinstance(cell, str) or len(cell) * 2 <= limit:     # cheap: no string has more units than 2x
+        return cell, False
+    units = cell.encode("utf-16-le")
+    if len(units) // 2 <= limit:
+        return cell, False
+    kept = units[: (limit - CUT_MARK_MAX) * 2].decode("utf-16-le", "ignore")   # "ignore": half a pair
+    return kept + CUT_MARK.format(n=len(cell) - len(kept)), True
+
+
+def _prepared(source, redact, summary, decode):
+    """The rows with secrets redacted and JSON columns decoded (`decode`), counting into `summary`."""
+    for row in source:
+        summary.rows += 1
+        if redact:
+            n = _redact(row, as_text=not decode)
+            summary.redacted += n
+            summary.redacted_rows += bool(n)
+        if decode:
+            for col in JSON_COLUMNS:
+                if isinstance(row.get(col), str):
+                    row[col] = json.loads(row[col])
+        yield row
+
+
+def _redact(row, as_text):
+    """Redact the row (as read, JSON columns still text) in place; returns how many values. The workflow
+    is decoded only when its text might hold a secret; `as_text` keeps a redacted one JSON text (CSV)."""
+    n = 0
+    for col in REDACTED_COLUMNS:
+        value = row.get(col)
+        if not isinstance(value, str):
+            continue
+        if col == "workflow":
+            if not redaction.might_hold_secret(value):
+                continue
+            clean, k = redaction.value(json.loads(value))
+            if k:
+                row[col] = json.dumps(clean, ensure_ascii=False, separators=(",", ":")) if as_text else clean
+        else:
+            row[col], k = redaction.text(value)
+        n += k
+    return n
 
 
 def _jsonl(rows, out):
-    n = 0
-    for n, row in enumerate(rows, 1):
-        out.write(json.dumps(_decoded(row), ensure_ascii=False) + "\n")
-    return n
+    for row in rows:
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def _json(rows, out):
     out.write("[")
-    n = 0
-    for n, row in enumerate(rows, 1):
-        out.write(("\n" if n == 1 else ",\n") + json.dumps(_decoded(row), ensure_ascii=False))
-    out.write("\n]\n" if n else "]\n")
-    return n
+    first = True
+    for row in rows:
+        out.write(("\n" if first else ",\n") + json.dumps(row, ensure_ascii=False))
+        first = False
+    out.write("]\n" if first else "\n]\n")
 
 
-def _csv(rows, out, columns):
+def _csv(rows, out, columns, summary):
     writer = csv.writer(out)
     writer.writerow(columns)    # a header even when there is no row yet
-    n = 0
-    for n, row in enumerate(rows, 1):
-        writer.writerow([neutralise(row[c]) for c in columns])
-    return n
+    for row in rows:
+        cells = []
+        for c in columns:
+            cell, cut = fit_cell(neutralise(row[c]))
+            summary.cut_cells += cut
+            cells.append(cell)
+        writer.writerow(cells)

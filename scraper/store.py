@@ -83,6 +83,59 @@ MIGRATIONS = [
         value INTEGER NOT NULL DEFAULT 0
     );
     """,
+    # 2: full-text search (scraper.search) and the request log (scraper.requestlog)
+    """
+    -- Holds its own copy of the text (not external content): snippets need it, and `transcripts`
+    -- has no column in workflows. `transcripts` stays NULL until the transcripts tables exist;
+    -- search.rebuild() fills it. Node types and categories are indexed as words, not JSON.
+    CREATE VIRTUAL TABLE workflows_fts USING fts5(
+        name, description, explainer, node_types, categories, author, transcripts,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    -- Triggers keep the index in the writer's own transaction, whoever the writer is.
+    CREATE TRIGGER workflows_fts_insert AFTER INSERT ON workflows BEGIN
+        INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author)
+        VALUES (new.id, new.name, new.description, new.explainer,
+                CASE WHEN json_valid(new.node_types)
+                     THEN (SELECT group_concat(value, ' ') FROM json_each(new.node_types)) ELSE new.node_types END,
+                CASE WHEN json_valid(new.categories)
+                     THEN (SELECT group_concat(value, ', ') FROM json_each(new.categories)) ELSE new.categories END,
+                new.author);
+    END;
+    -- An UPDATE (not delete + insert) keeps the transcripts text of the row.
+    CREATE TRIGGER workflows_fts_update
+    AFTER UPDATE OF id, name, description, explainer, node_types, categories, author ON workflows BEGIN
+        UPDATE workflows_fts SET
+            rowid = new.id, name = new.name, description = new.description, explainer = new.explainer,
+            node_types = CASE WHEN json_valid(new.node_types)
+                THEN (SELECT group_concat(value, ' ') FROM json_each(new.node_types)) ELSE new.node_types END,
+            categories = CASE WHEN json_valid(new.categories)
+                THEN (SELECT group_concat(value, ', ') FROM json_each(new.categories)) ELSE new.categories END,
+            author = new.author
+        WHERE rowid = old.id;
+    END;
+    CREATE TRIGGER workflows_fts_delete AFTER DELETE ON workflows BEGIN
+        DELETE FROM workflows_fts WHERE rowid = old.id;
+    END;
+    INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author)
+    SELECT id, name, description, explainer,
+           CASE WHEN json_valid(node_types)
+                THEN (SELECT group_concat(value, ' ') FROM json_each(node_types)) ELSE node_types END,
+           CASE WHEN json_valid(categories)
+                THEN (SELECT group_concat(value, ', ') FROM json_each(categories)) ELSE categories END,
+           author
+    FROM workflows;
+    -- One row per HTTP request a worker sent (for `scraper report`): when the answer or failure came,
+    -- 'ok' (2xx) or the failure kind, the HTTP status of a failure, and how long it took.
+    CREATE TABLE requests (
+        at REAL NOT NULL,
+        domain TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status INTEGER,
+        ms INTEGER NOT NULL
+    );
+    CREATE INDEX requests_at ON requests (at);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,7 +9,7 @@ import sqlite3
 import sys
 import time
 
-from . import breaker, http, retry, store
+from . import breaker, http, requestlog, retry, store
 from .errors import FetchError, ParseError
 from .limiter import DomainLimiter, NoLimiter
 from .queue import Queue
@@ -138,7 +138,8 @@ class Worker:
                 if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
                     raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
         try:
-            resp = http.fetch(self.session, url, self.s.timeout_s)
+            with requestlog.timed(self.queue.conn, job.domain, self.clock):
+                resp = http.fetch(self.session, url, self.s.timeout_s)
         except FetchError as e:
             self._domain_failed(job, e)
             raise

@@ -1,0 +1,85 @@
+"""Full-text search over the stored templates: SQLite FTS5, ranked by bm25, with snippets.
+
+The index (`workflows_fts`, store migration 2) is kept in step by triggers on `workflows`, in the
+writer's own transaction; `rebuild()` makes it again from scratch (and adds transcripts text).
+"""
+
+import sqlite3
+
+from .errors import ConfigError
+from .store import transaction
+
+COLUMNS = ("name", "description", "explainer", "node_types", "categories", "author", "transcripts")
+# bm25 weight of each column, in COLUMNS order: a word in the name says more than one in a sticky note
+WEIGHTS = (10.0, 4.0, 1.0, 2.0, 3.0, 3.0, 1.0)
+MARK_START, MARK_END, ELLIPSIS = "«", "»", "…"
+SNIPPET_TOKENS = 16
+LIMIT = 20
+
+# what SQLite says when the query itself is wrong (as opposed to the database)
+_QUERY_ERRORS = ("fts5", "syntax error", "unterminated", "no such column", "unknown special query")
+
+_WORDS = """CASE WHEN json_valid({c}) THEN (SELECT group_concat(value, '{sep}') FROM json_each({c}))
+                 ELSE {c} END"""
+
+
+def query(conn, text, limit=LIMIT):
+    """[{id, name, snippet, rank}] best first; `rank` is bm25 (lower is better, as FTS5's own).
+
+    ConfigError (one sentence) when `text` is not a usable FTS5 query."""
+    if not text.strip():
+        raise ConfigError("the search query is empty; give one or more words.")
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    sql = f"""
+        SELECT w.id, w.name,
+               snippet(workflows_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet,
+               bm25(workflows_fts, {weights}) AS rank
+        FROM workflows_fts JOIN workflows w ON w.id = workflows_fts.rowid
+        WHERE workflows_fts MATCH ?
+        ORDER BY rank, w.id
+        LIMIT ?"""
+    try:
+        found = conn.execute(sql, (MARK_START, MARK_END, ELLIPSIS, text, limit)).fetchall()
+    except sqlite3.OperationalError as e:
+        reason = str(e)
+        if any(s in reason.lower() for s in _QUERY_ERRORS):
+            raise ConfigError(
+                f"the search query {text!r} is not valid FTS5 syntax ({reason}); put words with punctuation "
+                f'in double quotes, e.g. \'"n8n-nodes-base.slack"\'.'
+            ) from None
+        raise
+    return [{"id": r[0], "name": r[1], "snippet": _one_line(r[2]), "rank": round(r[3], 4)} for r in found]
+
+
+def rebuild(conn):
+    """Make the index again from `workflows` (and `transcripts`, where that table exists), in one
+    transaction; returns the number of rows indexed. For `reextract` and repairs: writes keep it in step."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    transcripts = "NULL"
+    if {"transcripts", "template_videos"} <= tables:
+        transcripts = """(SELECT group_concat(t.text, ' ') FROM template_videos tv
+                          JOIN transcripts t ON t.video_id = tv.video_id WHERE tv.template_id = w.id)"""
+    with transaction(conn) as c:
+        c.execute("DELETE FROM workflows_fts")
+        c.execute(f"""
+            INSERT INTO workflows_fts (rowid, {', '.join(COLUMNS)})
+            SELECT w.id, w.name, w.description, w.explainer, {_WORDS.format(c='w.node_types', sep=' ')},
+                   {_WORDS.format(c='w.categories', sep=', ')}, w.author, {transcripts}
+            FROM workflows w""")
+        return c.execute("SELECT COUNT(*) FROM workflows_fts").fetchone()[0]
+
+
+def render(text, results):
+    """The lines `scraper search` prints."""
+    if not results:
+        return f"no template matches {text!r}."
+    lines = [f"{len(results)} template(s) match {text!r}, best first:"]
+    width = max(len(str(r["id"])) for r in results)
+    for r in results:
+        lines.append(f"{r['id']:>{width}}  {r['name']}")
+        lines.append(f"{'':>{width}}  {r['snippet']}")
+    return "\n".join(lines)
+
+
+def _one_line(snippet):
+    return " ".join((snippet or "").split())

@@ -1,0 +1,109 @@
+"""What `scraper stats` reports about the stored templates: node types, categories, authors, creation
+months, quality scores, videos and transcript coverage. Read-only queries over `workflows`."""
+
+QUALITY_BIN = 10          # quality scores (0-100) are shown in bins of ten; the last one holds 90-100
+TEXT_TOP = 15             # rows of each ranking that the text shows (--json gives them all)
+
+
+def report(conn):
+    """The statistics as one dict (the `stats --json` object)."""
+    def one(sql):
+        return conn.execute(sql).fetchone()[0]
+
+    def ranking(sql, key):
+        return [{key: r[0], "templates": r[1]} for r in conn.execute(sql)]
+
+    return {
+        "templates": one("SELECT COUNT(*) FROM workflows"),
+        # COUNT(DISTINCT id): a template counts once per type, however many nodes of it it has
+        "node_types": ranking(_each("node_types", "type"), "type"),
+        "categories": ranking(_each("categories", "category"), "category"),
+        "authors": ranking("""SELECT author, COUNT(*) AS n FROM workflows WHERE author IS NOT NULL
+                              GROUP BY author ORDER BY n DESC, author""", "author"),
+        "created_per_month": [
+            {"month": r[0], "templates": r[1]} for r in conn.execute(
+                """SELECT substr(created_at, 1, 7) AS month, COUNT(*) FROM workflows
+                   WHERE created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*' GROUP BY month ORDER BY month""")
+        ],
+        "created_unknown": one("""SELECT COUNT(*) FROM workflows
+                                  WHERE created_at IS NULL OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*'"""),
+        "quality_score": _quality(conn),
+        "videos": {
+            "templates_with_videos": one("""SELECT COUNT(*) FROM workflows
+                                            WHERE json_valid(videos) AND json_array_length(videos) > 0"""),
+            "videos": one("""SELECT COUNT(DISTINCT j.value) FROM workflows w, json_each(w.videos) j
+                             WHERE json_valid(w.videos)"""),
+        },
+        "transcripts": transcript_coverage(conn),
+    }
+
+
+def _each(column, name):
+    """Templates per element of a JSON-list column, most used first, ties by name."""
+    return f"""SELECT j.value AS {name}, COUNT(DISTINCT w.id) AS n
+               FROM workflows w, json_each(w.{column}) j
+               WHERE json_valid(w.{column}) AND j.type = 'text'
+               GROUP BY j.value ORDER BY n DESC, j.value"""
+
+
+def _quality(conn):
+    row = conn.execute("""SELECT COUNT(quality_score), MIN(quality_score), MAX(quality_score), AVG(quality_score)
+                          FROM workflows""").fetchone()
+    counts = dict(conn.execute(f"""SELECT MIN(quality_score / {QUALITY_BIN}, {100 // QUALITY_BIN - 1}) AS bin,
+                                          COUNT(*) FROM workflows WHERE quality_score IS NOT NULL GROUP BY bin"""))
+    top = 100 // QUALITY_BIN - 1
+    histogram = [{"from": b * QUALITY_BIN, "to": 100 if b == top else b * QUALITY_BIN + QUALITY_BIN - 1,
+                  "templates": counts.get(b, 0)} for b in range(top + 1)]
+    return {"scored": row[0], "min": row[1], "max": row[2],
+            "mean": None if row[3] is None else round(row[3], 1), "histogram": histogram}
+
+
+def transcript_coverage(conn):
+    """How many linked videos and templates have a transcript; None while the transcripts tables
+    (`transcripts`, `template_videos`) do not exist in this database."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"transcripts", "template_videos"} <= tables:
+        return None
+    def one(sql):
+        return conn.execute(sql).fetchone()[0]
+
+    return {
+        "videos": one("SELECT COUNT(DISTINCT video_id) FROM template_videos"),
+        "videos_with_transcript": one("""SELECT COUNT(DISTINCT tv.video_id) FROM template_videos tv
+                                         JOIN transcripts t ON t.video_id = tv.video_id"""),
+        "templates_with_videos": one("SELECT COUNT(DISTINCT template_id) FROM template_videos"),
+        "templates_with_transcript": one("""SELECT COUNT(DISTINCT tv.template_id) FROM template_videos tv
+                                            JOIN transcripts t ON t.video_id = tv.video_id"""),
+    }
+
+
+def render(r, top=TEXT_TOP):
+    """The statistics as the lines `scraper stats` prints."""
+    lines = [f"templates {r['templates']}"]
+
+    def ranking(title, items, key):
+        lines.append(f"\n{title} ({len(items)}; templates using each, most first)")
+        width = max([len(str(i[key])) for i in items[:top]], default=0)
+        lines.extend(f"  {str(i[key]):<{width}}  {i['templates']}" for i in items[:top])
+        if len(items) > top:
+            lines.append(f"  ... {len(items) - top} more (--json gives all)")
+
+    ranking("node types", r["node_types"], "type")
+    ranking("categories", r["categories"], "category")
+    ranking("authors", r["authors"], "author")
+    lines.append("\ncreated per month")
+    lines.extend(f"  {m['month']}  {m['templates']}" for m in r["created_per_month"])
+    if r["created_unknown"]:
+        lines.append(f"  unknown  {r['created_unknown']}")
+    q = r["quality_score"]
+    lines.append(f"\nquality score (0-100): mean {q['mean']}, min {q['min']}, max {q['max']}")
+    lines.extend(f"  {b['from']:>3}-{b['to']:<3}  {b['templates']}" for b in q["histogram"])
+    v = r["videos"]
+    lines.append(f"\nvideos {v['videos']} in {v['templates_with_videos']} template(s)")
+    t = r["transcripts"]
+    if t is None:
+        lines.append("transcripts: not collected in this database")
+    else:
+        lines.append(f"transcripts: {t['videos_with_transcript']} of {t['videos']} video(s); "
+                     f"{t['templates_with_transcript']} of {t['templates_with_videos']} template(s) with videos")
+    return "\n".join(lines)
