@@ -9,7 +9,7 @@ import time
 
 import click
 
-from . import __version__, export, search, seed, settings, stats, status, store, supervisor
+from . import __version__, export, report, search, seed, settings, stats, status, store, supervisor
 from .errors import ConfigError, FetchError, ParseError, RunLocked
 from .queue import Queue
 
@@ -289,3 +289,28 @@ def stats_cmd(ctx, as_json):
     finally:
         conn.close()
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else stats.render(report))
+
+
+@main.command("report")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), required=True, help="The HTML file to write.")
+@click.option("--run", "run_id", type=int, help="The run whose time charts to show (default: the latest).")
+@click.pass_context
+def report_cmd(ctx, output, run_id):
+    """Write one self-contained HTML page (no network needed to view it) with charts: templates done over
+    time, request rate against the limit, errors by kind, answer latency, quality scores, top node types
+    and the history of runs.
+
+    \b
+    Example:
+        scraper report --output report.html
+        scraper report --run 3 -o run3.html
+    """
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        size = report.write(conn, output, time.time(), run_id)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    finally:
+        conn.close()
+    click.echo(f"wrote the report to {output} ({size / 1024:.0f} KB).", err=True)

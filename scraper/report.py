@@ -1,0 +1,343 @@
+"""`scraper report`: one self-contained HTML file with charts of the runs and the data.
+
+`gather()` reads the figures from the database (the `requests` log, `runs`, `jobs`, `counters`,
+`workflows`); `render()` puts them into the page, where inline JavaScript draws each chart as SVG.
+Nothing is fetched from the network to view it: no external script, style, font or image.
+"""
+
+import datetime
+import html
+import json
+import math
+import os
+import tempfile
+
+from . import stats
+from .errors import ConfigError
+
+MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
+TOP_NODE_TYPES = 20
+LATENCY_BINS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)    # upper edges; one more bin above
+
+
+def gather(conn, now, run_id=None):
+    """Every figure of the report, as one JSON-ready dict. `run_id`: the run the time charts show
+    (default the latest); ConfigError if there is no such run."""
+    runs = [_run_figures(conn, r, nxt) for r, nxt in _runs_with_next(conn)]
+    chosen = None
+    if run_id is not None:
+        chosen = next((r for r in runs if r["id"] == run_id), None)
+        if chosen is None:
+            raise ConfigError(f"there is no run {run_id} in this database; `scraper report` without --run "
+                              f"shows the latest.")
+    elif runs:
+        chosen = runs[-1]
+    st = stats.report(conn)
+    counts = dict(conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
+    return {
+        "generated_at": _iso(now),
+        "jobs": {s: counts.get(s, 0) for s in ("pending", "running", "done", "failed", "invalid")},
+        "templates": st["templates"],
+        "runs": runs,
+        "run": chosen and _run_series(conn, chosen),
+        "errors_all_time": {name.split(":", 1)[1]: n for name, n in conn.execute(
+            "SELECT name, value FROM counters WHERE name LIKE 'error:%' ORDER BY name")},
+        "quality": st["quality_score"],
+        "node_types": st["node_types"][:TOP_NODE_TYPES],
+        "node_types_total": len(st["node_types"]),
+    }
+
+
+def render(data):
+    """The HTML page: the figures as JSON inside it, drawn by the inline script."""
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    run = data["run"]
+    heading = (f"Run {run['id']}, started {html.escape(run['started'])}" if run else "No run recorded yet")
+    # the data goes in last: text from the site must not be read as one of the other slots
+    return (_PAGE.replace("@@GENERATED@@", html.escape(data["generated_at"]))
+                 .replace("@@RUN@@", heading)
+                 .replace("@@RUNS_TABLE@@", _runs_table(data["runs"]))
+                 .replace("@@DATA@@", payload))
+
+
+def write(conn, path, now, run_id=None):
+    """Write the report to `path` (through a temporary file and a rename); returns its size in bytes."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ConfigError(f"the output folder {folder} does not exist.")
+    page = render(gather(conn, now, run_id)).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(page)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return len(page)
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+
+def _runs_with_next(conn):
+    rows = conn.execute("SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, "
+                        "exit_code FROM runs ORDER BY id").fetchall()
+    return [(r, rows[i + 1] if i + 1 < len(rows) else None) for i, r in enumerate(rows)]
+
+
+def _run_figures(conn, r, nxt):
+    """One run's row of the history: its settings, its window, and what its requests and jobs did."""
+    try:
+        settings = json.loads(r["settings"] or "{}")
+    except ValueError:
+        settings = {}
+    start = r["started_at"]
+    # a run that died keeps finished_at empty: its window ends at its last trace, or at the next run
+    end = r["finished_at"]
+    if end is None:
+        limit = nxt["started_at"] if nxt else math.inf
+        end = conn.execute("SELECT MAX(at) FROM requests WHERE at >= ? AND at < ?", (start, limit)).fetchone()[0]
+        end = max(end or start, start)
+    req = conn.execute("""SELECT COUNT(*), SUM(kind = 'ok'), SUM(kind = 'http_429') FROM requests
+                          WHERE at >= ? AND at <= ?""", (start, end)).fetchone()
+    ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE at >= ? AND at <= ? ORDER BY ms", (start, end))]
+    done = conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'done' AND finished_at >= ? AND finished_at <= ?",
+                        (start, end)).fetchone()[0]
+    duration = max(end - start, 0.0)
+    return {
+        "id": r["id"], "started": _iso(start), "started_at": start, "end_at": end,
+        "finished": r["finished_at"] is not None, "duration_s": round(duration, 1),
+        "workers": r["workers"], "rate_per_s": settings.get("rate_per_s") if settings.get("limiter", True) else None,
+        "burst": settings.get("burst"), "exit_code": r["exit_code"],
+        "done_in_run": done, "requests": req[0], "ok": req[1] or 0, "http_429": req[2] or 0,
+        "errors": req[0] - (req[1] or 0),
+        "requests_per_s": round(req[0] / duration, 2) if duration > 0 else None,
+        "latency_p50_ms": _percentile(ms, 50), "latency_p95_ms": _percentile(ms, 95),
+        "totals_at_end": {"done": r["done"], "failed": r["failed"], "invalid": r["invalid"]},
+    }
+
+
+def _run_series(conn, run):
+    """The time charts of one run: templates done and requests per bucket, errors, latency."""
+    start, end = run["started_at"], run["end_at"]
+    width = max(1.0, math.ceil((end - start) / MAX_BUCKETS))
+    n = max(1, math.ceil((end - start) / width))
+    done = [0] * n
+    for (t,) in conn.execute("SELECT finished_at FROM jobs WHERE status = 'done' AND finished_at >= ? "
+                             "AND finished_at <= ?", (start, end)):
+        done[min(int((t - start) // width), n - 1)] += 1
+    requests = [0] * n
+    latency = [0] * (len(LATENCY_BINS_MS) + 1)
+    errors = {}
+    for at, kind, ms in conn.execute("SELECT at, kind, ms FROM requests WHERE at >= ? AND at <= ?", (start, end)):
+        requests[min(int((at - start) // width), n - 1)] += 1
+        latency[next((i for i, edge in enumerate(LATENCY_BINS_MS) if ms < edge), len(LATENCY_BINS_MS))] += 1
+        if kind != "ok":
+            errors[kind] = errors.get(kind, 0) + 1
+    cumulative, total = [], 0
+    for d in done:
+        total += d
+        cumulative.append(total)
+    return {
+        **{k: run[k] for k in ("id", "started", "duration_s", "rate_per_s", "burst", "workers", "requests",
+                               "latency_p50_ms", "latency_p95_ms", "done_in_run")},
+        "bucket_s": width,
+        "t": [round(i * width, 1) for i in range(1, n + 1)],
+        "done_cumulative": cumulative,
+        "request_rate": [round(c / width, 3) for c in requests],
+        "errors": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "latency_bins": [f"<{_ms(e)}" for e in LATENCY_BINS_MS] + [f"≥{_ms(LATENCY_BINS_MS[-1])}"],
+        "latency": latency,
+    }
+
+
+def _percentile(sorted_values, p):
+    if not sorted_values:
+        return None
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * p / 100))]
+
+
+def _ms(edge):
+    return f"{edge // 1000} s" if edge >= 1000 else f"{edge} ms"
+
+
+def _iso(ts):
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _runs_table(runs):
+    head = ("run", "started", "duration", "workers", "rate limit", "done in run", "requests", "errors", "429s",
+            "p50 latency", "exit")
+    rows = []
+    for r in reversed(runs):
+        cells = (r["id"], r["started"], f"{r['duration_s']:g} s", r["workers"],
+                 "off" if r["rate_per_s"] is None else f"{r['rate_per_s']:g}/s, burst {r['burst']}",
+                 r["done_in_run"], r["requests"], r["errors"], r["http_429"],
+                 "-" if r["latency_p50_ms"] is None else f"{r['latency_p50_ms']} ms",
+                 "running or crashed" if r["exit_code"] is None else r["exit_code"])
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    if not rows:
+        rows.append(f'<tr><td colspan="{len(head)}">no run recorded yet</td></tr>')
+    return ("<table id=\"runs-table\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>scraper report</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; background: #fafafa; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 0 0 8px; }
+.muted { color: #666; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 16px; margin: 16px 0; }
+figure { margin: 0; padding: 12px; background: #fff; border: 1px solid #ddd; border-radius: 6px; }
+figcaption { font-size: 12px; color: #666; margin-top: 4px; }
+svg { display: block; width: 100%; height: auto; }
+svg text { font-size: 11px; fill: #444; }
+.axis { stroke: #999; stroke-width: 1; } .grid-line { stroke: #eee; }
+.line { fill: none; stroke: #2b6cb0; stroke-width: 2; } .limit { stroke: #c53030; stroke-dasharray: 6 4; stroke-width: 2; }
+.bar { fill: #2b6cb0; } .bar.error { fill: #c53030; } .bar.run { fill: #2f855a; }
+table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; }
+.empty { fill: #999; font-style: italic; }
+</style></head>
+<body>
+<h1>scraper report</h1>
+<p class="muted">Generated @@GENERATED@@. <span id="summary"></span></p>
+<h2>@@RUN@@</h2>
+<div class="grid">
+<figure><h2>Templates done over time</h2><div class="chart" id="chart-done"></div>
+<figcaption>Templates stored during this run, cumulative, against seconds since its start.</figcaption></figure>
+<figure><h2>Request rate against the limit</h2><div class="chart" id="chart-rate"></div>
+<figcaption id="rate-caption">Requests per second sent by the workers; the dashed line is the configured --rate.</figcaption></figure>
+<figure><h2>Errors by kind</h2><div class="chart" id="chart-errors"></div>
+<figcaption>Failed requests of this run by kind (all-time counts are in the table below the charts).</figcaption></figure>
+<figure><h2>Answer latency</h2><div class="chart" id="chart-latency"></div>
+<figcaption id="latency-caption">Requests of this run by the time their answer (or failure) took.</figcaption></figure>
+<figure><h2>Quality scores</h2><div class="chart" id="chart-quality"></div>
+<figcaption>Stored templates by quality score (0-100), in bins of ten.</figcaption></figure>
+<figure><h2>Top node types</h2><div class="chart" id="chart-nodes"></div>
+<figcaption id="nodes-caption">Node types by the number of templates that use them.</figcaption></figure>
+<figure><h2>History of runs</h2><div class="chart" id="chart-runs"></div>
+<figcaption>Templates done in each run.</figcaption></figure>
+</div>
+<h2>Runs</h2>
+@@RUNS_TABLE@@
+<h2>Errors, all time</h2>
+<table id="errors-table"><tbody></tbody></table>
+<noscript><p>The charts are drawn by the page's own script; the tables above show the same runs.</p></noscript>
+<script type="application/json" id="report-data">@@DATA@@</script>
+<script>
+"use strict";
+const D = JSON.parse(document.getElementById("report-data").textContent);
+const NS = "http://www.w3.org/2000/svg";
+function el(name, attrs, parent, text) {
+  const e = document.createElementNS(NS, name);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function svgIn(id, w, h) {
+  const box = document.getElementById(id);
+  return el("svg", {viewBox: "0 0 " + w + " " + h, role: "img"}, box);
+}
+function fmt(v) { return v >= 1000 ? (v / 1000).toFixed(v >= 10000 ? 0 : 1) + "k" : String(+v.toFixed(2)); }
+function empty(svg, w, h, why) {
+  el("text", {x: w / 2, y: h / 2, "text-anchor": "middle", class: "empty"}, svg, why);
+  svg.parentNode.dataset.marks = "0";
+}
+function niceMax(v) {
+  if (!(v > 0)) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v))), m = v / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+function yAxis(svg, L, T, W, H, max) {
+  for (let i = 0; i <= 4; i++) {
+    const y = T + H - H * i / 4;
+    el("line", {x1: L, x2: L + W, y1: y, y2: y, class: "grid-line"}, svg);
+    el("text", {x: L - 6, y: y + 4, "text-anchor": "end"}, svg, fmt(max * i / 4));
+  }
+  el("line", {x1: L, x2: L, y1: T, y2: T + H, class: "axis"}, svg);
+  el("line", {x1: L, x2: L + W, y1: T + H, y2: T + H, class: "axis"}, svg);
+}
+// a line chart over x = seconds; `limit`: a dashed horizontal line
+function lineChart(id, xs, ys, limit, unit) {
+  const w = 560, h = 260, L = 52, T = 12, W = w - L - 16, H = h - T - 36, svg = svgIn(id, w, h);
+  if (!xs.length || !ys.some(v => v > 0)) return empty(svg, w, h, "no data for this run");
+  const xmax = xs[xs.length - 1] || 1, ymax = niceMax(Math.max(...ys, limit || 0) * 1.05);
+  yAxis(svg, L, T, W, H, ymax);
+  for (let i = 0; i <= 4; i++)
+    el("text", {x: L + W * i / 4, y: T + H + 16, "text-anchor": "middle"}, svg, fmt(xmax * i / 4) + " s");
+  el("text", {x: L + W, y: T + H + 32, "text-anchor": "end"}, svg, unit);
+  const pts = xs.map((x, i) => (L + W * x / xmax).toFixed(1) + "," + (T + H - H * ys[i] / ymax).toFixed(1));
+  el("polyline", {points: (L + "," + (T + H)) + " " + pts.join(" "), class: "line"}, svg);
+  if (limit) {
+    const y = T + H - H * limit / ymax;
+    el("line", {x1: L, x2: L + W, y1: y, y2: y, class: "limit"}, svg);
+    el("text", {x: L + W - 4, y: y - 4, "text-anchor": "end"}, svg, "limit " + limit + "/s");
+  }
+  svg.parentNode.dataset.marks = String(ys.length);
+}
+// vertical bars: one per label
+function barChart(id, labels, values, cls) {
+  const w = 560, h = 260, L = 52, T = 12, W = w - L - 16, H = h - T - 52, svg = svgIn(id, w, h);
+  if (!values.some(v => v > 0)) return empty(svg, w, h, "nothing to show");
+  const ymax = niceMax(Math.max(...values)), step = W / values.length, bw = Math.max(2, step * 0.7);
+  yAxis(svg, L, T, W, H, ymax);
+  values.forEach((v, i) => {
+    const bh = H * v / ymax, x = L + step * i + (step - bw) / 2;
+    const r = el("rect", {x: x.toFixed(1), y: (T + H - bh).toFixed(1), width: bw.toFixed(1), height: bh.toFixed(1),
+                          class: "bar " + (cls || "")}, svg);
+    el("title", {}, r, labels[i] + ": " + v);
+    el("text", {x: (x + bw / 2).toFixed(1), y: T + H + 14, "text-anchor": "end",
+                transform: "rotate(-30 " + (x + bw / 2).toFixed(1) + " " + (T + H + 14) + ")"}, svg, labels[i]);
+  });
+  svg.parentNode.dataset.marks = String(values.filter(v => v > 0).length);
+}
+// horizontal bars, for long labels
+function hbarChart(id, labels, values) {
+  const row = 20, w = 560, L = 250, T = 6, W = w - L - 50, h = T + row * labels.length + 8, svg = svgIn(id, w, Math.max(h, 60));
+  if (!values.length) return empty(svg, w, 60, "no template stored yet");
+  const max = Math.max(...values);
+  values.forEach((v, i) => {
+    const y = T + row * i, bw = W * v / max;
+    el("text", {x: L - 6, y: y + 14, "text-anchor": "end"}, svg, labels[i].length > 40 ? "…" + labels[i].slice(-39) : labels[i]);
+    const r = el("rect", {x: L, y: y + 3, width: bw.toFixed(1), height: row - 6, class: "bar"}, svg);
+    el("title", {}, r, labels[i] + ": " + v);
+    el("text", {x: L + bw + 4, y: y + 14}, svg, String(v));
+  });
+  svg.parentNode.dataset.marks = String(values.length);
+}
+const R = D.run;
+document.getElementById("summary").textContent = "Jobs: " + Object.entries(D.jobs).map(e => e[1] + " " + e[0]).join(", ")
+  + ". Templates stored: " + D.templates + ". Runs: " + D.runs.length + ".";
+if (R) {
+  lineChart("chart-done", R.t, R.done_cumulative, null, "templates done");
+  lineChart("chart-rate", R.t, R.request_rate, R.rate_per_s, "requests/s, " + R.bucket_s + " s buckets");
+  document.getElementById("rate-caption").textContent += R.rate_per_s ? " Limit: " + R.rate_per_s + "/s, burst " + R.burst + "."
+    : " The limiter was off for this run.";
+  barChart("chart-errors", Object.keys(R.errors), Object.values(R.errors), "error");
+  barChart("chart-latency", R.latency_bins, R.latency);
+  if (R.latency_p50_ms !== null)
+    document.getElementById("latency-caption").textContent += " Median " + R.latency_p50_ms + " ms, 95th percentile " + R.latency_p95_ms + " ms.";
+} else {
+  for (const id of ["chart-done", "chart-rate", "chart-errors", "chart-latency"]) empty(svgIn(id, 560, 120), 560, 120, "no run recorded yet");
+}
+barChart("chart-quality", D.quality.histogram.map(b => b.from + "-" + b.to), D.quality.histogram.map(b => b.templates));
+hbarChart("chart-nodes", D.node_types.map(n => n.type), D.node_types.map(n => n.templates));
+document.getElementById("nodes-caption").textContent += " Top " + D.node_types.length + " of " + D.node_types_total + ".";
+barChart("chart-runs", D.runs.map(r => "run " + r.id), D.runs.map(r => r.done_in_run), "run");
+const tb = document.querySelector("#errors-table tbody");
+const errs = Object.entries(D.errors_all_time);
+for (const [k, v] of errs.length ? errs : [["none", 0]]) {
+  const tr = tb.insertRow(); tr.insertCell().textContent = k; tr.insertCell().textContent = String(v);
+}
+document.body.dataset.drawn = "yes";
+</script>
+</body></html>
+"""
