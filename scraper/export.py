@@ -101,7 +101,8 @@ def write_file(conn, fmt, path, columns=None, redact=True):
             columns = columns or table_columns(conn)
             summary = Summary()
             types = {r[1]: r[2] for r in conn.execute("PRAGMA table_info(workflows)")}
-            source = _prepared(rows(conn, columns), redact, summary, decode=True)
+            # the workflow stays JSON text in Parquet: no need to decode it
+            source = _prepared(rows(conn, columns), redact, summary, decode=True, keep_text=("workflow",))
             summary.bad_dates = parquet.write(source, tmp, columns, types)
         else:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
@@ -135,18 +136,19 @@ def fit_cell(cell, limit=CSV_CELL_MAX):
     return kept + CUT_MARK.format(n=len(cell) - len(kept)), True
 
 
-def _prepared(source, redact, summary, decode):
-    """The rows with secrets redacted and JSON columns decoded (`decode`), counting into `summary`."""
+def _prepared(source, redact, summary, decode, keep_text=()):
+    """The rows with secrets redacted and JSON columns decoded (`decode`, but not those in `keep_text`),
+    counting into `summary`."""
+    decoded = [c for c in JSON_COLUMNS if c not in keep_text] if decode else []
     for row in source:
         summary.rows += 1
         if redact:
-            n = _redact(row, as_text=not decode)
+            n = _redact(row, as_text=not decode or "workflow" in keep_text)
             summary.redacted += n
             summary.redacted_rows += bool(n)
-        if decode:
-            for col in JSON_COLUMNS:
-                if isinstance(row.get(col), str):
-                    row[col] = json.loads(row[col])
+        for col in decoded:
+            if isinstance(row.get(col), str):
+                row[col] = json.loads(row[col])
         yield row
 
 

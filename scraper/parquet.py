@@ -100,7 +100,8 @@ def _converter(arrow_type, bad):
             return parsed
         return timestamp
     if pa.types.is_string(arrow_type):
-        return lambda v: v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+        return lambda v: v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False,
+                                                                              separators=(",", ":"))
     return lambda v: v
 
 

@@ -1,0 +1,448 @@
+"""The data, ready to use (issue 10): search, stats, redaction, CSV cell limit, --columns, Parquet, the
+run report. The pure parts in-process; the rest on a library scraped from the stand-in by real processes."""
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT, STANDIN, Standin, rows, scraper
+from scraper import cli, export, redact, report, search, store
+from scraper.errors import ConfigError
+from scraper.sites import n8n
+from tests.n8n_answers import definition_ids, detail_body
+
+FIXTURES = ROOT / "tests" / "fixtures" / "n8n"
+
+
+def invoke(db, *args):
+    return CliRunner().invoke(cli.main, ["--db", str(db), *args])
+
+
+def one_sentence_error(result, *words):
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert "Traceback" not in result.output
+    errors = [line[len("Error: "):] for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and errors[0].endswith("."), result.output
+    for word in words:
+        assert word in errors[0], errors[0]
+
+
+@pytest.fixture
+def small_db(tmp_path):
+    """Five real templates stored the way the worker stores them."""
+    db = tmp_path / "jobs.db"
+    conn = store.open_db(str(db))
+    for template_id in definition_ids()[:5]:
+        store.upsert(conn, "workflows", n8n.extract(detail_body(template_id), "2026-01-02T03:04:05+00:00"), "id")
+    conn.close()
+    return db
+
+
+# --- redaction (pure) --------------------------------------------------------------------------------
+
+SECRETS = {
+    "openai": "sk-proj-Q3vT9xLmP2aZ7rYw4KdN8bHc1FgJ6sUe",
+    "github": "ghp_R7tY2uI9oP4aS1dF6gH3jK8lZ5xC0vB2nM7q",
+    "slack": "xoxb-2837465019-9182736450-Zx8Cv7Bn6Mq5Wr4E",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkLTQyIn0.c2lnbmF0dXJlLXBsYW50ZWQtNDI",
+    "bearer": "Zq8Wm3Rt6Yk1Hv4Np7Lc2Xs5",
+    "password": "Pl4nted-Passw0rd",
+    "apikey": "a8F3k2L9q7W1e5R4t6Y0u3I8",
+    "pin": "pinned-customer-email@planted.test",
+}
+
+
+def planted_workflow(workflow):
+    """A real workflow with one node carrying every kind of planted credential, a sticky note with a
+    token in its text, and pinned data."""
+    workflow = json.loads(json.dumps(workflow))
+    workflow["nodes"] = list(workflow.get("nodes") or []) + [
+        {"id": "planted-1", "name": "Planted HTTP", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2,
+         "position": [0, 0],
+         "parameters": {
+             "url": f"https://bot:{SECRETS['password']}@hooks.planted.test/v1?api_key={SECRETS['apikey']}",
+             "apiKey": SECRETS["apikey"],
+             "headerParameters": {"parameters": [
+                 {"name": "Authorization", "value": f"Bearer {SECRETS['bearer']}"},
+                 {"name": "X-Github", "value": SECRETS["github"]},
+                 {"name": "Accept", "value": "application/json"}]},
+             "jsonBody": json.dumps({"token": SECRETS["slack"], "jwt": SECRETS["jwt"]}),
+             "reference": "={{ $env.OPENAI_API_KEY }}",
+             "placeholder": "YOUR_API_KEY"}},
+        {"id": "planted-2", "name": "Note", "type": n8n.STICKY_NOTE, "typeVersion": 1, "position": [0, 0],
+         "parameters": {"content": f"Use the key {SECRETS['openai']} for OpenAI."}},
+    ]
+    workflow["pinData"] = {"Planted HTTP": [{"json": {"email": SECRETS["pin"]}}]}
+    return workflow
+
+
+def test_redaction_replaces_every_planted_kind_and_leaves_references_alone():
+    wf = planted_workflow({"nodes": []})
+    before = json.dumps(wf)
+    clean, n = redact.value(wf)
+    assert json.dumps(wf) == before                           # the input is left as it was
+    text = json.dumps(clean)
+    for name, secret in SECRETS.items():
+        assert secret not in text, name
+    params = clean["nodes"][0]["parameters"]
+    assert params["headerParameters"]["parameters"][0]["value"] == "Bearer " + redact.MARK
+    assert params["headerParameters"]["parameters"][2]["value"] == "application/json"
+    assert params["url"] == f"https://bot:{redact.MARK}@hooks.planted.test/v1?api_key={redact.MARK}"
+    assert params["reference"] == "={{ $env.OPENAI_API_KEY }}" and params["placeholder"] == "YOUR_API_KEY"
+    assert clean["pinData"] == {}
+    # url: password + query key; apiKey; 2 headers; jsonBody: slack + jwt; the note's token; 1 pinned node
+    assert n == 2 + 1 + 2 + 2 + 1 + 1
+
+
+@pytest.mark.parametrize("harmless", [
+    "Bearer $REPLICATE_API_TOKEN", "Name: Authorization, Value: Apikey YOUR_API_KEY_HERE",
+    "the basic workflow-automation guide", "https://x.test/?key={{ $json.key }}", "maxTokens: 500",
+    "postgres://user:{{ $env.PGPASSWORD }}@db.test/x", "sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+])
+def test_redaction_leaves_prose_expressions_and_placeholders(harmless):
+    assert redact.text(harmless) == (harmless, 0)
+
+
+def test_a_long_csv_cell_is_cut_within_the_limit_with_a_visible_mark():
+    short = "x" * 100
+    assert export.fit_cell(short) == (short, False)
+    # emoji are two UTF-16 units each, which is what a spreadsheet counts
+    long = "😀" * 20_000
+    cell, cut = export.fit_cell(long)
+    assert cut and len(cell.encode("utf-16-le")) // 2 <= export.CSV_CELL_MAX
+    assert cell.startswith("😀" * 100) and cell.endswith("for the whole value]") and "more characters" in cell
+
+
+# --- search index, in-process ------------------------------------------------------------------------
+
+def fts_rows(conn):
+    return {r[0]: tuple(r[1:]) for r in conn.execute(
+        "SELECT rowid, name, description, node_types, categories, author FROM workflows_fts")}
+
+
+def test_the_index_follows_every_write_to_workflows(small_db):
+    conn = store.open_db(str(small_db))
+    ids = [r[0] for r in conn.execute("SELECT id FROM workflows ORDER BY id")]
+    assert set(fts_rows(conn)) == set(ids)
+    # an upsert of a changed row (the worker's path) replaces the indexed text
+    row = n8n.extract(detail_body(ids[0]), "x")
+    row["name"] = "Zebracorn invoice sorter"
+    store.upsert(conn, "workflows", row, "id")
+    assert [r["id"] for r in search.query(conn, "zebracorn")] == [ids[0]]
+    # any other writer too: a plain UPDATE, a DELETE
+    conn.execute("UPDATE workflows SET description = 'quokka ledger' WHERE id = ?", (ids[1],))
+    assert [r["id"] for r in search.query(conn, "quokka")] == [ids[1]]
+    conn.execute("DELETE FROM workflows WHERE id = ?", (ids[2],))
+    assert ids[2] not in fts_rows(conn)
+    # a rebuild gives exactly what the triggers kept
+    kept = fts_rows(conn)
+    assert search.rebuild(conn) == len(ids) - 1
+    assert fts_rows(conn) == kept
+    conn.close()
+
+
+def test_the_migration_indexes_rows_stored_before_it(tmp_path):
+    db = str(tmp_path / "old.db")
+    conn = store.connect(db)
+    for statement in store._statements(store.MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    row = n8n.extract(detail_body(definition_ids()[0]), "x")
+    store.upsert(conn, "workflows", row, "id")
+    store.migrate(conn)
+    hits = search.query(conn, json.loads(row["node_types"])[0].rsplit(".", 1)[1])
+    assert [h["id"] for h in hits] == [row["id"]]
+    conn.close()
+
+
+@pytest.mark.parametrize("bad", ['"unclosed', "n8n-nodes-base.slack", "nosuchcolumn:word", "AND", "   "])
+def test_a_bad_query_is_one_sentence(small_db, bad):
+    one_sentence_error(invoke(small_db, "search", bad), "query")
+
+
+def test_search_json_has_id_name_snippet_rank_best_first(small_db):
+    result = invoke(small_db, "search", "--json", "--limit", "3", "openai OR telegram OR gmail")
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
+    assert 0 < len(found) <= 3
+    assert all({"id", "name", "snippet", "rank"} <= set(r) for r in found)
+    assert [r["rank"] for r in found] == sorted(r["rank"] for r in found)
+    assert all(search.MARK_START in r["snippet"] for r in found)
+
+
+# --- export options, in-process ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", export.FORMATS)
+def test_unknown_columns_are_one_sentence_in_every_format(small_db, tmp_path, fmt):
+    one_sentence_error(invoke(small_db, "export", "--format", fmt, "--columns", "id,nmae",
+                              "--output", str(tmp_path / "x.out")), "nmae", "the columns are")
+    assert not (tmp_path / "x.out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv"])
+def test_columns_choose_and_order_the_fields(small_db, fmt):
+    result = invoke(small_db, "export", "--format", fmt, "--columns", "quality_score,id")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    if fmt == "csv":
+        got = list(csv.reader(io.StringIO(out)))
+        assert got[0] == ["quality_score", "id"] and len(got) == 6
+    else:
+        items = [json.loads(line) for line in out.splitlines()] if fmt == "jsonl" else json.loads(out)
+        assert [list(i) for i in items] == [["quality_score", "id"]] * 5
+
+
+def test_parquet_without_pyarrow_says_how_to_install_it(small_db, tmp_path):
+    code = ("import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None; "
+            "from scraper.cli import main; main()")
+    out = tmp_path / "w.parquet"
+    done = subprocess.run([sys.executable, "-c", code, "--db", str(small_db), "export", "--format", "parquet",
+                           "--output", str(out)], capture_output=True, text=True, env={**os.environ,
+                           "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "pip install 'scraper[parquet]'" in done.stderr
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".export-")]
+
+
+# --- a scraped stand-in library -----------------------------------------------------------------------
+
+PLANTED_DEFINITIONS = (0, 7)        # the fixture definitions that carry planted credentials
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    """A stand-in library of 120 templates (some with planted credentials, some faults), scraped by a real
+    `scraper run`; yields (site, db)."""
+    folder = tmp_path_factory.mktemp("library")
+    data = folder / "data"
+    shutil.copytree(FIXTURES, data)
+    path = data / "workflow_definitions_20.json"
+    definitions = json.loads(path.read_text())
+    for k in PLANTED_DEFINITIONS:
+        definitions[k]["workflow"] = planted_workflow(definitions[k]["workflow"])
+    path.write_text(json.dumps(definitions))
+    proc = subprocess.Popen([sys.executable, str(STANDIN), "--templates", "120", "--rate", "200", "--burst", "20",
+                             "--faults", "503:0.05,404:0.03", "--seed", "5", "--data-dir", str(data)],
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert "listening on" in line, line
+    site = Standin(proc, line.strip().rsplit(" ", 1)[1])
+    db = folder / "jobs.db"
+    try:
+        scraper(site, db, "seed", "--from-search", "--rate", "200", "--burst", "20", check=0)
+        scraper(site, db, "run", "--workers", "2", "--rate", "100", "--burst", "10", "--backoff-base", "0.05",
+                check=0)
+        yield site, db
+    finally:
+        site.stop()
+
+
+def stored(db):
+    return {r["id"]: r for r in rows(db, "SELECT * FROM workflows ORDER BY id")}
+
+
+def cli_json(site, db, *args):
+    done = scraper(site, db, *args, check=0)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_search_finds_templates_by_name_description_and_node_types(library):
+    site, db = library
+    workflows = stored(db)
+    def words(text):
+        return re.findall(r"[A-Za-z]{6,}", text or "")
+
+    described = [i for i, w in workflows.items() if words(w["name"]) and words(w["description"])]
+    assert len(described) >= 20
+    for template_id in described[:: len(described) // 5]:
+        w = workflows[template_id]
+        for column in ("name", "description"):
+            word = words(w[column])[-1]
+            found = cli_json(site, db, "search", f"{column}:{word}", "--json", "--limit", "500")
+            assert template_id in [f["id"] for f in found], (column, word)
+            assert all(search.MARK_START in f["snippet"] for f in found)
+    # node types: every template whose node types include a Telegram node, and only those
+    expected = {i for i, w in workflows.items() if any(t.endswith(".telegram") for t in json.loads(w["node_types"]))}
+    assert expected
+    found = cli_json(site, db, "search", "node_types:telegram", "--json", "--limit", "1000")
+    assert {f["id"] for f in found} == expected
+    assert all(f"{search.MARK_START}telegram" in f["snippet"].lower() for f in found)
+
+
+@pytest.mark.slow
+def test_stats_counts_node_types_per_template_exactly(library):
+    site, db = library
+    report = cli_json(site, db, "stats", "--json")
+    ids = list(stored(db))
+    # what the site served, counted independently: each template once per node type it uses
+    per_type = Counter()
+    for template_id in ids:
+        served = site.template(template_id)["workflow"]
+        per_type.update({node["type"] for node in served["workflow"]["nodes"]})
+    expected = sorted(({"type": t, "templates": n} for t, n in per_type.items()),
+                      key=lambda x: (-x["templates"], x["type"]))
+    assert report["node_types"] == expected
+    assert report["templates"] == len(ids)
+    assert sum(m["templates"] for m in report["created_per_month"]) + report["created_unknown"] == len(ids)
+    assert sum(b["templates"] for b in report["quality_score"]["histogram"]) == report["quality_score"]["scored"]
+    assert report["transcripts"] is None          # no transcripts tables in this database
+    text = scraper(site, db, "stats", check=0).stdout
+    assert expected[0]["type"] in text and "quality score" in text
+
+
+@pytest.mark.slow
+def test_planted_credentials_export_redacted_by_default_and_as_stored_with_no_redact(library, tmp_path):
+    site, db = library
+    workflows = stored(db)
+    carriers = {i for i, w in workflows.items() if SECRETS["openai"] in (w["workflow"] or "")}
+    assert len(carriers) >= 4                      # the database keeps the answers as served
+    for fmt, more in (("jsonl", ()), ("json", ()), ("csv", ("--columns", "id,workflow,explainer")),
+                      ("parquet", ())):
+        out = tmp_path / f"w.{fmt}"
+        done = scraper(site, db, "export", "--format", fmt, "--output", str(out), *more, check=0)
+        counted = re.search(r"redacted (\d+) value\(s\) in (\d+) workflow\(s\)", done.stderr)
+        assert counted and int(counted.group(1)) >= 10 * len(carriers), done.stderr
+        assert int(counted.group(2)) >= len(carriers)
+        content = out.read_bytes().decode("utf-8", "replace") if fmt != "parquet" else parquet_text(out)
+        for name, secret in SECRETS.items():
+            assert secret not in content, (fmt, name)
+        assert redact.MARK in content
+    # --no-redact: every row exactly as stored
+    out = tmp_path / "raw.jsonl"
+    done = scraper(site, db, "export", "--format", "jsonl", "--no-redact", "--output", str(out), check=0)
+    assert "not redacted" in done.stderr
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [g["workflow"] for g in got] == [json.loads(w["workflow"]) for w in workflows.values()]
+    assert [g["explainer"] for g in got] == [w["explainer"] for w in workflows.values()]
+    assert stored(db) == workflows                 # exporting changed nothing in the database
+
+
+def parquet_text(path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    return json.dumps(pq.read_table(path).to_pylist(), default=str)
+
+
+@pytest.mark.slow
+def test_every_csv_cell_fits_a_spreadsheet(library, tmp_path):
+    site, db = library
+    conn = sqlite3.connect(db)
+    every = ",".join(export.table_columns(conn))
+    conn.close()
+    for more in ((), ("--columns", every)):
+        out = tmp_path / "w.csv"
+        done = scraper(site, db, "export", "--format", "csv", "--output", str(out), *more, check=0)
+        cells = [c for row in csv.reader(io.StringIO(out.read_text(encoding="utf-8"), newline="")) for c in row]
+        assert max(len(c.encode("utf-16-le")) // 2 for c in cells) <= export.CSV_CELL_MAX
+        if more:   # the whole workflow JSON of some templates is longer: cut, and marked
+            marked = [c for c in cells if c.endswith("for the whole value]")]
+            assert marked and f"{len(marked)} CSV cell(s)" in done.stderr
+        else:
+            assert "workflow" not in next(csv.reader(io.StringIO(out.read_text())))
+
+
+@pytest.mark.slow
+def test_parquet_round_trips_every_row(library, tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from scraper import parquet
+
+    site, db = library
+    monkeypatch.setattr(parquet, "ROW_GROUP_ROWS", 25)        # several row groups from a small library
+    out = tmp_path / "w.parquet"
+    result = invoke(db, "export", "--format", "parquet", "--no-redact", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    f = pq.ParquetFile(out)
+    assert f.metadata.num_row_groups > 1
+    assert f.schema_arrow.field("node_types").type == pa.list_(pa.string())
+    assert f.schema_arrow.field("created_at").type == pa.timestamp("ms", tz="UTC")
+    assert f.schema_arrow.field("quality_score").type == pa.int64()
+    got = f.read().to_pylist()
+    workflows = list(stored(db).values())
+    assert len(got) == len(workflows)
+    for g, w in zip(got, workflows):
+        for col, value in w.items():
+            if col in ("created_at", "fetched_at"):
+                assert g[col] == parquet._timestamp(value), col
+            elif col == "page_og":
+                assert (None if value is None else list(json.loads(value).items())) == g[col]
+            elif col in export.JSON_COLUMNS and col != "workflow":
+                assert g[col] == json.loads(value), col
+            else:
+                assert g[col] == value, col
+
+
+@pytest.mark.slow
+def test_the_run_records_every_request_it_sends(library):
+    site, db = library
+    served = site.stats()
+    logged = Counter(r["kind"] for r in rows(db, "SELECT kind FROM requests"))
+    # the seed's search pages are not a run's requests; every detail request is
+    assert sum(logged.values()) == served["by_kind"]["detail"]
+    assert logged["ok"] == len(stored(db))
+    assert logged["http_5xx"] == sum(n for s, n in served["by_status"].items() if s.startswith("5"))
+
+
+@pytest.mark.slow
+def test_the_report_is_one_self_contained_page(library, tmp_path):
+    site, db = library
+    out = tmp_path / "report.html"
+    done = scraper(site, db, "report", "--output", str(out), check=0)
+    assert "wrote the report" in done.stderr
+    page = out.read_text()
+    # nothing to fetch: no external script, style, image, font or frame
+    assert not re.search(r"<(?:script|img|iframe|link)[^>]+(?:src|href)=", page, re.I)
+    assert "url(" not in page and "@import" not in page
+    data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
+                                page, re.S).group(1).replace("<\\/", "</"))
+    assert data["run"]["done_in_run"] == len(stored(db)) and data["runs"][0]["requests"] > 0
+    one_sentence_error(invoke(db, "report", "--output", str(tmp_path / "r.html"), "--run", "99"), "no run 99")
+
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get install chromium); "
+                                             "the report's charts cannot be checked in a browser")
+def test_the_report_renders_its_charts_in_headless_chromium(library, tmp_path):
+    site, db = library
+    out = tmp_path / "report.html"
+    scraper(site, db, "report", "--output", str(out), check=0)
+    conn = store.connect(str(db))
+    data = report.gather(conn, 0)
+    conn.close()
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                               "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                               "--disable-sync", f"--user-data-dir={profile}", "--dump-dom", out.as_uri()],
+                              capture_output=True, text=True, timeout=120)
+    dom = done.stdout
+    assert 'data-drawn="yes"' in dom, done.stderr[-2000:]
+    marks = dict(re.findall(r'<div class="chart" id="(chart-[a-z]+)" data-marks="(\d+)"', dom))
+    run = data["run"]
+    assert marks == {
+        "chart-done": str(len(run["t"])), "chart-rate": str(len(run["t"])),
+        "chart-errors": str(len(run["errors"])), "chart-latency": str(sum(1 for n in run["latency"] if n)),
+        "chart-quality": str(sum(1 for b in data["quality"]["histogram"] if b["templates"])),
+        "chart-nodes": str(min(report.TOP_NODE_TYPES, data["node_types_total"])), "chart-runs": "1",
+    }
+    assert all(int(n) > 0 for n in marks.values())
+    # the drawn marks themselves: one bar per node type, the limit line, the cumulative line
+    nodes = re.search(r'id="chart-nodes".*?</svg>', dom, re.S).group(0)
+    assert nodes.count('class="bar"') == int(marks["chart-nodes"])
+    assert data["node_types"][0]["type"] in nodes
+    rate = re.search(r'id="chart-rate".*?</svg>', dom, re.S).group(0)
+    assert 'class="limit"' in rate and 'class="line"' in rate
