@@ -155,6 +155,14 @@ OUTPUT_CHECKS = [
     (r"export --format jsonl", lambda done, ctx: len(ctx["file"].read_text().splitlines()) == ctx["done"]),
     (r"export --format json\b", lambda done, ctx: len(json.loads(ctx["file"].read_text())) == ctx["done"]),
     (r"export --format csv", lambda done, ctx: ctx["file"].read_text().startswith("id,name,")),
+    (r"export --format parquet", lambda done, ctx: ctx["file"].read_bytes()[:4] == b"PAR1"),
+    (r"export .*--no-redact", has("not redacted")),
+    (r"export (?!.*--no-redact)", has("redacted")),
+    (r"scraper search .*--json", lambda done, ctx: isinstance(json.loads(done.stdout), list)),
+    (r"scraper stats --json", lambda done, ctx: json.loads(done.stdout)["templates"] == ctx["done"]),
+    (r"scraper stats$", has("node types")),
+    (r"scraper report", lambda done, ctx: ctx["file"].read_text().startswith("<!DOCTYPE html>")
+     and 'id="chart-nodes"' in ctx["file"].read_text()),
 ]
 
 
