@@ -12,7 +12,7 @@ from .errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-ROW_GROUP_ROWS = 500          # rows per row group; a workflow is ~10-50 KB, so a group is ~5-25 MB
+ROW_GROUP_ROWS = 200          # rows per row group; a workflow is ~10-50 KB, so a group is ~2-10 MB of text
 ROW_GROUP_BYTES = 64 << 20    # ...and a group is closed early past this much text (a few 2 MB workflows)
 COMPRESSION = "zstd"          # read by pandas, polars, duckdb and Spark; smaller than snappy for JSON text
 

@@ -19,6 +19,7 @@ References and placeholders are left alone: n8n expressions (`={{ $env.API_KEY }
 `YOUR_API_KEY`, `<apiKey>`, `[YOUR_KEY]` and the like are not secrets.
 """
 
+import functools
 import re
 
 MARK = "[REDACTED]"
@@ -55,18 +56,26 @@ _SECRET_NAME = (r"api[_-]?key|api[_-]?token|api[_-]?secret|access[_-]?token|auth
 # (pattern, the group that holds the secret, how sure the pattern is): only that group is replaced.
 # "any": the pattern alone says it is a secret; "token": the group must also look like one (mixed case
 # or digits), so prose such as "Basic workflow-automation" is left alone.
-_PARTS = [
-    (re.compile(r"(?i)\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{16,})"), 1, "token"),
-    (re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@'\"]+:([^\s@/'\"]+)@"), 1, "any"),
-    (re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access[_-]?token|auth[_-]?token|secret|client[_-]?secret"
-                r"|password|pwd)=([^&\s\"'#]+)"), 1, "any"),
-    (re.compile(r"(?i)[\"']?\b(?:pass(?:word|wd)?|pwd)\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{4,})[\"']"), 1, "any"),
-    (re.compile(rf"(?i)[\"']?\b(?:{_SECRET_NAME})\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{{8,}})[\"']"), 1, "token"),
+_PART_PATTERNS = [
+    (r"\b(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{16,})", "token"),
+    (r"://[^\s:/@'\"]+:([^\s@/'\"]+)@", "any"),
+    (r"[?&](?:api[_-]?key|key|token|access[_-]?token|auth[_-]?token|secret|client[_-]?secret|password|pwd)"
+     r"=([^&\s\"'#]+)", "any"),
+    (r"\b(?:pass(?:word|wd)?|pwd)\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{4,})[\"']", "any"),
+    (rf"\b(?:{_SECRET_NAME})\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{{8,}})[\"']", "token"),
 ]
+_PARTS = [(re.compile(p, re.I), 1, sure) for p, sure in _PART_PATTERNS]
+# whether a string needs the substitutions at all (most strings of a workflow do not): first literals
+# every pattern above contains, searched in the lower-cased string (about 7x faster than the patterns),
+# then the patterns themselves in one search
+_QUICK_RE = re.compile(r"sk-|sk_|rk_|apify|gh[pousr]_|github_pat|glpat|xox|akia|aiza|ya29|hf_|sg\.|:aa|eyj|-----begin"
+                       r"|bearer|basic|token|://|key|secret|pass|pwd")
+_ANY_RE = re.compile(_TOKEN_RE.pattern + "|" + "|".join(f"(?i:{p})" for p, _ in _PART_PATTERNS))
 # placeholders people put where a secret goes: YOUR_API_KEY, <apiKey>, [KEY], sk-xxxx..., changeme
 _PLACEHOLDER_RE = re.compile(r"(?i)your|example|placeholder|changeme|_here\b|xxxx|\*\*\*|\.\.\.|^<.*>$|^\[.*\]$"
                              r"|^\{.*\}$|^(?:redacted|secret|password|token|null|none|undefined)$")
 _CONSTANT_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")      # an environment variable's name
+_DROP = str.maketrans("", "", " \t\n_.-")
 _SCHEME_RE = re.compile(r"(?i)^(?:bearer|basic|token|key|apikey|api-key)\s+")
 # a cheap first look at the raw JSON text: a workflow without any of these needs no walk
 _HINT_RE = re.compile(r"(?i)pindata|pass|secret|token|key|auth|bearer|basic|cookie|://[^\s/@\"]+:[^\s/@\"]+@"
@@ -75,7 +84,7 @@ _HINT_RE = re.compile(r"(?i)pindata|pass|secret|token|key|auth|bearer|basic|cook
 
 def text(s):
     """(s with every secret in it replaced by MARK, how many)."""
-    if not isinstance(s, str) or not s:
+    if not isinstance(s, str) or not s or _QUICK_RE.search(s.lower()) is None or _ANY_RE.search(s) is None:
         return s, 0
     s, n = _replace_group(_TOKEN_RE, 0, "any", s)
     for pattern, group, sure in _PARTS:
@@ -176,8 +185,13 @@ def _kinds(s):
     return sum(any(test(c) for c in s) for test in (str.islower, str.isupper, str.isdigit))
 
 
+@functools.lru_cache(maxsize=4096)     # a workflow repeats the same few hundred keys
+def _norm_str(name):
+    return name.translate(_DROP).lower()
+
+
 def _norm(name):
-    return re.sub(r"[\s_.-]", "", name).lower() if isinstance(name, str) else ""
+    return _norm_str(name) if isinstance(name, str) else ""
 
 
 def _secret_name(name):
