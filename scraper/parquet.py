@@ -27,8 +27,7 @@ MAPS = ("page_og",)
 def require():
     """ConfigError with the install command when pyarrow is missing."""
     try:
-        import pyarrow  # noqa: F401 - only checking that it can be imported
-        import pyarrow.parquet  # noqa: F401 - the same
+        import pyarrow.parquet  # noqa: F401 - only checking that pyarrow can be imported
     except ImportError:
         raise ConfigError("--format parquet needs pyarrow, which is not installed; "
                           "install it with: pip install 'scraper[parquet]'.") from None

@@ -53,7 +53,7 @@ def bench_search(work, quick):
     per_query = {}
     for q in QUERIES:
         hits = conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (q,)).fetchone()[0]
-        per_query[q] = (median_s(lambda: search.query(conn, q, 20), 15), hits)
+        per_query[q] = (median_s(lambda q=q: search.query(conn, q, 20), 15), hits)
     conn.close()
     for q, (s, hits) in per_query.items():
         note(f"search {q!r}: {s * 1000:.2f} ms for the top 20 of {hits:,} matches")

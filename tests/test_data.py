@@ -12,14 +12,12 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import ROOT, STANDIN, Standin, rows, scraper
+
 from scraper import cli, export, redact, report, search, store
-from scraper.errors import ConfigError
 from scraper.sites import n8n
 from tests.n8n_answers import definition_ids, detail_body
 
