@@ -444,3 +444,34 @@ def test_the_report_renders_its_charts_in_headless_chromium(library, tmp_path):
     assert data["node_types"][0]["type"] in nodes
     rate = re.search(r'id="chart-rate".*?</svg>', dom, re.S).group(0)
     assert 'class="limit"' in rate and 'class="line"' in rate
+
+
+# --- request log and report, in-process -----------------------------------------------------------------
+
+def test_the_request_log_records_answers_and_failures_and_never_fails_a_request(tmp_path):
+    from scraper import requestlog
+    from scraper.errors import FetchError
+
+    conn = store.open_db(str(tmp_path / "jobs.db"))
+    with requestlog.timed(conn, "n8n.io", clock=lambda: 100.0):
+        pass
+    with pytest.raises(FetchError), requestlog.timed(conn, "n8n.io", clock=lambda: 101.0):
+        raise FetchError("http_5xx", "HTTP 503", status=503)
+    assert [tuple(r) for r in conn.execute("SELECT at, domain, kind, status FROM requests ORDER BY at")] == [
+        (100.0, "n8n.io", "ok", None), (101.0, "n8n.io", "http_5xx", 503)]
+    conn.execute("DROP TABLE requests")        # a log that cannot be written costs nothing but a warning
+    with requestlog.timed(conn, "n8n.io"):
+        pass
+    conn.close()
+
+
+def test_a_report_without_any_run_still_renders(small_db, tmp_path):
+    out = tmp_path / "r.html"
+    result = invoke(small_db, "report", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert "No run recorded yet" in page and 'id="chart-nodes"' in page
+    conn = store.connect(str(small_db))
+    data = report.gather(conn, 0)
+    conn.close()
+    assert data["run"] is None and data["templates"] == 5 and data["node_types"]
