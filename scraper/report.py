@@ -50,7 +50,8 @@ def gather(conn, now, run_id=None):
 
 def render(data):
     """The HTML page: the figures as JSON inside it, drawn by the inline script."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    # "<" as \u003c: no text from the site can close the script element or open a comment in it
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     run = data["run"]
     heading = (f"Run {run['id']}, started {html.escape(run['started'])}" if run else "No run recorded yet")
     # the data goes in last: text from the site must not be read as one of the other slots
