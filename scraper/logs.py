@@ -54,6 +54,6 @@ def setup(level, stream=None):
 
 
 def stamped(text, now=None):
-    """`text` with every line timestamped: the CLI's result lines and `Error:` lines."""
+    """`text` with every line timestamped (blank lines dropped): the CLI's result lines and `Error:` lines."""
     head = stamp(now) + " "
-    return "\n".join(head + line if line else line for line in text.split("\n"))
+    return "\n".join(head + line for line in text.split("\n") if line.strip())

@@ -219,7 +219,7 @@ def test_result_lines_and_click_errors_carry_a_timestamp(tmp_path):
     assert bad.exit_code == 2 and STAMPED.match(bad.output.splitlines()[-1])
     usage = invoke("run", "--no-such-option", db=db)                  # click's
     assert usage.exit_code == 2
-    assert all(STAMPED.match(line) for line in usage.output.splitlines() if line), usage.output
+    assert all(STAMPED.match(line) for line in usage.output.splitlines()), usage.output
 
 
 # --- what to do next ------------------------------------------------------------------------------
