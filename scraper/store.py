@@ -83,7 +83,16 @@ MIGRATIONS = [
         value INTEGER NOT NULL DEFAULT 0
     );
     """,
-    # 2: full-text search (scraper.search) and the request log (scraper.requestlog)
+    # 2: the API and site URLs the database was seeded from (one row), so a run cannot mix two sites
+    """
+    CREATE TABLE source (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        api_url TEXT NOT NULL,
+        site_url TEXT NOT NULL,
+        recorded_at REAL NOT NULL
+    );
+    """,
+    # 3: full-text search (scraper.search) and the request log (scraper.requestlog)
     """
     -- Holds its own copy of the text (not external content): snippets need it, and `transcripts`
     -- has no column in workflows. `transcripts` stays NULL until the transcripts tables exist;

@@ -22,6 +22,7 @@ from scraper.sites import n8n
 from tests.n8n_answers import definition_ids, detail_body
 
 FIXTURES = ROOT / "tests" / "fixtures" / "n8n"
+ERROR_LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?Error: (.*)$")   # timestamped, as every CLI line
 
 
 def invoke(db, *args):
@@ -31,7 +32,7 @@ def invoke(db, *args):
 def one_sentence_error(result, *words):
     assert result.exit_code == 2, (result.output, result.exception)
     assert "Traceback" not in result.output
-    errors = [line[len("Error: "):] for line in result.output.splitlines() if line.startswith("Error: ")]
+    errors = [m.group(1) for m in map(ERROR_LINE.match, result.output.splitlines()) if m]
     assert len(errors) == 1 and errors[0].endswith("."), result.output
     for word in words:
         assert word in errors[0], errors[0]
