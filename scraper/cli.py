@@ -47,11 +47,13 @@ def _open_existing(s):
               help=f"Base URL of the n8n template API [env {settings.ENV_API_URL}].")
 @click.option("--site-url", envvar=settings.ENV_SITE_URL, default=settings.SITE_URL, show_default=True,
               help=f"Base URL of the n8n.io site [env {settings.ENV_SITE_URL}].")
+@click.option("--youtube-url", envvar=settings.ENV_YOUTUBE_URL, default=settings.YOUTUBE_URL, show_default=True,
+              help=f"Where requests for https://www.youtube.com go, same path and query [env {settings.ENV_YOUTUBE_URL}].")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
 @click.pass_context
-def main(ctx, db_path, api_url, site_url, log_level):
+def main(ctx, db_path, api_url, site_url, youtube_url, log_level):
     """Collect the n8n.io workflow library into one SQLite file, politely and resumably.
 
     \b
@@ -62,7 +64,7 @@ def main(ctx, db_path, api_url, site_url, log_level):
     """
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(message)s")
-    ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url}
+    ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url, "youtube_url": youtube_url}
 
 
 def _job_count(s):
@@ -136,9 +138,20 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
 @click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
               help="First retry delay in seconds; it doubles with each attempt.")
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")
+@click.option("--transcripts/--no-transcripts", default=True, show_default=True, envvar=settings.ENV_TRANSCRIPTS,
+              help=f"Fetch the transcript of every template's YouTube videos [env {settings.ENV_TRANSCRIPTS}=0/1].")
+@click.option("--transcript-languages", default=",".join(settings.TRANSCRIPT_LANGUAGES), show_default=True,
+              help="Preferred transcript languages, comma-separated; without a match any manual transcript, "
+                   "then any generated one, is taken.")
+@click.option("--domain-rate", "domain_rates", multiple=True, metavar="DOMAIN=RATE/BURST",
+              help=f"A domain's own requests per second and burst; repeatable [default youtube.com="
+                   f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
 @click.pass_context
-def run_cmd(ctx, no_limit, **options):
+def run_cmd(ctx, no_limit, transcript_languages, domain_rates, **options):
     """Work through the pending jobs with N worker processes until none is runnable.
+
+    Each stored template queues one job per YouTube video it shows (once for the whole library); those
+    fetch the video's transcript from youtube.com under that domain's own budget.
 
     Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
     error; 70 workers kept crashing at start; 75 another run holds this database;
@@ -147,8 +160,15 @@ def run_cmd(ctx, no_limit, **options):
     \b
     Example:
         scraper run --workers 4 --rate 2 --burst 5
+        scraper run --transcript-languages en,de --domain-rate youtube.com=0.5/3
+        scraper run --no-transcripts
     """
-    s = _settings(ctx, limiter=not no_limit, **options)
+    try:
+        rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
+                  transcript_languages=settings.parse_languages(transcript_languages), **options)
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     try:
@@ -162,7 +182,7 @@ def run_cmd(ctx, no_limit, **options):
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
 @click.pass_context
 def status_cmd(ctx, as_json):
-    """Counts per status, recent rate, ETA, errors by kind, 429s and each domain's breaker.
+    """Counts per status (and per site), recent rate, ETA, errors by kind, 429s and each domain's breaker.
 
     \b
     Example:
@@ -206,6 +226,9 @@ def retry_cmd(ctx, which):
 @click.pass_context
 def export_cmd(ctx, fmt, output):
     """Stream the workflows table as JSON Lines, JSON or CSV (formula-safe).
+
+    JSON Lines and JSON give each template its `transcripts` (video_id, language_code, is_generated, text);
+    CSV gives their texts joined in one `transcripts` cell, cut to a spreadsheet cell's 32,767 characters.
 
     \b
     Example:

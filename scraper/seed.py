@@ -12,9 +12,8 @@ log = logging.getLogger(__name__)
 
 def job_rows(settings, ids):
     """(key, site, url, domain) rows for the jobs table."""
-    domain = settings.domain
     for template_id in ids:
-        yield n8n.job_key(template_id), n8n.SITE, n8n.page_url(settings.site_url, template_id), domain
+        yield n8n.site.job_row(settings, template_id)
 
 
 def discover(settings, limit=None):

@@ -13,7 +13,7 @@ import dataclasses
 
 import psutil
 
-from . import progress, store, worker
+from . import progress, sites, store, worker
 from .errors import RunLocked
 from .queue import Queue
 from .settings import PROGRESS_EVERY_S
@@ -98,6 +98,7 @@ class Supervisor:
             taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
+            self._resume_sites(conn)
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
             run_id = self._start_run(conn)
@@ -165,10 +166,7 @@ class Supervisor:
                 self._show()
 
     def _work_left(self):
-        row = self.queue.conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending', 'running'))"
-        ).fetchone()
-        return bool(row[0])
+        return self.queue.work_left(sites.enabled(self.s))
 
     # --- workers -------------------------------------------------------------------------
 
@@ -250,6 +248,14 @@ class Supervisor:
                 slot.process.kill()
 
     # --- bookkeeping ------------------------------------------------------------------
+
+    def _resume_sites(self, conn):
+        """Let each site queue what earlier runs left out (videos of templates stored with transcripts off)."""
+        for name in sites.enabled(self.s):
+            with store.transaction(conn) as c:
+                n = sites.get(name).resume(c, self.s, self.clock())
+            if n:
+                log.info("queued %d %s job(s) that earlier runs left out", n, name)
 
     def _start_run(self, conn):
         with store.transaction(conn) as c:

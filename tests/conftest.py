@@ -24,6 +24,9 @@ def safe_env(monkeypatch, tmp_path):
     monkeypatch.setenv("SCRAPER_API_URL", NOWHERE + "/api")
     monkeypatch.setenv("SCRAPER_SITE_URL", NOWHERE)
     monkeypatch.setenv("SCRAPER_DB", str(tmp_path / "jobs.db"))
+    monkeypatch.setenv("SCRAPER_YOUTUBE_URL", NOWHERE)
+    # the n8n-only tests run without transcripts; the transcript tests switch them on with a YouTube stand-in
+    monkeypatch.setenv("SCRAPER_TRANSCRIPTS", "0")
 
 
 class Standin:
