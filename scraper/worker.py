@@ -146,7 +146,13 @@ class Worker:
                     self.queue.update_domain(job.domain, breaker.on_probe_abandoned, self.clock())
                 log.info("%s handed back %s", self.name, job.key)
                 raise HandedBack(job.key)
-            paused_until = self.queue.domains().get(job.domain, breaker.Breaker()).paused_until
+            b = self.queue.domains().get(job.domain, breaker.Breaker())
+            if b.state == breaker.OPEN and not job.probe:
+                # the breaker opened (a block, failures) after we took the job: send nothing, hand it back
+                self.queue.release(job, self.name, self.clock())
+                log.info("%s handed back %s: the breaker of %s is open", self.name, job.key, job.domain)
+                raise HandedBack(job.key)
+            paused_until = b.paused_until
             if paused_until <= self.clock():
                 return
             # the domain was paused (429) after we took the job: wait it out, then take a new slot
