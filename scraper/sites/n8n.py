@@ -1,11 +1,14 @@
 """The n8n.io template library: URLs, seeding input and the row extracted from one template.
 
-Pure functions only: the worker does the fetching and the storing. The answer shapes are described in
-the project notes (GET {api}/templates/search, GET {api}/templates/workflows/{id}).
+Pure functions, and at the end `site`, this module's side of the site seam (scraper/sites/__init__.py):
+its fetcher asks the worker's polite GET for the answer and returns the rows and child jobs to store.
+The answer shapes are described in the project notes (GET {api}/templates/search,
+GET {api}/templates/workflows/{id}).
 """
 
 import hashlib
 import json
+import logging
 import math
 import re
 from html.parser import HTMLParser
@@ -15,6 +18,8 @@ from urllib.parse import urlsplit
 from scraper import retry
 from scraper.errors import FetchError, ParseError
 from scraper.sites import Result, children_of, youtube
+
+log = logging.getLogger(__name__)
 
 SITE = "n8n"
 SEARCH_ROWS = 100  # rows per search page; the API answers 400 above 100
@@ -90,6 +95,24 @@ def parse_search_page(payload: bytes | str | dict) -> tuple[list[int], int]:
 def search_done(page: int, rows: int, got: int, total: int) -> bool:
     """True when page `page` was the last one: it was short, or it reached totalWorkflows."""
     return got < rows or page * rows >= total
+
+
+def discover(api_url: str, get, limit: int | None = None) -> list[int]:
+    """Template ids from the search API, page after page; `get(url) -> bytes` is the caller's polite GET."""
+    ids, seen, page = [], set(), 1
+    while True:
+        page_ids, total = parse_search_page(get(search_url(api_url, page)))
+        # the default order is a popularity ranking that moves between calls: keep ids, not positions
+        for template_id in page_ids:
+            if template_id not in seen:
+                seen.add(template_id)
+                ids.append(template_id)
+        log.info("search page %d: %d templates (%d of %d so far)", page, len(page_ids), len(ids), total)
+        if limit is not None and len(ids) >= limit:
+            return ids[:limit]
+        if search_done(page, SEARCH_ROWS, len(page_ids), total):
+            return ids
+        page += 1
 
 
 def _bare_host(host: str | None) -> str:
