@@ -1,4 +1,6 @@
-"""Streaming writers for the `workflows` table: JSON Lines, JSON, CSV (safe against formula injection)."""
+"""Streaming writers for the `workflows` table: JSON Lines, JSON, CSV (safe against formula injection).
+
+Each template carries the transcripts of its videos (tables template_videos and transcripts)."""
 
 import csv
 import json
@@ -12,11 +14,36 @@ from .errors import ConfigError
 FORMATS = ("jsonl", "json", "csv")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")   # what spreadsheets read as the start of a formula
+CSV_CELL_MAX = 32_767       # Excel's and LibreOffice's limit of characters in one cell
 
 
 def rows(conn):
-    """The workflows rows, one at a time, in id order (never the whole table in memory)."""
-    return sqlite_utils.Database(conn).query("SELECT * FROM workflows ORDER BY id")
+    """The workflows rows, one at a time, in id order (never the whole table in memory), each with its
+    `transcripts` in the order of its videos."""
+    for row in sqlite_utils.Database(conn).query("SELECT * FROM workflows ORDER BY id"):
+        row["transcripts"] = transcripts_of(conn, row)
+        yield row
+
+
+def transcripts_of(conn, row):
+    """[{video_id, language_code, is_generated, text}] of one template's stored transcripts."""
+    found = {
+        r[0]: {"video_id": r[0], "language_code": r[1], "is_generated": bool(r[2]), "text": r[3]}
+        for r in conn.execute(
+            "SELECT t.video_id, t.language_code, t.is_generated, t.text FROM template_videos AS tv "
+            "JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = ?", (row["id"],))
+    }
+    try:
+        order = json.loads(row.get("videos") or "[]")
+    except ValueError:
+        order = []
+    order = [v for v in order if v in found] + sorted(v for v in found if v not in order)
+    return [found[v] for v in order]
+
+
+def csv_transcripts(transcripts):
+    """The texts of a template's transcripts in one cell, within the cell limit."""
+    return "\n\n".join(t["text"] for t in transcripts)[:CSV_CELL_MAX]
 
 
 def write(conn, fmt, out):
@@ -24,7 +51,7 @@ def write(conn, fmt, out):
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if fmt == "csv":
-        columns = [r[1] for r in conn.execute("PRAGMA table_info(workflows)")]
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(workflows)")] + ["transcripts"]
         return _csv(rows(conn), out, columns)
     return {"jsonl": _jsonl, "json": _json}[fmt](rows(conn), out)
 
@@ -83,5 +110,6 @@ def _csv(rows, out, columns):
     writer.writerow(columns)    # a header even when there is no row yet
     n = 0
     for n, row in enumerate(rows, 1):
+        row["transcripts"] = csv_transcripts(row["transcripts"])
         writer.writerow([neutralise(row[c]) for c in columns])
     return n
