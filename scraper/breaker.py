@@ -49,6 +49,11 @@ def on_failure(b, now, threshold, open_s):
     return replace(b, failures=failures)
 
 
+def on_blocked(b, now, open_s):
+    """The site refuses this address outright: open at once, whatever the count of failures."""
+    return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_s, probe_until=0.0)
+
+
 def on_429(b, now, retry_after_s, default_s, max_s):
     """The server said slow down: pause the domain for Retry-After, or a pause that doubles."""
     pause = min(max_s, retry_after_s if retry_after_s is not None else max(default_s, b.pause_s * 2))

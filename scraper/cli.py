@@ -92,11 +92,13 @@ def _open_existing(s):
 @click.option("--user-agent", envvar=settings.ENV_USER_AGENT, default=settings.USER_AGENT, show_default=True,
               help=f"The User-Agent header; add a contact address, e.g. 'scraper/{__version__} "
                    f"(+mailto:you@example.org)' [env {settings.ENV_USER_AGENT}].")
+@click.option("--youtube-url", envvar=settings.ENV_YOUTUBE_URL, default=settings.YOUTUBE_URL, show_default=True,
+              help=f"Where requests for https://www.youtube.com go, same path and query [env {settings.ENV_YOUTUBE_URL}].")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
 @click.pass_context
-def main(ctx, db_path, api_url, site_url, user_agent, log_level):
+def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
     """Collect the n8n.io workflow library into one SQLite file, politely and resumably.
 
     \b
@@ -106,7 +108,8 @@ def main(ctx, db_path, api_url, site_url, user_agent, log_level):
         scraper status
     """
     logs.setup(log_level.upper())
-    ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url, "user_agent": user_agent}
+    ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url, "user_agent": user_agent,
+               "youtube_url": youtube_url}
 
 
 def _job_count(s):
@@ -220,9 +223,20 @@ def _check_source(s, adopt):
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")
 @click.option("--adopt-urls", is_flag=True,
               help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
+@click.option("--transcripts/--no-transcripts", default=True, show_default=True, envvar=settings.ENV_TRANSCRIPTS,
+              help=f"Fetch the transcript of every template's YouTube videos [env {settings.ENV_TRANSCRIPTS}=0/1].")
+@click.option("--transcript-languages", default=",".join(settings.TRANSCRIPT_LANGUAGES), show_default=True,
+              help="Preferred transcript languages, comma-separated; without a match any manual transcript, "
+                   "then any generated one, is taken.")
+@click.option("--domain-rate", "domain_rates", multiple=True, metavar="DOMAIN=RATE/BURST",
+              help=f"A domain's own requests per second and burst; repeatable [default youtube.com="
+                   f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
 @click.pass_context
-def run_cmd(ctx, no_limit, adopt_urls, **options):
+def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
     """Work through the pending jobs with N worker processes until none is runnable.
+
+    Each stored template queues one job per YouTube video it shows (once for the whole library); those
+    fetch the video's transcript from youtube.com under that domain's own budget.
 
     Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
     error; 3 some jobs were left pending because their domain kept failing; 70 workers kept crashing at
@@ -232,8 +246,15 @@ def run_cmd(ctx, no_limit, adopt_urls, **options):
     \b
     Example:
         scraper run --workers 4 --rate 2 --burst 5
+        scraper run --transcript-languages en,de --domain-rate youtube.com=0.5/3
+        scraper run --no-transcripts
     """
-    s = _settings(ctx, limiter=not no_limit, **options)
+    try:
+        rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
+                  transcript_languages=settings.parse_languages(transcript_languages), **options)
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     _check_source(s, adopt_urls)
@@ -266,8 +287,8 @@ def _next_step(s, code):
 @click.option("--watch", is_flag=True, help="Redraw every second until Ctrl-C (with --json: one object a line).")
 @click.pass_context
 def status_cmd(ctx, as_json, watch):
-    """The run holding the database (or none), counts per status, orphaned rows, rate, ETA, errors by
-    kind, 429s and each domain's breaker.
+    """The run holding the database (or none), counts per status (and per site), orphaned rows, rate, ETA,
+    errors by kind, 429s and each domain's breaker.
 
     \b
     Example:
@@ -366,6 +387,9 @@ def export_cmd(ctx, fmt, output, columns, no_redact):
     Credentials in the workflows (API keys, tokens, Authorization headers, passwords in URLs, pinData)
     are redacted unless --no-redact is given; stderr says how many.
 
+    JSON Lines, JSON and Parquet give each template its `transcripts` (video_id, language_code,
+    is_generated, text); CSV gives their texts joined in one `transcripts` cell.
+
     \b
     Example:
         scraper export --format jsonl --output workflows.jsonl
@@ -398,10 +422,11 @@ def export_cmd(ctx, fmt, output, columns, no_redact):
 @click.pass_context
 def search_cmd(ctx, query, limit, as_json):
     """Full-text search of the stored templates (name, description, explainer, node types, categories,
-    author), best match first (bm25; `rank` is lower for a better match), with snippets.
+    author, video transcripts), best match first (bm25; `rank` is lower for a better match), with snippets.
 
     QUERY is SQLite FTS5 syntax: words (all must match), "a phrase", OR, NOT, prefix*, and
-    column:word for one column (name, description, explainer, node_types, categories, author).
+    column:word for one column (name, description, explainer, node_types, categories, author,
+    transcripts).
 
     \b
     Example:

@@ -30,3 +30,15 @@ class FetchError(ScraperError):
         self.url = url
         self.status = status
         self.retry_after = retry_after
+
+
+class JobInvalid(ScraperError):
+    """The job names something that has nothing to fetch (no transcript, a removed video): final."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+class HandedBack(ScraperError):
+    """A stop came while the job waited for its turn; the job was handed back unfinished."""

@@ -1,5 +1,7 @@
 """Streaming writers for the `workflows` table: JSON Lines, JSON, CSV (safe against formula injection and
-within a spreadsheet's cell limit) and Parquet, with credentials redacted unless asked otherwise."""
+within a spreadsheet's cell limit) and Parquet, with credentials redacted unless asked otherwise.
+
+Each template carries the transcripts of its videos (tables template_videos and transcripts)."""
 
 import csv
 import json
@@ -19,7 +21,6 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")   # what spreadsheets read as t
 CSV_LEFT_OUT = ("workflow",)  # up to 2 MB of JSON: in CSV only when --columns names it (then cut if too long)
 CSV_CELL_MAX = 32_767        # Excel's limit, in UTF-16 code units; LibreOffice and Google Sheets allow more
 CUT_MARK = "…[cut: {n:,} more characters; export json, jsonl or parquet for the whole value]"
-CUT_MARK_MAX = 100           # room kept for the mark at the end of a cut cell
 
 
 @dataclass
@@ -44,9 +45,12 @@ class Summary:
         return "; ".join(parts) + "."
 
 
+TRANSCRIPTS = "transcripts"    # not a column of workflows: gathered from template_videos and transcripts
+
+
 def table_columns(conn):
-    """The columns of `workflows` in table order."""
-    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)")]
+    """The exported columns: those of `workflows` in table order, then `transcripts`."""
+    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)")] + [TRANSCRIPTS]
 
 
 def choose_columns(conn, wanted, fmt=None):
@@ -64,9 +68,39 @@ def choose_columns(conn, wanted, fmt=None):
 
 
 def rows(conn, columns=None):
-    """The workflows rows, one at a time, in id order (never the whole table in memory)."""
-    cols = ", ".join(f'"{c}"' for c in columns) if columns else "*"
-    return sqlite_utils.Database(conn).query(f"SELECT {cols} FROM workflows ORDER BY id")
+    """The workflows rows, one at a time, in id order (never the whole table in memory), each with its
+    `transcripts` in the order of its videos (when `columns` holds it; by default it does)."""
+    columns = columns or table_columns(conn)
+    stored = [c for c in columns if c != TRANSCRIPTS]
+    with_transcripts = TRANSCRIPTS in columns
+    # the transcripts come in the order of the template's videos: read them even when not exported
+    select = stored + (["videos"] if with_transcripts and "videos" not in stored else [])
+    cols = ", ".join(f'"{c}"' for c in select) if select else "id"
+    for row in sqlite_utils.Database(conn).query(f"SELECT {cols} FROM workflows ORDER BY id"):
+        if with_transcripts:
+            row[TRANSCRIPTS] = transcripts_of(conn, row)
+        yield {c: row[c] for c in columns}
+
+
+def transcripts_of(conn, row):
+    """[{video_id, language_code, is_generated, text}] of one template's stored transcripts."""
+    found = {
+        r[0]: {"video_id": r[0], "language_code": r[1], "is_generated": bool(r[2]), "text": r[3]}
+        for r in conn.execute(
+            "SELECT t.video_id, t.language_code, t.is_generated, t.text FROM template_videos AS tv "
+            "JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = ?", (row["id"],))
+    }
+    try:
+        order = json.loads(row.get("videos") or "[]")
+    except ValueError:
+        order = []
+    order = [v for v in order if v in found] + sorted(v for v in found if v not in order)
+    return [found[v] for v in order]
+
+
+def csv_transcripts(transcripts):
+    """The texts of a template's transcripts in one cell, within the cell limit (cut with the mark)."""
+    return fit_cell("\n\n".join(t["text"] for t in transcripts))[0]
 
 
 def write(conn, fmt, out, columns=None, redact=True):
@@ -125,15 +159,21 @@ def neutralise(cell):
 
 
 def fit_cell(cell, limit=CSV_CELL_MAX):
-    """(cell, cut?): a text cell longer than `limit` UTF-16 code units (what Excel counts) is cut, and
-    ends with a mark that says how much is missing; a shorter one is returned as it is."""
+    """(cell, cut?): a text cell longer than `limit` UTF-16 code units (what Excel counts) is cut to fill
+    the limit, ending with a mark that says how much is missing; a shorter one is returned as it is."""
     if not isinstance(cell, str) or len(cell) * 2 <= limit:     # cheap: no string has more units than 2x
         return cell, False
     units = cell.encode("utf-16-le")
     if len(units) // 2 <= limit:
         return cell, False
-    kept = units[: (limit - CUT_MARK_MAX) * 2].decode("utf-16-le", "ignore")   # "ignore": half a pair
-    return kept + CUT_MARK.format(n=len(cell) - len(kept)), True
+    mark = CUT_MARK.format(n=len(cell))
+    for _ in range(3):      # the mark's length depends on the count it shows: settle it
+        kept = units[: (limit - len(mark)) * 2].decode("utf-16-le", "ignore")   # "ignore": half a pair
+        fitted = CUT_MARK.format(n=len(cell) - len(kept))
+        if len(fitted) == len(mark):
+            break
+        mark = fitted
+    return kept + fitted, True
 
 
 def _prepared(source, redact, summary, decode, keep_text=()):
@@ -190,6 +230,8 @@ def _csv(rows, out, columns, summary):
     writer = csv.writer(out)
     writer.writerow(columns)    # a header even when there is no row yet
     for row in rows:
+        if TRANSCRIPTS in row:
+            row[TRANSCRIPTS] = "\n\n".join(t["text"] for t in row[TRANSCRIPTS])
         cells = []
         for c in columns:
             cell, cut = fit_cell(neutralise(row[c]))

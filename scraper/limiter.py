@@ -56,8 +56,10 @@ class DomainLimiter:
     """`acquire(domain)` waits for a slot in the domain's shared bucket. Open it inside the process
     that uses it (nothing here survives a fork)."""
 
-    def __init__(self, path, rate_per_s, burst, sleep=time.sleep):
+    def __init__(self, path, rate_per_s, burst, sleep=time.sleep, rate_of=None):
+        """`rate_of(domain) -> (rate_per_s, burst)` gives a domain its own budget; else (rate_per_s, burst)."""
         self.rates = rates_for(rate_per_s, burst)
+        self._rate_of = rate_of
         self._lock = _Flock(path + ".lock")
         with self._lock:
             self._conn = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False, timeout=30)
@@ -74,8 +76,25 @@ class DomainLimiter:
             self._conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
             self._conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
             self._conn.commit()
-            bucket = self._buckets[domain] = SQLiteBucket(self.rates, self._conn, table)
+            rates = rates_for(*self._rate_of(domain)) if self._rate_of else self.rates
+            bucket = self._buckets[domain] = SQLiteBucket(rates, self._conn, table)
         return bucket
+
+    def wait_s(self, domain):
+        """Seconds until the domain's bucket has a slot (0.0: one is free now); takes nothing.
+
+        Read from the shared log itself: pyrate's `waiting()` only knows this process's last refusal."""
+        with self._lock:
+            bucket = self._bucket(domain)
+            now, wait_ms = bucket.now(), 0
+            for rate in bucket.rates:
+                row = self._conn.execute(
+                    f"SELECT item_timestamp FROM '{bucket.table}' WHERE item_timestamp > ? "
+                    "ORDER BY item_timestamp DESC LIMIT 1 OFFSET ?", (now - rate.interval, rate.limit - 1)
+                ).fetchone()
+                if row is not None:
+                    wait_ms = max(wait_ms, row[0] + rate.interval - now)
+            return wait_ms / 1000.0
 
     def try_acquire(self, domain):
         """Take one slot now: returns 0.0 when admitted, else the seconds until one may be free."""
@@ -117,6 +136,9 @@ class NoLimiter:
 
     def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
         return not should_stop()
+
+    def wait_s(self, domain):
+        return 0.0
 
     def close(self):
         pass

@@ -21,6 +21,7 @@ LISTS = ("categories", "node_types", "images", "videos")
 TIMESTAMPS = ("created_at", "fetched_at")
 INTEGERS = ("id", "node_count", "total_views", "quality_score")
 MAPS = ("page_og",)
+TRANSCRIPTS = "transcripts"   # [{video_id, language_code, is_generated, text}]: a list of structs
 # `workflow` stays JSON text: its shape differs from node to node, no fixed schema can hold it
 
 
@@ -48,6 +49,9 @@ def schema(columns, declared=None):
             t = pa.int64()
         elif c in MAPS:
             t = pa.map_(pa.string(), pa.string())
+        elif c == TRANSCRIPTS:
+            t = pa.list_(pa.struct([("video_id", pa.string()), ("language_code", pa.string()),
+                                    ("is_generated", pa.bool_()), ("text", pa.string())]))
         else:
             t = {"INTEGER": pa.int64(), "REAL": pa.float64()}.get((declared.get(c) or "").upper(), pa.string())
         fields.append(pa.field(c, t, nullable=c != "id"))
@@ -84,6 +88,8 @@ def write(rows, path, columns, declared=None):
 def _converter(arrow_type, bad):
     import pyarrow as pa
 
+    if pa.types.is_list(arrow_type) and pa.types.is_struct(arrow_type.value_type):
+        return lambda v: v      # already a list of dicts with the struct's fields
     if pa.types.is_list(arrow_type):
         return lambda v: None if v is None else [x if isinstance(x, str) else json.dumps(x) for x in v]
     if pa.types.is_map(arrow_type):

@@ -7,6 +7,9 @@ from . import breaker
 from .store import JOB_STATUSES, transaction
 
 SEED_BATCH = 5_000
+# A domain whose next rate slot is further off than this takes at most one waiting worker: the others
+# serve domains that can send sooner (a YouTube slot comes every 5 s, an n8n slot every 0.5 s).
+SHORT_WAIT_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,24 +59,52 @@ class Queue:
 
     # --- claiming ------------------------------------------------------------------------
 
-    def claim(self, worker, now, lease_s):
+    def claim(self, worker, now, lease_s, sites=None, waits=None):
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
-        probe job and turns half-open, so only one worker tests it."""
+        probe job and turns half-open, so only one worker tests it. `sites` limits the claim to those
+        sites. `waits` ({domain: seconds until its rate slot}) makes claims fair between domains: a
+        domain that can send now goes first; one that cannot goes after, shortest wait first, and a
+        domain whose wait is long holds at most one waiting worker (see `SHORT_WAIT_S`)."""
+        waits = waits or {}
         with transaction(self.conn) as c:
             blocked, probes = self._blocked_domains(c, now)
-            where, args = "1", []
-            if blocked:
-                where, args = f"domain NOT IN ({','.join('?' * len(blocked))})", blocked
+            later = sorted((w, d) for d, w in waits.items() if w > 0 and d not in blocked)
+            base, base_args = "1", []
+            if sites is not None:
+                base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
+            skip = blocked + [d for _, d in later]
+            where, args = base, base_args
+            if skip:
+                where, args = f"{base} AND domain NOT IN ({','.join('?' * len(skip))})", base_args + skip
             job = self._claim_where(c, where, args, worker, now, lease_s)
+            if job is None and later:
+                running = dict(c.execute("SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
+                for wait, domain in later:
+                    if wait > SHORT_WAIT_S and running.get(domain, 0):
+                        continue
+                    job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)
+                    if job is not None:
+                        break
             for domain in probes:
                 if job is not None:
                     break
-                job = self._claim_where(c, "domain = ?", [domain], worker, now, lease_s, probe=True)
+                job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s,
+                                        probe=True)
                 if job is not None:
                     self._save_breaker(c, domain, breaker.on_probe(self._breaker(c, domain), now, lease_s), now)
             return job
+
+    def work_left(self, sites=None):
+        """Whether a job (of `sites`, default all) is pending or running."""
+        where, args = "", []
+        if sites is not None:
+            where, args = f" AND site IN ({','.join('?' * len(sites))})", list(sites)
+        row = self.conn.execute(
+            f"SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending', 'running'){where})", args
+        ).fetchone()
+        return bool(row[0])
 
     def _blocked_domains(self, c, now):
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
@@ -233,8 +264,27 @@ class Queue:
     def finished_since(self, since):
         return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).fetchone()[0]
 
+    def counts_by_site(self):
+        """{site: {status: rows}} (every status present, zero when none)."""
+        out = {}
+        for site, status, n in self.conn.execute("SELECT site, status, COUNT(*) FROM jobs GROUP BY site, status"):
+            out.setdefault(site, dict.fromkeys(JOB_STATUSES, 0))[status] = n
+        return out
+
     def counters(self):
         return {name: value for name, value in self.conn.execute("SELECT name, value FROM counters")}
+
+
+def add_jobs(c, rows, now, priority=0):
+    """Queue (key, site, url, domain) rows inside the caller's transaction; known keys are left as they
+    are. Returns how many were new."""
+    before = c.total_changes
+    c.executemany(
+        "INSERT OR IGNORE INTO jobs (key, site, url, domain, priority, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(*row, priority, now, now) for row in rows],
+    )
+    return c.total_changes - before
 
 
 def _bump(c, name, by=1):

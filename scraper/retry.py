@@ -13,7 +13,8 @@ HTTP_429 = "http_429"
 HTTP_5XX = "http_5xx"
 HTTP_4XX = "http_4xx"
 PARSE = "parse"
-KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE)
+BLOCKED = "blocked"          # the site refuses this address (YouTube's bot check): the domain's, not the job's
+KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED)
 
 GONE = (404, 410)            # the template is not there: final, `invalid`
 FORBIDDEN = (401, 403)       # retrying will not help: final, `failed` with the reason kept
@@ -59,6 +60,9 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
         return Outcome(INVALID)
     if status in FORBIDDEN:
         return Outcome(FAILED)
+    if kind == BLOCKED:
+        # the domain's breaker is open (breaker.on_blocked) and holds the job back; no attempt is spent
+        return Outcome(RETRY, 0.0, counted=False)
     if kind == HTTP_429:
         # "slow down" says nothing against the job: the domain pauses (breaker.on_429) and the job
         # waits without spending an attempt

@@ -1,7 +1,7 @@
 """Full-text search over the stored templates: SQLite FTS5, ranked by bm25, with snippets.
 
-The index (`workflows_fts`, store migration 2) is kept in step by triggers on `workflows`, in the
-writer's own transaction; `rebuild()` makes it again from scratch (and adds transcripts text).
+The index (`workflows_fts`, store migration 4) is kept in step by triggers on `workflows`, `transcripts`
+and `template_videos`, in the writer's own transaction; `rebuild()` makes it again from scratch.
 """
 
 import sqlite3
@@ -52,8 +52,9 @@ def query(conn, text, limit=LIMIT):
 
 
 def rebuild(conn):
-    """Make the index again from `workflows` (and `transcripts`, where that table exists), in one
-    transaction; returns the number of rows indexed. For `reextract` and repairs: writes keep it in step."""
+    """Make the index again from `workflows` and the transcripts of each template's videos, in one
+    transaction; returns the number of rows indexed. For a re-extraction and repairs: writes keep it in
+    step by themselves."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     transcripts = "NULL"
     if {"transcripts", "template_videos"} <= tables:

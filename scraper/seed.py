@@ -12,32 +12,21 @@ log = logging.getLogger(__name__)
 
 def job_rows(settings, ids):
     """(key, site, url, domain) rows for the jobs table."""
-    domain = settings.domain
     for template_id in ids:
-        yield n8n.job_key(template_id), n8n.SITE, n8n.page_url(settings.site_url, template_id), domain
+        yield n8n.site.job_row(settings, template_id)
 
 
 def discover(settings, limit=None):
     """Template ids from the search API, page after page, through the shared rate limit."""
     limiter = DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
     session = http.make_session(settings.user_agent)
-    ids, seen, page = [], set(), 1
+
+    def get(url):
+        limiter.acquire(settings.domain)
+        return http.fetch(session, url, settings.timeout_s).content
+
     try:
-        while True:
-            limiter.acquire(settings.domain)
-            resp = http.fetch(session, n8n.search_url(settings.api_url, page), settings.timeout_s)
-            page_ids, total = n8n.parse_search_page(resp.content)
-            # the default order is a popularity ranking that moves between calls: keep ids, not positions
-            for template_id in page_ids:
-                if template_id not in seen:
-                    seen.add(template_id)
-                    ids.append(template_id)
-            log.info("search page %d: %d templates (%d of %d so far)", page, len(page_ids), len(ids), total)
-            if limit is not None and len(ids) >= limit:
-                return ids[:limit]
-            if n8n.search_done(page, n8n.SEARCH_ROWS, len(page_ids), total):
-                return ids
-            page += 1
+        return n8n.discover(settings.api_url, get, limit)
     finally:
         session.close()
         limiter.close()

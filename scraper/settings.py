@@ -3,6 +3,7 @@
 import dataclasses
 import math
 import os
+import re
 import sqlite3
 from urllib.parse import urlsplit
 
@@ -33,11 +34,20 @@ BREAKER_OPEN_S = 60.0
 MAX_JOBS_PER_WORKER = 500   # recycle a worker after this many jobs (bounds slow leaks)
 STOP_GRACE_S = 5.0          # after Ctrl-C/SIGTERM, time a worker gets to finish before it is killed
 PROGRESS_EVERY_S = 10.0     # log line interval when stderr is not a terminal
+YOUTUBE_URL = "https://www.youtube.com"
+YOUTUBE_DOMAIN = "youtube.com"
+# YouTube publishes no safe rate and blocks an address after a few hundred quick videos: one request
+# every 5 s, two at once, is slow enough to look like a person (a transcript takes three requests).
+YOUTUBE_RATE_PER_S = 0.2
+YOUTUBE_BURST = 2
+TRANSCRIPT_LANGUAGES = ("en",)
 
 ENV_DB = "SCRAPER_DB"
 ENV_API_URL = "SCRAPER_API_URL"
 ENV_SITE_URL = "SCRAPER_SITE_URL"
 ENV_USER_AGENT = "SCRAPER_USER_AGENT"
+ENV_YOUTUBE_URL = "SCRAPER_YOUTUBE_URL"
+ENV_TRANSCRIPTS = "SCRAPER_TRANSCRIPTS"
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -66,6 +76,19 @@ class Settings:
     backoff_base_s: float = BACKOFF_BASE_S
     pause_429_s: float = PAUSE_429_S
     pause_max_s: float = PAUSE_MAX_S
+    youtube_url: str = YOUTUBE_URL
+    transcripts: bool = True
+    transcript_languages: tuple = TRANSCRIPT_LANGUAGES
+    domain_rates: tuple = ()    # ((domain, rate_per_s, burst), ...) from --domain-rate
+
+    def rate_for(self, domain):
+        """(rate_per_s, burst) of a politeness domain: --domain-rate, else youtube.com's own, else --rate."""
+        for name, rate, burst in self.domain_rates:
+            if name == domain:
+                return rate, burst
+        if domain == YOUTUBE_DOMAIN:
+            return YOUTUBE_RATE_PER_S, YOUTUBE_BURST
+        return self.rate_per_s, self.burst
 
     @property
     def domain(self):
@@ -95,6 +118,19 @@ def domain_of(url):
     return ".".join(host.split(".")[-2:])
 
 
+def parse_domain_rate(text):
+    """(domain, rate_per_s, burst) from DOMAIN=RATE/BURST (e.g. youtube.com=0.5/3); ConfigError if malformed."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9.-]+)\s*=\s*([0-9]*\.?[0-9]+)\s*/\s*([0-9]+)\s*", text or "")
+    if not match:
+        raise ConfigError(f"--domain-rate {text!r} is not DOMAIN=RATE/BURST (for example youtube.com=0.5/3).")
+    return match.group(1).lower(), float(match.group(2)), int(match.group(3))
+
+
+def parse_languages(text):
+    """('en', 'de') from 'en,de'."""
+    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
 def build(**values):
     """Validate `values` and return frozen Settings; ConfigError (one sentence) on the first bad one."""
     values = {k: v for k, v in values.items() if v is not None}
@@ -103,6 +139,13 @@ def build(**values):
     _check_url("site URL", s.site_url)
     _check(bool(s.user_agent.strip()) and s.user_agent.isprintable() and s.user_agent.isascii(),
            f"--user-agent must be one line of printable ASCII text (got {s.user_agent!r}).")
+    _check_url("YouTube URL", s.youtube_url)
+    _check(bool(s.transcript_languages) and all(re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", c)
+                                                for c in s.transcript_languages),
+           f"--transcript-languages must be language codes such as en or pt-BR (got {','.join(s.transcript_languages)!r}).")
+    for name, rate, burst in s.domain_rates:
+        _check(rate > 0 and math.isfinite(rate), f"--domain-rate {name}: the rate must be above 0 (got {rate:g}).")
+        _check(burst >= 1, f"--domain-rate {name}: the burst must be at least 1 (got {burst}).")
     _check(s.workers >= 1, f"--workers must be at least 1 (got {s.workers}).")
     _check(s.rate_per_s > 0 and math.isfinite(s.rate_per_s),
            f"--rate must be a number of requests per second above 0 (got {s.rate_per_s:g}).")

@@ -30,6 +30,7 @@ def report(queue, now, run=None):
         "rate_window_s": round(window, 1), "rate_per_min": round(p.rate_per_min, 2),
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
+        "sites": queue.counts_by_site(),
     }
 
 
@@ -67,6 +68,9 @@ def render(r):
         "errors    " + (", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"),
         f"429s      {r['http_429']}",
     ]
+    for name, c in r["sites"].items():
+        lines.append(f"site      {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
+                     f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""

@@ -92,26 +92,46 @@ MIGRATIONS = [
         recorded_at REAL NOT NULL
     );
     """,
-    # 3: full-text search (scraper.search) and the request log (scraper.requestlog)
+    # 3: transcripts of the templates' YouTube videos; templates stored before it get their links
     """
-    -- Holds its own copy of the text (not external content): snippets need it, and `transcripts`
-    -- has no column in workflows. `transcripts` stays NULL until the transcripts tables exist;
-    -- search.rebuild() fills it. Node types and categories are indexed as words, not JSON.
+    CREATE TABLE transcripts (
+        video_id TEXT PRIMARY KEY,
+        language_code TEXT NOT NULL,
+        is_generated INTEGER NOT NULL CHECK (is_generated IN (0, 1)),
+        text TEXT NOT NULL,
+        segments TEXT NOT NULL,
+        fetched_at TEXT NOT NULL
+    );
+    CREATE TABLE template_videos (
+        template_id INTEGER NOT NULL,
+        video_id TEXT NOT NULL,
+        PRIMARY KEY (template_id, video_id)
+    );
+    CREATE INDEX template_videos_video ON template_videos (video_id);
+    CREATE INDEX jobs_site ON jobs (site, status);
+    INSERT OR IGNORE INTO template_videos (template_id, video_id)
+        SELECT w.id, v.value FROM workflows AS w, json_each(w.videos) AS v
+        WHERE json_valid(w.videos) AND json_type(w.videos) = 'array' AND v.type = 'text';
+    """,
+    # 4: full-text search (scraper.search) and the request log (scraper.requestlog)
+    """
+    -- Holds its own copy of the text (not external content): snippets need it, and the transcripts
+    -- text has no column in workflows. Node types and categories are indexed as words, not JSON.
     CREATE VIRTUAL TABLE workflows_fts USING fts5(
         name, description, explainer, node_types, categories, author, transcripts,
         tokenize = 'porter unicode61 remove_diacritics 2'
     );
     -- Triggers keep the index in the writer's own transaction, whoever the writer is.
     CREATE TRIGGER workflows_fts_insert AFTER INSERT ON workflows BEGIN
-        INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author)
+        INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author, transcripts)
         VALUES (new.id, new.name, new.description, new.explainer,
                 CASE WHEN json_valid(new.node_types)
                      THEN (SELECT group_concat(value, ' ') FROM json_each(new.node_types)) ELSE new.node_types END,
                 CASE WHEN json_valid(new.categories)
                      THEN (SELECT group_concat(value, ', ') FROM json_each(new.categories)) ELSE new.categories END,
-                new.author);
+                new.author,
+                (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = new.id));
     END;
-    -- An UPDATE (not delete + insert) keeps the transcripts text of the row.
     CREATE TRIGGER workflows_fts_update
     AFTER UPDATE OF id, name, description, explainer, node_types, categories, author ON workflows BEGIN
         UPDATE workflows_fts SET
@@ -120,22 +140,43 @@ MIGRATIONS = [
                 THEN (SELECT group_concat(value, ' ') FROM json_each(new.node_types)) ELSE new.node_types END,
             categories = CASE WHEN json_valid(new.categories)
                 THEN (SELECT group_concat(value, ', ') FROM json_each(new.categories)) ELSE new.categories END,
-            author = new.author
+            author = new.author,
+            transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = new.id)
         WHERE rowid = old.id;
     END;
     CREATE TRIGGER workflows_fts_delete AFTER DELETE ON workflows BEGIN
         DELETE FROM workflows_fts WHERE rowid = old.id;
     END;
-    INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author)
+    -- a transcript or a template's link to a video changes the transcripts text of the templates concerned
+    CREATE TRIGGER workflows_fts_transcript_insert AFTER INSERT ON transcripts BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows_fts.rowid)
+        WHERE rowid IN (SELECT template_id FROM template_videos WHERE video_id = new.video_id);
+    END;
+    CREATE TRIGGER workflows_fts_transcript_update AFTER UPDATE OF video_id, text ON transcripts BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows_fts.rowid)
+        WHERE rowid IN (SELECT template_id FROM template_videos WHERE video_id IN (old.video_id, new.video_id));
+    END;
+    CREATE TRIGGER workflows_fts_transcript_delete AFTER DELETE ON transcripts BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows_fts.rowid)
+        WHERE rowid IN (SELECT template_id FROM template_videos WHERE video_id = old.video_id);
+    END;
+    CREATE TRIGGER workflows_fts_link_insert AFTER INSERT ON template_videos BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = new.template_id) WHERE rowid = new.template_id;
+    END;
+    CREATE TRIGGER workflows_fts_link_delete AFTER DELETE ON template_videos BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = old.template_id) WHERE rowid = old.template_id;
+    END;
+    INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author, transcripts)
     SELECT id, name, description, explainer,
            CASE WHEN json_valid(node_types)
                 THEN (SELECT group_concat(value, ' ') FROM json_each(node_types)) ELSE node_types END,
            CASE WHEN json_valid(categories)
                 THEN (SELECT group_concat(value, ', ') FROM json_each(categories)) ELSE categories END,
-           author
+           author,
+           (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows.id)
     FROM workflows;
-    -- One row per HTTP request a worker sent (for `scraper report`): when the answer or failure came,
-    -- 'ok' (2xx) or the failure kind, the HTTP status of a failure, and how long it took.
+    -- One row per HTTP request a worker sent through its own HTTP path (for `scraper report`): when the
+    -- answer or failure came, 'ok' (2xx) or the failure kind, the HTTP status of a failure, how long it took.
     CREATE TABLE requests (
         at REAL NOT NULL,
         domain TEXT NOT NULL,

@@ -13,7 +13,7 @@ import dataclasses
 
 import psutil
 
-from . import progress, store, worker
+from . import progress, sites, store, worker
 from .errors import RunLocked
 from .queue import Queue
 from .settings import PROGRESS_EVERY_S
@@ -108,6 +108,7 @@ class Supervisor:
             taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
+            self._resume_sites(conn)
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
             self.errors_seen = self._errors()
@@ -181,10 +182,7 @@ class Supervisor:
                 self._summarise_errors()
 
     def _work_left(self):
-        row = self.queue.conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending', 'running'))"
-        ).fetchone()
-        return bool(row[0])
+        return self.queue.work_left(sites.enabled(self.s))
 
     # --- workers -------------------------------------------------------------------------
 
@@ -285,6 +283,13 @@ class Supervisor:
         self.errors_seen = now
         if line:
             log.info("%s", line)
+    def _resume_sites(self, conn):
+        """Let each site queue what earlier runs left out (videos of templates stored with transcripts off)."""
+        for name in sites.enabled(self.s):
+            with store.transaction(conn) as c:
+                n = sites.get(name).resume(c, self.s, self.clock())
+            if n:
+                log.info("queued %d %s job(s) that earlier runs left out", n, name)
 
     def _start_run(self, conn):
         self.started_at = self.clock()

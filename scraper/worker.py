@@ -9,11 +9,10 @@ import sqlite3
 import sys
 import time
 
-from . import breaker, http, requestlog, retry, store
-from .errors import FetchError, ParseError
+from . import breaker, http, requestlog, retry, sites, store
+from .errors import FetchError, HandedBack, JobInvalid, ParseError
 from .limiter import DomainLimiter, NoLimiter
 from .queue import Queue
-from .sites import n8n
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +46,9 @@ class Worker:
         self.clock = clock
         self.rng = rng
         self.jobs_done = 0
+        self.fetchers = {}
+        self.sites = sites.enabled(settings)
+        self.domains = sites.domains(settings)
 
     def stopping(self):
         """Asked to stop, or the supervisor is gone (then nobody would watch us)."""
@@ -66,57 +68,73 @@ class Worker:
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
-        job = self.queue.claim(self.name, now, self.s.lease_s)
+        job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, waits=self._waits())
         if job is None:
             return False
         self.process(job)
         self.jobs_done += 1
         return True
 
+    def _waits(self):
+        """Each domain's wait for a rate slot, so the claim prefers a domain that can send now (only
+        worth asking when the run has more than one domain)."""
+        if len(self.domains) < 2:
+            return None
+        return {d: self.limiter.wait_s(d) for d in self.domains}
+
     def process(self, job):
+        """Run the job's site on it; write its Result in the transaction that marks it done."""
         started = time.monotonic()
-        template_id = int(job.key.split(":", 1)[1])
         try:
-            body = self._get(job, n8n.detail_url(self.s.api_url, template_id))
-            if body is None:
-                return
-            row = n8n.extract(body, _iso(self.clock()))
-            if row["id"] != template_id:
-                raise ParseError(f"answer is for template {row['id']}, not {template_id}")
-            if self.s.with_page and not self._add_page(job, template_id, row):
-                return
+            site = sites.get(job.site)
+            if site is None:
+                raise JobInvalid("unknown_site", f"no site {job.site!r} in this version of scraper")
+            result = self._fetcher(site).fetch(job, _JobContext(self, job))
+        except HandedBack:
+            return
+        except JobInvalid as e:
+            self._invalid(job, e.kind, str(e), started)
         except FetchError as e:
             self._failed(job, e.kind, str(e), e.status, e.retry_after, started)
         except ParseError as e:
             self._failed(job, retry.PARSE, str(e), 200, None, started)
         else:
             ms = _ms_since(started)
-            ok = self.queue.complete(
-                job, self.name, self.clock(), ms, write=lambda c: store.upsert(c, "workflows", row, "id")
-            )
+            now = self.clock()
+            ok = self.queue.complete(job, self.name, now, ms, write=lambda c: sites.write(c, result, now))
             if not ok:
                 log.warning("%s lost the lease of %s; its result was not written", self.name, job.key)
             else:
                 log.debug("%s done %s in %d ms", self.name, job.key, ms)
 
-    def _add_page(self, job, template_id, row):
-        """Add the page's title and tags to `row`; a page that is gone leaves them empty (the API answer
-        is the template). False when a stop came first."""
-        try:
-            page = self._get(job, n8n.page_url(self.s.site_url, template_id))
-        except FetchError as e:
-            if e.status not in retry.GONE:
-                raise
-            log.info("%s %s: no page (%s); stored without it", self.name, job.key, e)
-            return True
-        if page is None:
-            return False
-        row.update(n8n.extract_page(page.decode("utf-8", "replace")))
-        return True
+    def _fetcher(self, site):
+        """The site's per-process side, opened on its first job (after the fork)."""
+        fetcher = self.fetchers.get(site.name)
+        if fetcher is None:
+            fetcher = self.fetchers[site.name] = site.open(self.s)
+        return fetcher
+
+    def close(self):
+        for fetcher in self.fetchers.values():
+            fetcher.close()
+        self.fetchers.clear()
 
     def _get(self, job, url):
         """One polite request: renew the lease, wait for the slot (and any 429 pause), fetch.
-        None when a stop came first (the job is handed back).
+        HandedBack when a stop came first."""
+        self._gate(job, url)
+        try:
+            with requestlog.timed(self.queue.conn, job.domain, self.clock):
+                resp = http.fetch(self.session, url, self.s.timeout_s)
+        except FetchError as e:
+            self._domain_failed(job, e)
+            raise
+        self._domain_answered(job)
+        return resp.content
+
+    def _gate(self, job, url=None):
+        """Renew the lease, then wait for the domain's rate slot and any 429 pause. The job is handed
+        back (HandedBack) when a stop comes first.
 
         Nothing that can wait on a lock sits between the slot and the request: a request that left
         late would arrive bunched with the next ones and eat the burst margin."""
@@ -128,23 +146,21 @@ class Worker:
                 if job.probe:
                     self.queue.update_domain(job.domain, breaker.on_probe_abandoned, self.clock())
                 log.info("%s handed back %s", self.name, job.key)
-                return None
-            paused_until = self.queue.domains().get(job.domain, breaker.Breaker()).paused_until
+                raise HandedBack(job.key)
+            b = self.queue.domains().get(job.domain, breaker.Breaker())
+            if b.state == breaker.OPEN and not job.probe:
+                # the breaker opened (a block, failures) after we took the job: send nothing, hand it back
+                self.queue.release(job, self.name, self.clock())
+                log.info("%s handed back %s: the breaker of %s is open", self.name, job.key, job.domain)
+                raise HandedBack(job.key)
+            paused_until = b.paused_until
             if paused_until <= self.clock():
-                break
+                return
             # the domain was paused (429) after we took the job: wait it out, then take a new slot
             while paused_until > self.clock() and not self.stopping():
                 time.sleep(min(0.25, paused_until - self.clock()))
                 if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
                     raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
-        try:
-            with requestlog.timed(self.queue.conn, job.domain, self.clock):
-                resp = http.fetch(self.session, url, self.s.timeout_s)
-        except FetchError as e:
-            self._domain_failed(job, e)
-            raise
-        self._domain_answered(job)
-        return resp.content
 
     def _wait_for_slot(self, job):
         while not self.limiter.acquire(job.domain, ACQUIRE_SLICE_S, self.stopping):
@@ -164,7 +180,11 @@ class Worker:
     def _domain_failed(self, job, e):
         now = self.clock()
         s = self.s
-        if e.kind == retry.HTTP_429:
+        if e.kind == retry.BLOCKED:
+            _, b = self.queue.update_domain(job.domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s), now)
+            log.warning("%s %s blocks this address: breaker open for %.0f s", self.name, job.domain,
+                        b.open_until - now)
+        elif e.kind == retry.HTTP_429:
             _, b = self.queue.update_domain(
                 job.domain, lambda b: breaker.on_429(b, now, e.retry_after, s.pause_429_s, s.pause_max_s), now
             )
@@ -178,6 +198,14 @@ class Worker:
                             self.name, job.domain, b.open_until - now, b.failures)
         else:
             self._domain_answered(job)
+
+    def _invalid(self, job, kind, message, started):
+        """The job has nothing to fetch (no transcript, a removed video): final, with the reason."""
+        if not self.queue.fail(job, self.name, self.clock(), retry.INVALID, kind, message, None, None,
+                               _ms_since(started)):
+            log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
+            return
+        log.info("%s %s: %s -> invalid", self.name, job.key, message)
 
     def _failed(self, job, kind, message, status, retry_after, started):
         now = self.clock()
@@ -205,22 +233,47 @@ def main(settings, slot, parent_pid):
     name = worker_name(slot, os.getpid())
     try:
         conn = store.connect(settings.db_path)
-        limiter = (DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
+        limiter = (DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst,
+                                 rate_of=settings.rate_for)
                    if settings.limiter else NoLimiter())
     except (OSError, sqlite3.Error) as e:
         log.error("%s cannot start: %s", name, e)
         sys.exit(1)
     session = http.make_session(settings.user_agent)
+    w = Worker(settings, name, Queue(conn), limiter, session, flags, parent_pid=parent_pid)
     try:
-        code = Worker(settings, name, Queue(conn), limiter, session, flags, parent_pid=parent_pid).run()
+        code = w.run()
     except Exception:
         log.exception("%s crashed", name)
         code = 1
     finally:
+        w.close()
         session.close()
         limiter.close()
         conn.close()
     sys.exit(code)
+
+
+class _JobContext:
+    """What a site may ask of the worker during one job (scraper.sites.Context)."""
+
+    def __init__(self, worker, job):
+        self.w, self.job = worker, job
+
+    def get(self, url):
+        return self.w._get(self.job, url)
+
+    def gate(self):
+        self.w._gate(self.job)
+
+    def answered(self):
+        self.w._domain_answered(self.job)
+
+    def failed(self, error):
+        self.w._domain_failed(self.job, error)
+
+    def fetched_at(self):
+        return _iso(self.w.clock())
 
 
 def worker_name(slot, pid):

@@ -14,6 +14,7 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDIN = ROOT / "scripts" / "standin_site.py"
+STANDIN_YOUTUBE = ROOT / "scripts" / "standin_youtube.py"
 # A closed local port: a test that forgets to point the scraper at the stand-in fails fast
 # instead of reaching the real n8n hosts.
 NOWHERE = "http://127.0.0.1:9"
@@ -24,6 +25,9 @@ def safe_env(monkeypatch, tmp_path):
     monkeypatch.setenv("SCRAPER_API_URL", NOWHERE + "/api")
     monkeypatch.setenv("SCRAPER_SITE_URL", NOWHERE)
     monkeypatch.setenv("SCRAPER_DB", str(tmp_path / "jobs.db"))
+    monkeypatch.setenv("SCRAPER_YOUTUBE_URL", NOWHERE)
+    # the n8n-only tests run without transcripts; the transcript tests switch them on with a YouTube stand-in
+    monkeypatch.setenv("SCRAPER_TRANSCRIPTS", "0")
 
 
 class Standin:
@@ -79,6 +83,50 @@ def standin():
         site.stop()
 
 
+class YouTubeStandin:
+    """The YouTube stand-in running in its own process."""
+
+    def __init__(self, proc, url):
+        self.proc = proc
+        self.url = url
+
+    def stats(self):
+        return requests.get(self.url + "/_standin/stats", timeout=5).json()
+
+    def block(self, seconds, mode="recaptcha"):
+        requests.post(self.url + "/_standin/block", json={"seconds": seconds, "mode": mode},
+                      timeout=5).raise_for_status()
+
+    stop = Standin.stop
+
+
+def _start(script, options):
+    args = [sys.executable, str(script)]
+    for key, value in options.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError(f"the stand-in did not start: {line!r}")
+    return proc, line.strip().rsplit(" ", 1)[1]
+
+
+@pytest.fixture
+def youtube_standin():
+    """A factory: youtube_standin(rate=5, burst=2, latency_ms=0, block_after=N, block_s=S, block_mode=M)."""
+    started = []
+
+    def start(**options):
+        site = YouTubeStandin(*_start(STANDIN_YOUTUBE, options))
+        started.append(site)
+        return site
+
+    yield start
+    for site in started:
+        site.stop()
+
+
 def scraper_env(site, db):
     """The environment of a scraper process pointed at the stand-in and the test's database."""
     env = dict(os.environ)
@@ -87,9 +135,9 @@ def scraper_env(site, db):
     return env
 
 
-def scraper(site, db, *args, timeout=300, check=None):
-    """Run `scraper ARGS` as a real process; returns the CompletedProcess."""
-    done = subprocess.run([sys.executable, "-m", "scraper", *args], env=scraper_env(site, db),
+def scraper(site, db, *args, timeout=300, check=None, env=None):
+    """Run `scraper ARGS` as a real process (`env`: extra variables); returns the CompletedProcess."""
+    done = subprocess.run([sys.executable, "-m", "scraper", *args], env={**scraper_env(site, db), **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
     if check is not None:
         assert done.returncode == check, done.stderr[-3000:]

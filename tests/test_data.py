@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, STANDIN, Standin, rows, scraper
+from conftest import NOWHERE, ROOT, STANDIN, Standin, rows, scraper
 
 from scraper import cli, export, redact, report, search, store
 from scraper.sites import n8n
@@ -239,10 +239,12 @@ def library(tmp_path_factory):
     assert "listening on" in line, line
     site = Standin(proc, line.strip().rsplit(" ", 1)[1])
     db = folder / "jobs.db"
+    # a module fixture is set up before the autouse safe_env: point every other host at a closed port here
+    closed = {"SCRAPER_YOUTUBE_URL": NOWHERE}
     try:
-        scraper(site, db, "seed", "--from-search", "--rate", "200", "--burst", "20", check=0)
+        scraper(site, db, "seed", "--from-search", "--rate", "200", "--burst", "20", check=0, env=closed)
         scraper(site, db, "run", "--workers", "2", "--rate", "100", "--burst", "10", "--backoff-base", "0.05",
-                check=0)
+                "--no-transcripts", check=0, env=closed)
         yield site, db
     finally:
         site.stop()
@@ -297,7 +299,7 @@ def test_stats_counts_node_types_per_template_exactly(library):
     assert report["templates"] == len(ids)
     assert sum(m["templates"] for m in report["created_per_month"]) + report["created_unknown"] == len(ids)
     assert sum(b["templates"] for b in report["quality_score"]["histogram"]) == report["quality_score"]["scored"]
-    assert report["transcripts"] is None          # no transcripts tables in this database
+    assert report["transcripts"]["videos_with_transcript"] == 0     # the run was --no-transcripts
     text = scraper(site, db, "stats", check=0).stdout
     assert expected[0]["type"] in text and "quality score" in text
 
@@ -490,3 +492,24 @@ def test_text_from_the_site_cannot_break_out_of_the_reports_data(small_db, tmp_p
     assert hostile not in page and "<!--" not in page
     data = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
     assert hostile in [n["type"] for n in data["node_types"]]
+
+
+def test_transcripts_are_searchable_and_nested_in_parquet(small_db, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    conn = store.open_db(str(small_db))
+    template_id = conn.execute("SELECT MIN(id) FROM workflows").fetchone()[0]
+    # the links and the transcript arrive after the template, as a run writes them
+    conn.execute("UPDATE workflows SET videos = ? WHERE id = ?", (json.dumps(["vid00000001"]), template_id))
+    conn.execute("INSERT INTO template_videos VALUES (?, 'vid00000001')", (template_id,))
+    assert search.query(conn, "capybara") == []
+    conn.execute("INSERT INTO transcripts VALUES ('vid00000001', 'en', 1, 'a capybara explains webhooks', '[]', 't')")
+    found = search.query(conn, "capybara")
+    assert [f["id"] for f in found] == [template_id] and "«capybara»" in found[0]["snippet"]
+    assert search.query(conn, "transcripts:webhooks")[0]["id"] == template_id
+    conn.close()
+    out = tmp_path / "w.parquet"
+    assert invoke(small_db, "export", "--format", "parquet", "--output", str(out)).exit_code == 0
+    got = {r["id"]: r["transcripts"] for r in pq.read_table(out, columns=["id", "transcripts"]).to_pylist()}
+    assert got[template_id] == [{"video_id": "vid00000001", "language_code": "en", "is_generated": True,
+                                 "text": "a capybara explains webhooks"}]
+    assert sum(map(len, got.values())) == 1

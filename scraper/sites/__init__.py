@@ -1,0 +1,110 @@
+"""The sites: what a job key means, where its requests go, how an answer becomes rows and child jobs.
+
+Each site module exposes one object that follows `Site`; the worker looks it up by the job's `site`
+column and knows nothing else about it. A new site is one module plus a line in `_REGISTRY`.
+"""
+
+import dataclasses
+from typing import Iterable, Protocol
+
+from .. import store
+from ..queue import add_jobs
+
+CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What one finished job writes, in the transaction that marks it done."""
+
+    rows: tuple = ()        # (table, row dict, primary key column): upserted
+    links: tuple = ()       # (table, column, value, rows): the table's rows with column = value are replaced
+    children: tuple = ()    # (key, site, url, domain): jobs queued once, known keys left as they are
+
+
+class Context(Protocol):
+    """What the worker lends a site for one job."""
+
+    def get(self, url: str) -> bytes:
+        """One polite GET of the job's domain (lease, rate slot, pause, breaker); FetchError or HandedBack."""
+
+    def gate(self) -> None:
+        """Wait for the job's domain's turn, for a request a library sends itself; HandedBack on a stop."""
+
+    def answered(self) -> None:
+        """The domain answered (closes a half-open breaker)."""
+
+    def failed(self, error) -> None:
+        """A request failed in a way that speaks of the domain (FetchError with its kind)."""
+
+    def fetched_at(self) -> str:
+        """The time to store with a row (ISO 8601, UTC)."""
+
+
+class Fetcher(Protocol):
+    """A site's per-process side (sessions, library clients), opened after the fork."""
+
+    def fetch(self, job, ctx: Context) -> Result:
+        """Fetch and extract one job; FetchError, ParseError or JobInvalid when it cannot."""
+
+    def close(self) -> None:
+        ...
+
+
+class Site(Protocol):
+    name: str
+
+    def domain(self, settings) -> str:
+        """The politeness domain of this site's jobs (its rate bucket and breaker)."""
+
+    def job_row(self, settings, key_value) -> tuple:
+        """(key, site, url, domain) of the job for one item (a template id, a video id)."""
+
+    def open(self, settings) -> Fetcher:
+        ...
+
+    def resume(self, conn, settings, now) -> int:
+        """Queue the jobs a run needs that earlier runs did not (0 when none); called before the workers start."""
+
+
+def _registry():
+    from . import n8n, youtube     # imported here: the site modules import this package for Result
+    return {n8n.SITE: n8n.site, youtube.SITE: youtube.site}
+
+
+def get(name):
+    """The Site named `name`, or None for a site this version does not know."""
+    return _registry().get(name)
+
+
+def enabled(settings) -> list:
+    """Names of the sites this run works on (transcripts can be switched off)."""
+    from . import youtube
+    return [name for name in _registry() if settings.transcripts or name != youtube.SITE]
+
+
+def domains(settings) -> list:
+    """The politeness domains of the enabled sites."""
+    return sorted({get(name).domain(settings) for name in enabled(settings)})
+
+
+def write(conn, result: Result, now: float):
+    """Write a Result inside the caller's transaction."""
+    for table, row, pk in result.rows:
+        store.upsert(conn, table, row, pk)
+    for table, column, value, rows in result.links:
+        conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
+        for row in rows:
+            cols = list(row)
+            conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                         [row[c] for c in cols])
+    if result.children:
+        add_jobs(conn, result.children, now, priority=CHILD_PRIORITY)
+
+
+def children_of(settings, site_name: str, values: Iterable) -> tuple:
+    """Job rows of `site_name` for `values`, or none when that site is switched off for this run."""
+    if site_name not in enabled(settings):
+        return ()
+    site = get(site_name)
+    return tuple(site.job_row(settings, v) for v in values)

@@ -1,18 +1,25 @@
 """The n8n.io template library: URLs, seeding input and the row extracted from one template.
 
-Pure functions only: the worker does the fetching and the storing. The answer shapes are described in
-the project notes (GET {api}/templates/search, GET {api}/templates/workflows/{id}).
+Pure functions, and at the end `site`, this module's side of the site seam (scraper/sites/__init__.py):
+its fetcher asks the worker's polite GET for the answer and returns the rows and child jobs to store.
+The answer shapes are described in the project notes (GET {api}/templates/search,
+GET {api}/templates/workflows/{id}).
 """
 
 import hashlib
 import json
+import logging
 import math
 import re
 from html.parser import HTMLParser
 from typing import Iterable
 from urllib.parse import urlsplit
 
-from scraper.errors import ParseError
+from scraper import retry
+from scraper.errors import FetchError, ParseError
+from scraper.sites import Result, children_of, youtube
+
+log = logging.getLogger(__name__)
 
 SITE = "n8n"
 SEARCH_ROWS = 100  # rows per search page; the API answers 400 above 100
@@ -88,6 +95,24 @@ def parse_search_page(payload: bytes | str | dict) -> tuple[list[int], int]:
 def search_done(page: int, rows: int, got: int, total: int) -> bool:
     """True when page `page` was the last one: it was short, or it reached totalWorkflows."""
     return got < rows or page * rows >= total
+
+
+def discover(api_url: str, get, limit: int | None = None) -> list[int]:
+    """Template ids from the search API, page after page; `get(url) -> bytes` is the caller's polite GET."""
+    ids, seen, page = [], set(), 1
+    while True:
+        page_ids, total = parse_search_page(get(search_url(api_url, page)))
+        # the default order is a popularity ranking that moves between calls: keep ids, not positions
+        for template_id in page_ids:
+            if template_id not in seen:
+                seen.add(template_id)
+                ids.append(template_id)
+        log.info("search page %d: %d templates (%d of %d so far)", page, len(page_ids), len(ids), total)
+        if limit is not None and len(ids) >= limit:
+            return ids[:limit]
+        if search_done(page, SEARCH_ROWS, len(page_ids), total):
+            return ids
+        page += 1
 
 
 def _bare_host(host: str | None) -> str:
@@ -350,3 +375,67 @@ def quality_score(row: dict) -> int:
         min(int(2 * math.log10(views)), 10) if views >= 1 else 0,
     ]
     return max(0, min(100, sum(points)))
+
+
+# --- the site seam (see scraper/sites/__init__.py) ------------------------------------------------
+
+def parse_key(key: str) -> int:
+    """Template id of a job key 'n8n:<id>'; ParseError for another key."""
+    site, _, rest = key.partition(":")
+    if site != SITE or not rest.isdigit():
+        raise ParseError(f"{key!r} is not an n8n job key")
+    return int(rest)
+
+
+class _Fetcher:
+    """n8n needs nothing per process: the worker's polite GET does the requests."""
+
+    def __init__(self, settings):
+        self.s = settings
+
+    def fetch(self, job, ctx):
+        template_id = parse_key(job.key)
+        row = extract(ctx.get(detail_url(self.s.api_url, template_id)), ctx.fetched_at())
+        if row["id"] != template_id:
+            raise ParseError(f"answer is for template {row['id']}, not {template_id}")
+        if self.s.with_page:
+            row.update(self._page(ctx, template_id))
+        videos = json.loads(row["videos"])
+        links = [{"template_id": template_id, "video_id": v} for v in videos]
+        return Result(
+            rows=(("workflows", row, "id"),),
+            links=(("template_videos", "template_id", template_id, links),),
+            children=children_of(self.s, youtube.SITE, videos),
+        )
+
+    def _page(self, ctx, template_id):
+        """The page's title and tags; a page that is gone leaves them empty (the API answer is the template)."""
+        try:
+            page = ctx.get(page_url(self.s.site_url, template_id))
+        except FetchError as e:
+            if e.status not in retry.GONE:
+                raise
+            return {}
+        return extract_page(page.decode("utf-8", "replace"))
+
+    def close(self):
+        pass
+
+
+class _Site:
+    name = SITE
+
+    def domain(self, settings):
+        return settings.domain
+
+    def job_row(self, settings, template_id):
+        return job_key(template_id), SITE, page_url(settings.site_url, template_id), settings.domain
+
+    def open(self, settings):
+        return _Fetcher(settings)
+
+    def resume(self, conn, settings, now):
+        return 0
+
+
+site = _Site()
