@@ -20,7 +20,7 @@ test: install
 	$(BIN)/python -m pytest -q
 
 scrape: install
-	$(BIN)/scraper seed --from-search --if-empty
+	$(BIN)/scraper seed --from-search
 	$(BIN)/scraper run --workers $(WORKERS)
 
 demo: install

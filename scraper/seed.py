@@ -1,6 +1,8 @@
 """Filling the queue: template ids from the search API, or from a file of ids and URLs."""
 
+import itertools
 import logging
+import typing
 
 from . import http
 from .errors import ConfigError
@@ -17,26 +19,35 @@ def job_rows(settings, ids):
         yield n8n.job_key(template_id), n8n.SITE, n8n.page_url(settings.site_url, template_id), domain
 
 
+class Walk(typing.NamedTuple):
+    """One walk of the listing: its entries by id (listing order), and whether it saw the whole listing."""
+
+    entries: dict
+    complete: bool
+    pages: int
+
+
 def discover(settings, limit=None):
-    """Template ids from the search API, page after page, through the shared rate limit."""
+    """The listing from the search API, page after page, through the shared rate limit: a Walk.
+    A walk stopped by `limit` before the last page is not complete."""
     limiter = DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
     session = http.make_session(settings.user_agent)
-    ids, seen, page = [], set(), 1
+    entries, page = {}, 1
     try:
         while True:
             limiter.acquire(settings.domain)
             resp = http.fetch(session, n8n.search_url(settings.api_url, page), settings.timeout_s)
-            page_ids, total = n8n.parse_search_page(resp.content)
+            items, total = n8n.parse_search_entries(resp.content)
             # the default order is a popularity ranking that moves between calls: keep ids, not positions
-            for template_id in page_ids:
-                if template_id not in seen:
-                    seen.add(template_id)
-                    ids.append(template_id)
-            log.info("search page %d: %d templates (%d of %d so far)", page, len(page_ids), len(ids), total)
-            if limit is not None and len(ids) >= limit:
-                return ids[:limit]
-            if n8n.search_done(page, n8n.SEARCH_ROWS, len(page_ids), total):
-                return ids
+            for item in items:
+                entries.setdefault(item["id"], item)
+            log.info("search page %d: %d templates (%d of %d so far)", page, len(items), len(entries), total)
+            done = n8n.search_done(page, n8n.SEARCH_ROWS, len(items), total)
+            if limit is not None and len(entries) >= limit:
+                kept = dict(itertools.islice(entries.items(), limit))
+                return Walk(kept, done and len(kept) == len(entries), page)
+            if done:
+                return Walk(entries, True, page)
             page += 1
     finally:
         session.close()

@@ -33,6 +33,7 @@ BREAKER_OPEN_S = 60.0
 MAX_JOBS_PER_WORKER = 500   # recycle a worker after this many jobs (bounds slow leaks)
 STOP_GRACE_S = 5.0          # after Ctrl-C/SIGTERM, time a worker gets to finish before it is killed
 PROGRESS_EVERY_S = 10.0     # log line interval when stderr is not a terminal
+REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
 
 ENV_DB = "SCRAPER_DB"
 ENV_API_URL = "SCRAPER_API_URL"

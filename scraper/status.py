@@ -1,6 +1,6 @@
 """What `scraper status` reports: counts, rate, ETA, errors by kind, 429s, each domain's breaker."""
 
-from . import progress
+from . import progress, sync
 
 
 def report(queue, now):
@@ -23,6 +23,7 @@ def report(queue, now):
         "rate_per_min": round(p.rate_per_min, 2),
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
+        **sync.status_fields(queue.conn),
     }
 
 
@@ -35,6 +36,8 @@ def render(r):
         f"rate      {r['rate_per_min']:.1f}/min, ETA {progress.format_duration(r['eta_s'])}",
         "errors    " + (", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"),
         f"429s      {r['http_429']}",
+        f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
+        + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed",
     ]
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""

@@ -9,7 +9,7 @@ import sqlite3
 import sys
 import time
 
-from . import breaker, http, retry, store
+from . import answers, breaker, http, retry
 from .errors import FetchError, ParseError
 from .limiter import DomainLimiter, NoLimiter
 from .queue import Queue
@@ -80,10 +80,12 @@ class Worker:
             body = self._get(job, n8n.detail_url(self.s.api_url, template_id))
             if body is None:
                 return
-            row = n8n.extract(body, _iso(self.clock()))
+            fetched_at = _iso(self.clock())
+            row = n8n.extract(body, fetched_at)
             if row["id"] != template_id:
                 raise ParseError(f"answer is for template {row['id']}, not {template_id}")
-            if self.s.with_page and not self._add_page(job, template_id, row):
+            raw = {answers.API: body}
+            if self.s.with_page and not self._add_page(job, template_id, row, raw):
                 return
         except FetchError as e:
             self._failed(job, e.kind, str(e), e.status, e.retry_after, started)
@@ -92,16 +94,16 @@ class Worker:
         else:
             ms = _ms_since(started)
             ok = self.queue.complete(
-                job, self.name, self.clock(), ms, write=lambda c: store.upsert(c, "workflows", row, "id")
+                job, self.name, self.clock(), ms, write=lambda c: answers.store(c, row, raw, fetched_at)
             )
             if not ok:
                 log.warning("%s lost the lease of %s; its result was not written", self.name, job.key)
             else:
                 log.debug("%s done %s in %d ms", self.name, job.key, ms)
 
-    def _add_page(self, job, template_id, row):
-        """Add the page's title and tags to `row`; a page that is gone leaves them empty (the API answer
-        is the template). False when a stop came first."""
+    def _add_page(self, job, template_id, row, raw):
+        """Add the page's title and tags to `row` and the page to `raw`; a page that is gone leaves them
+        empty (the API answer is the template). False when a stop came first."""
         try:
             page = self._get(job, n8n.page_url(self.s.site_url, template_id))
         except FetchError as e:
@@ -112,6 +114,7 @@ class Worker:
         if page is None:
             return False
         row.update(n8n.extract_page(page.decode("utf-8", "replace")))
+        raw[answers.PAGE] = page
         return True
 
     def _get(self, job, url):
@@ -185,8 +188,13 @@ class Worker:
         )
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
+        write = None
+        if new_status == retry.INVALID and status in retry.GONE:
+            # gone from n8n.io: a stored template is marked removed (its data kept), in the same transaction
+            template_id = int(job.key.split(":", 1)[1])
+            write = lambda c: answers.mark_removed(c, template_id, _iso(now))  # noqa: E731 - a one-line callback
         if not self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at,
-                               _ms_since(started), counted=outcome.counted):
+                               _ms_since(started), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
         log.info("%s %s attempt %d: %s -> %s%s", self.name, job.key, job.attempts, message, new_status,

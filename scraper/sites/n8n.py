@@ -71,18 +71,22 @@ def _is_int(value) -> bool:
 
 def parse_search_page(payload: bytes | str | dict) -> tuple[list[int], int]:
     """(template ids on this page, totalWorkflows) of one search answer; ParseError if it is not one."""
+    items, total = parse_search_entries(payload)
+    return [item["id"] for item in items], total
+
+
+def parse_search_entries(payload: bytes | str | dict) -> tuple[list[dict], int]:
+    """(listing entries on this page, each with an integer `id`, totalWorkflows); ParseError if it is not one."""
     data = _load_json(payload, "search page")
     if not isinstance(data, dict) or not isinstance(data.get("workflows"), list):
         raise ParseError("search page has no 'workflows' list")
     total = data.get("totalWorkflows")
     if not _is_int(total):
         raise ParseError("search page has no integer 'totalWorkflows'")
-    ids = []
     for item in data["workflows"]:
         if not isinstance(item, dict) or not _is_int(item.get("id")):
             raise ParseError(f"search page item without an integer id: {str(item)[:80]}")
-        ids.append(item["id"])
-    return ids, total
+    return data["workflows"], total
 
 
 def search_done(page: int, rows: int, got: int, total: int) -> bool:
