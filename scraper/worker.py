@@ -9,7 +9,7 @@ import sqlite3
 import sys
 import time
 
-from . import answers, breaker, http, retry
+from . import answers, breaker, http, retry, store
 from .errors import FetchError, ParseError
 from .limiter import DomainLimiter, NoLimiter
 from .queue import Queue
