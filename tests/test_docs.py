@@ -26,7 +26,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
-COMMANDS = ("seed", "run", "status", "retry", "export")
+COMMANDS = ("seed", "run", "status", "retry", "export", "refresh", "changes", "history", "reextract")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")
