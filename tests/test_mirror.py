@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import requests
 
 from conftest import rows, scraper, status_json
 
@@ -35,6 +36,8 @@ def test_the_daily_line_catches_new_edited_and_removed_templates(standin, tmp_pa
     assert len(before) == 150 and {r["version"] for r in before.values()} == {1}
 
     ids = site.corpus()["ids"]
+    refused = requests.post(site.url + "/_standin/library", json={"remove": [999_999_999]}, timeout=5)
+    assert refused.status_code == 400 and site.corpus()["removed"] == []
     edited, workflow_only, removed = ids[10:14], ids[20:23], ids[30:33]
     added = site.library(add=5, edit=edited, edit_workflow=workflow_only, remove=removed, views=1)["added"]
     site.reset()
