@@ -19,8 +19,11 @@ install: $(BIN)/scraper
 test: install
 	$(BIN)/python -m pytest -q
 
+# the steps of the crontab line in README.md and docs/operations.md: seed (creates the database, or adds
+# new templates), give failed rows another chance, run
 scrape: install
 	$(BIN)/scraper seed --from-search
+	$(BIN)/scraper retry --failed
 	$(BIN)/scraper run --workers $(WORKERS)
 
 demo: install

@@ -1,5 +1,6 @@
 """The `scraper` command: thin click commands over the library."""
 
+import io
 import json
 import logging
 import os
@@ -9,9 +10,15 @@ import time
 
 import click
 
-from . import __version__, answers, export, seed, settings, status, store, supervisor, sync
+from . import (__version__, answers, export, failures, logs, outcome, retry, runstate, seed, settings, source,
+               status, store, supervisor, sync)
 from .errors import ConfigError, FetchError, ParseError, RunLocked
 from .queue import Queue
+
+log = logging.getLogger("scraper")
+
+WATCH_EVERY_S = 1.0
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
 
 class Failure(click.ClickException):
@@ -20,6 +27,41 @@ class Failure(click.ClickException):
     def __init__(self, message, exit_code=supervisor.EXIT_USAGE):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def _stamp_show(e):
+    """Make click print this error (and its usage hint) with a timestamp on every line, like a log line."""
+    plain = e.show
+
+    def show(file=None):
+        buf = io.StringIO()
+        plain(buf)
+        click.echo(logs.stamped(buf.getvalue().rstrip("\n")), file=file, err=file is None)
+
+    e.show = show
+
+
+class Group(click.Group):
+    """The command group; its only addition is the timestamp on click's own `Error:` lines."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.ClickException as e:
+            _stamp_show(e)
+            raise
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as e:
+            _stamp_show(e)
+            raise
+
+
+def _say(text):
+    """A command's result line, timestamped like the log lines around it in a cron log."""
+    click.echo(logs.stamped(text))
 
 
 def _settings(ctx, **values):
@@ -40,18 +82,21 @@ def _open_existing(s):
         raise Failure(f"{s.db_path} cannot be used as a database ({e}).") from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", "db_path", envvar=settings.ENV_DB, default=settings.DB_PATH, show_default=True,
               help=f"The SQLite database of jobs and results [env {settings.ENV_DB}].")
 @click.option("--api-url", envvar=settings.ENV_API_URL, default=settings.API_URL, show_default=True,
               help=f"Base URL of the n8n template API [env {settings.ENV_API_URL}].")
 @click.option("--site-url", envvar=settings.ENV_SITE_URL, default=settings.SITE_URL, show_default=True,
               help=f"Base URL of the n8n.io site [env {settings.ENV_SITE_URL}].")
+@click.option("--user-agent", envvar=settings.ENV_USER_AGENT, default=settings.USER_AGENT, show_default=True,
+              help=f"The User-Agent header; add a contact address, e.g. 'scraper/{__version__} "
+                   f"(+mailto:you@example.org)' [env {settings.ENV_USER_AGENT}].")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
 @click.pass_context
-def main(ctx, db_path, api_url, site_url, log_level):
+def main(ctx, db_path, api_url, site_url, user_agent, log_level):
     """Collect the n8n.io workflow library into one SQLite file, politely and resumably.
 
     \b
@@ -60,9 +105,8 @@ def main(ctx, db_path, api_url, site_url, log_level):
         scraper run --workers 4
         scraper status
     """
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(message)s")
-    ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url}
+    logs.setup(log_level.upper())
+    ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url, "user_agent": user_agent}
 
 
 def _job_count(s):
@@ -83,8 +127,12 @@ def _job_count(s):
               help="Search requests per second (the same shared budget as `run`).")
 @click.option("--burst", type=int, default=settings.BURST, show_default=True,
               help="Requests the site allows at once above the rate.")
+@click.option("--timeout", "timeout_s", type=float, default=settings.TIMEOUT_S, show_default=True,
+              help="Seconds to wait for a connection or for data, per search page.")
+@click.option("--adopt-urls", is_flag=True,
+              help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
 @click.pass_context
-def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
+def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, timeout_s, adopt_urls):
     """Add one pending job per template. --from-search walks the whole listing and also queues a
     re-fetch of templates whose listing entry changed, of stored templates missing from a complete walk
     (the fetch confirms the removal) and of removed templates listed again (restored).
@@ -98,31 +146,65 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
         raise Failure("--limit goes with --from-search.")
-    s = _settings(ctx, rate_per_s=rate_per_s, burst=burst)
+    s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s)
+    if os.path.exists(s.db_path):
+        _check_source(s, adopt_urls)     # before any request: a database of another site is refused first
     if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
-        click.echo("the database already has jobs; nothing seeded.")
+        _say("the database already has jobs; nothing seeded.")
         return
     started = time.time()
     try:
         found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
         raise Failure(str(e)) from None
-    except (FetchError, ParseError) as e:
-        raise Failure(f"the search API did not answer usably ({e}); nothing was seeded.", 1) from None
+    except FetchError as e:
+        log.debug("search request failed: %s", e)
+        raise Failure(_fetch_failure(e, s), 1) from None
+    except ParseError as e:
+        raise Failure(f"{e.url or s.api_url} did not answer with a page of search results ({e}); check "
+                      f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", 1) from None
     conn = store.open_db(s.db_path)
     try:
+        source.check(conn, s.api_url, s.site_url, adopt_urls, time.time())
         if ids_file:
             new, known = Queue(conn).seed(seed.job_rows(s, found))
         else:
             plan, new, known = sync.apply(conn, s, found, started, time.time())
+    except ConfigError as e:
+        raise Failure(str(e)) from None
     finally:
         conn.close()
-    click.echo(f"seeded {new} new job(s); {known} already known.")
+    _say(f"seeded {new} new job(s); {known} already known.")
     if not ids_file:
         walk = "complete" if found.complete else "incomplete, so nothing is taken as removed"
-        click.echo(f"listing: {len(found.entries)} template(s) on {found.pages} page(s), {walk}; "
-                   f"{len(plan.new)} new, {len(plan.changed)} changed, {len(plan.missing)} removed "
-                   f"(queued to confirm), {len(plan.restored)} restored.")
+        _say(f"listing: {len(found.entries)} template(s) on {found.pages} page(s), {walk}; "
+             f"{len(plan.new)} new, {len(plan.changed)} changed, {len(plan.missing)} removed "
+             f"(queued to confirm), {len(plan.restored)} restored.")
+
+
+def _fetch_failure(e, s):
+    """The sentence for a search request that failed: the URL tried, and what to do next."""
+    url = e.url or s.api_url
+    offline = "check the network or --api-url, or try `make demo` (it needs no internet)"
+    if e.kind == retry.TIMEOUT:
+        return (f"{url} did not answer within {s.timeout_s:g} s; {offline}, or raise --timeout; "
+                f"nothing was seeded.")
+    if e.status is not None:
+        return (f"{url} answered HTTP {e.status}; check --api-url (n8n's is {settings.API_URL}); "
+                f"nothing was seeded.")
+    reason = str(e).split(":", 1)[0]
+    return f"could not reach {url} ({reason}); {offline}; nothing was seeded."
+
+
+def _check_source(s, adopt):
+    """Refuse (exit 2) a database seeded from other URLs, unless `adopt`; record them on first use."""
+    conn = _open_existing(s)
+    try:
+        source.check(conn, s.api_url, s.site_url, adopt, time.time())
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    finally:
+        conn.close()
 
 
 @main.command("run")
@@ -147,13 +229,16 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
 @click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
               help="First retry delay in seconds; it doubles with each attempt.")
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")
+@click.option("--adopt-urls", is_flag=True,
+              help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
 @click.pass_context
-def run_cmd(ctx, no_limit, **options):
+def run_cmd(ctx, no_limit, adopt_urls, **options):
     """Work through the pending jobs with N worker processes until none is runnable.
 
     Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
-    error; 70 workers kept crashing at start; 75 another run holds this database;
-    130/143 stopped by Ctrl-C/SIGTERM.
+    error; 3 some jobs were left pending because their domain kept failing; 70 workers kept crashing at
+    start; 75 another run holds this database; 130/143 stopped by Ctrl-C/SIGTERM. The last line says
+    what to do next.
 
     \b
     Example:
@@ -162,53 +247,117 @@ def run_cmd(ctx, no_limit, **options):
     s = _settings(ctx, limiter=not no_limit, **options)
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
+    _check_source(s, adopt_urls)
     try:
         code = supervisor.run(s)
     except RunLocked as e:
-        raise Failure(str(e), supervisor.EXIT_LOCKED) from None
+        step = outcome.next_step(outcome.LOCKED).removeprefix("next: ")
+        raise Failure(f"{str(e).rstrip('.')}; {step}", supervisor.EXIT_LOCKED) from None
+    log.info("%s", _next_step(s, code))
     ctx.exit(code)
+
+
+def _next_step(s, code):
+    """The run's last line: what to do now, from the exit code and what the database holds."""
+    try:
+        conn = store.connect(s.db_path)
+        try:
+            queue = Queue(conn)
+            failed, now = queue.counts()["failed"], time.time()
+            stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        failed, stuck = 0, {}
+    return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None))
 
 
 @main.command("status")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
+@click.option("--watch", is_flag=True, help="Redraw every second until Ctrl-C (with --json: one object a line).")
 @click.pass_context
-def status_cmd(ctx, as_json):
-    """Counts per status, recent rate, ETA, errors by kind, 429s and each domain's breaker.
+def status_cmd(ctx, as_json, watch):
+    """The run holding the database (or none), counts per status, orphaned rows, rate, ETA, errors by
+    kind, 429s and each domain's breaker.
 
     \b
     Example:
         scraper status
         scraper status --json | jq .eta_s
+        scraper status --watch
     """
     s = _settings(ctx)
+    if not watch:
+        report = _status_report(s)
+        click.echo(json.dumps(report, indent=2) if as_json else status.render(report))
+        return
+    terminal = logs.is_terminal(sys.stdout)
+    try:
+        while True:
+            report = _status_report(s)
+            if as_json:
+                click.echo(json.dumps(report))
+            else:
+                click.echo((CLEAR_SCREEN if terminal else "") + f"status at {logs.stamp()}\n" + status.render(report)
+                           + ("" if terminal else "\n"))
+            time.sleep(WATCH_EVERY_S)
+    except KeyboardInterrupt:       # Ctrl-C is how a watch ends: not an error
+        return
+
+
+def _status_report(s):
     conn = _open_existing(s)
     try:
-        report = status.report(Queue(conn), time.time())
+        return status.report(Queue(conn), time.time(), runstate.current(conn, s.lock_path))
     finally:
         conn.close()
-    click.echo(json.dumps(report, indent=2) if as_json else status.render(report))
 
 
 @main.command("retry")
-@click.option("--failed", "which", flag_value="failed", default=True, help="Rows that ended failed (the default).")
-@click.option("--invalid", "which", flag_value="invalid", help="Rows that ended invalid (404/410).")
-@click.option("--all", "which", flag_value="all", help="Both failed and invalid rows.")
+@click.option("--failed", is_flag=True, help="Rows that ended failed (the default when no flag is given).")
+@click.option("--invalid", is_flag=True, help="Rows that ended invalid (404/410).")
+@click.option("--all", "all_", is_flag=True, help="Both failed and invalid rows.")
 @click.pass_context
-def retry_cmd(ctx, which):
-    """Move finished-but-unsuccessful rows back to pending, their attempts reset.
+def retry_cmd(ctx, failed, invalid, all_):
+    """Move finished-but-unsuccessful rows back to pending, their attempts reset. The flags add up:
+    `--failed --invalid` moves both.
 
     \b
     Example (cron, before the run):
-        scraper retry --failed && scraper run
+        scraper retry --failed; scraper run
     """
     s = _settings(ctx)
-    statuses = ("failed", "invalid") if which == "all" else (which,)
+    statuses = tuple(name for name, on in (("failed", failed or all_ or not invalid), ("invalid", invalid or all_))
+                     if on)
     conn = _open_existing(s)
     try:
         n = Queue(conn).retry(statuses)
     finally:
         conn.close()
-    click.echo(f"moved {n} {'/'.join(statuses)} job(s) back to pending.")
+    _say(f"moved {n} {'/'.join(statuses)} job(s) back to pending.")
+
+
+@main.command("failures")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of {key, status, error_kind, last_error, "
+              "attempts, http_status} instead of text.")
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the newest N.")
+@click.pass_context
+def failures_cmd(ctx, as_json, limit):
+    """The jobs that ended failed or invalid, and why, the newest first.
+
+    \b
+    Example:
+        scraper failures --limit 20
+        scraper failures --json | jq -r '.[] | select(.status == "failed") | .key'
+    """
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        rows = failures.listing(conn, limit)
+        total = sum(n for st, n in Queue(conn).counts().items() if st in ("failed", "invalid"))
+    finally:
+        conn.close()
+    click.echo(json.dumps(rows, indent=2) if as_json else failures.render(rows, total))
 
 
 @main.command("export")
@@ -229,7 +378,7 @@ def export_cmd(ctx, fmt, output, live_only):
     try:
         if output:
             n = export.write_file(conn, fmt, output, live_only)
-            click.echo(f"exported {n} workflow(s) to {output}.", err=True)
+            click.echo(logs.stamped(f"exported {n} workflow(s) to {output}."), err=True)
         else:
             export.write(conn, fmt, sys.stdout, live_only)
     except ConfigError as e:
@@ -257,7 +406,7 @@ def refresh_cmd(ctx, older_than_days, limit):
         n = sync.refresh(conn, older_than_days, limit, time.time())
     finally:
         conn.close()
-    click.echo(f"queued {n} template(s) for a re-fetch.")
+    _say(f"queued {n} template(s) for a re-fetch.")
 
 
 @main.command("changes")
@@ -336,4 +485,4 @@ def reextract_cmd(ctx):
     finally:
         conn.close()
     extra = f"; {without} stored before answers were kept, left as they are" if without else ""
-    click.echo(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")
+    _say(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")

@@ -3,20 +3,30 @@
 from dataclasses import dataclass
 
 
+RATE_WINDOW_S = 60.0        # the rate looks at most this far back
+MIN_WINDOW_S = 1.0          # a run a few ms old would otherwise show a rate from one or two jobs
+
+
+def rate_window_s(now, run_started_at):
+    """Seconds the rate looks back over: the shorter of the last minute and the time since the live run
+    started (so a run 12 s old is not measured over 60 s); 0 when no run is alive (no rate)."""
+    if run_started_at is None:
+        return 0.0
+    return min(RATE_WINDOW_S, max(MIN_WINDOW_S, now - run_started_at))
+
+
 @dataclass(frozen=True)
 class Progress:
     total: int
     finished: int           # done + failed + invalid
     remaining: int          # pending + running
-    last_1m: int
-    last_5m: int
+    recent: int             # finished within the last `window_s` seconds
+    window_s: float         # 0: no run is alive, so no rate
 
     @property
     def rate_per_min(self):
-        """Completions per minute: the last minute when it has any, else the 5-minute mean."""
-        if self.last_1m:
-            return float(self.last_1m)
-        return self.last_5m / 5.0
+        """Completions per minute over the window."""
+        return self.recent * 60.0 / self.window_s if self.window_s > 0 else 0.0
 
     @property
     def eta_s(self):
@@ -27,10 +37,10 @@ class Progress:
         return None if rate <= 0 else self.remaining * 60.0 / rate
 
 
-def from_counts(counts, last_1m, last_5m):
+def from_counts(counts, recent, window_s):
     finished = counts.get("done", 0) + counts.get("failed", 0) + counts.get("invalid", 0)
     remaining = counts.get("pending", 0) + counts.get("running", 0)
-    return Progress(finished + remaining, finished, remaining, last_1m, last_5m)
+    return Progress(finished + remaining, finished, remaining, recent, window_s)
 
 
 def format_duration(seconds):
@@ -54,3 +64,13 @@ def line(p, width=30):
         filled = int(share * width)
         bar = "[" + "#" * filled + "." * (width - filled) + "] "
     return f"{bar}{p.finished}/{p.total} ({share:.0%}) {p.rate_per_min:.1f}/min ETA {format_duration(p.eta_s)}"
+
+
+def failures_summary(before, after):
+    """`12 failed attempts: http_5xx ×8, network ×4` from two readings of the `error:<kind>` counters
+    (None when nothing failed in between)."""
+    grew = {name.split(":", 1)[1]: after[name] - before.get(name, 0) for name in after}
+    grew = {kind: n for kind, n in sorted(grew.items(), key=lambda kv: (-kv[1], kv[0])) if n > 0}
+    if not grew:
+        return None
+    return f"{sum(grew.values())} failed attempts: " + ", ".join(f"{kind} ×{n}" for kind, n in grew.items())

@@ -13,8 +13,8 @@ from .errors import ConfigError
 DB_PATH = "jobs.db"
 API_URL = "https://api.n8n.io/api"
 SITE_URL = "https://n8n.io"
-PROJECT_URL = "https://github.com/scraper-project/scraper"
-USER_AGENT = f"scraper/{__version__} (+{PROJECT_URL})"
+# names the tool and its version; operators add a contact address with --user-agent (see the guide)
+USER_AGENT = f"scraper/{__version__} (n8n.io template library collector)"
 WORKERS = 4
 RATE_PER_S = 2.0            # n8n.io's published guidance
 BURST = 5
@@ -38,6 +38,7 @@ REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this
 ENV_DB = "SCRAPER_DB"
 ENV_API_URL = "SCRAPER_API_URL"
 ENV_SITE_URL = "SCRAPER_SITE_URL"
+ENV_USER_AGENT = "SCRAPER_USER_AGENT"
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -101,6 +102,8 @@ def build(**values):
     s = Settings(**values)
     _check_url("API URL", s.api_url)
     _check_url("site URL", s.site_url)
+    _check(bool(s.user_agent.strip()) and s.user_agent.isprintable() and s.user_agent.isascii(),
+           f"--user-agent must be one line of printable ASCII text (got {s.user_agent!r}).")
     _check(s.workers >= 1, f"--workers must be at least 1 (got {s.workers}).")
     _check(s.rate_per_s > 0 and math.isfinite(s.rate_per_s),
            f"--rate must be a number of requests per second above 0 (got {s.rate_per_s:g}).")

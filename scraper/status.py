@@ -1,13 +1,19 @@
-"""What `scraper status` reports: counts, rate, ETA, errors by kind, 429s, each domain's breaker."""
+"""What `scraper status` reports: the run holding the database, counts, rate, ETA, errors by kind, 429s,
+each domain's breaker."""
+
+import time
 
 from . import progress, sync
 
 
-def report(queue, now):
-    """The status as one dict (the `status --json` object)."""
+def report(queue, now, run=None):
+    """The status as one dict (the `status --json` object); `run` is `runstate.current()`."""
     counts = queue.counts()
     last_1m, last_5m = queue.finished_since(now - 60), queue.finished_since(now - 300)
-    p = progress.from_counts(counts, last_1m, last_5m)
+    alive = run is not None and run["alive"]
+    window = progress.rate_window_s(now, run["started_at"] if alive else None)
+    recent = queue.finished_since(now - window) if window else 0
+    p = progress.from_counts(counts, recent, window)
     errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
     domains = {
         name: {
@@ -19,21 +25,46 @@ def report(queue, now):
         for name, b in queue.domains().items()
     }
     return {
-        "total": p.total, **counts, "finished_last_1m": last_1m, "finished_last_5m": last_5m,
-        "rate_per_min": round(p.rate_per_min, 2),
+        "run": run, "total": p.total, **counts, "stale_running": 0 if alive else counts["running"],
+        "finished_last_1m": last_1m, "finished_last_5m": last_5m,
+        "rate_window_s": round(window, 1), "rate_per_min": round(p.rate_per_min, 2),
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         **sync.status_fields(queue.conn),
     }
 
 
+def _when(ts):
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def run_line(r):
+    run = r["run"]
+    if run is None:
+        return "run       none: no run holds this database"
+    if run["pid"] is None:
+        return "run       starting (it holds the run lock)"
+    if run["alive"]:
+        return f"run       pid {run['pid']} since {_when(run['started_at'])}, alive"
+    return (f"run       pid {run['pid']} since {_when(run['started_at'])} is gone; its orphaned workers still "
+            f"hold the database until they finish their job")
+
+
 def render(r):
     """The status as the lines `scraper status` prints."""
+    rate = f"{r['rate_per_min']:.1f}/min over the last {r['rate_window_s']:g} s" if r["rate_window_s"] else \
+        "0.0/min (no run is going)"
     lines = [
+        run_line(r),
         f"jobs      {r['total']} total: {r['pending']} pending, {r['running']} running, {r['done']} done, "
         f"{r['failed']} failed, {r['invalid']} invalid",
+    ]
+    if r["stale_running"]:
+        lines.append(f"stale     {r['stale_running']} row(s) marked running belong to no live run; "
+                     f"the next `scraper run` takes them back")
+    lines += [
         f"finished  {r['finished_last_1m']} in the last minute, {r['finished_last_5m']} in the last 5 minutes",
-        f"rate      {r['rate_per_min']:.1f}/min, ETA {progress.format_duration(r['eta_s'])}",
+        f"rate      {rate}, ETA {progress.format_duration(r['eta_s'])}",
         "errors    " + (", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"),
         f"429s      {r['http_429']}",
         f"listing   last complete walk {r['last_complete_walk'] or 'never'}"

@@ -83,7 +83,16 @@ MIGRATIONS = [
         value INTEGER NOT NULL DEFAULT 0
     );
     """,
-    # 2: the mirror (issue 8): raw answers per version, the listing as last walked, removals, changes
+    # 2: the API and site URLs the database was seeded from (one row), so a run cannot mix two sites
+    """
+    CREATE TABLE source (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        api_url TEXT NOT NULL,
+        site_url TEXT NOT NULL,
+        recorded_at REAL NOT NULL
+    );
+    """,
+    # 3: the mirror (issue 8): raw answers per version, the listing as last walked, removals, changes
     """
     ALTER TABLE workflows ADD COLUMN version INTEGER;
     ALTER TABLE workflows ADD COLUMN first_seen_at TEXT;

@@ -34,6 +34,8 @@ SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
 QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start counts towards a crash loop
 MAX_QUICK_DEATHS = 5
+LOCK_TRIES = 3
+LOCK_RETRY_S = 0.05
 
 
 class RunLock:
@@ -47,13 +49,18 @@ class RunLock:
 
     def acquire(self):
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise RunLocked(
-                f"another `scraper run` is already working on this database (lock {self.path})."
-            ) from None
+        for attempt in range(LOCK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # `status` probes the lock for an instant: only a holder that stays is another run
+                if attempt == LOCK_TRIES - 1:
+                    os.close(fd)
+                    raise RunLocked(
+                        f"another `scraper run` is already working on this database (lock {self.path})."
+                    ) from None
+                time.sleep(LOCK_RETRY_S)
         self.fd = fd
         return self
 
@@ -86,6 +93,8 @@ class Supervisor:
         self.recycles = 0
         self.restarts = 0
         self.quick_deaths = 0
+        self.started_at = None      # wall clock, for the rate window
+        self.errors_seen = {}       # error counters at the last summary
 
     # --- the run ---------------------------------------------------------------------
 
@@ -95,11 +104,13 @@ class Supervisor:
         conn = store.open_db(self.s.db_path)
         self.queue = Queue(conn)
         try:
+            self._note_unfinished_run(conn)
             taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
+            self.errors_seen = self._errors()
             run_id = self._start_run(conn)
             code = self._loop()
             self._finish_run(conn, run_id, code)
@@ -124,6 +135,7 @@ class Supervisor:
         for slot in self.slots:
             self._start(slot)
         next_sample = next_show = 0.0
+        next_summary = time.monotonic() + PROGRESS_EVERY_S
         stop_deadline = None
         while True:
             sentinels = [s.process.sentinel for s in self.slots if s.process is not None]
@@ -158,11 +170,15 @@ class Supervisor:
             if not self._work_left():
                 self._signal_all(signal.SIGTERM)
                 self._join_all(self.s.stop_grace_s)
+                self._summarise_errors()
                 self._show(final=True)
                 return EXIT_FAILED if self.queue.counts()["failed"] else EXIT_OK
             if mono >= next_show:
                 next_show = mono + (TTY_REFRESH_S if self.tty else PROGRESS_EVERY_S)
                 self._show()
+            if mono >= next_summary:
+                next_summary = mono + PROGRESS_EVERY_S
+                self._summarise_errors()
 
     def _work_left(self):
         row = self.queue.conn.execute(
@@ -251,12 +267,32 @@ class Supervisor:
 
     # --- bookkeeping ------------------------------------------------------------------
 
+    def _note_unfinished_run(self, conn):
+        """A run killed with -9 (or by a reboot) could not say so: say it now, in the log it left."""
+        last = conn.execute("SELECT pid, started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        if last is not None and last["finished_at"] is None:
+            log.warning("the previous run (pid %d, started %s) ended without finishing (killed or crashed); "
+                        "resuming where it stopped", last["pid"],
+                        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started_at"])))
+
+    def _errors(self):
+        return {name: n for name, n in self.queue.counters().items() if name.startswith("error:")}
+
+    def _summarise_errors(self):
+        """Transient failures are logged at DEBUG by the workers; this is their one INFO line per interval."""
+        now = self._errors()
+        line = progress.failures_summary(self.errors_seen, now)
+        self.errors_seen = now
+        if line:
+            log.info("%s", line)
+
     def _start_run(self, conn):
+        self.started_at = self.clock()
         with store.transaction(conn) as c:
             settings = {k: v for k, v in dataclasses.asdict(self.s).items() if k != "user_agent"}
             return c.execute(
                 "INSERT INTO runs (pid, started_at, workers, settings) VALUES (?, ?, ?, ?)",
-                (os.getpid(), self.clock(), self.s.workers, json.dumps(settings)),
+                (os.getpid(), self.started_at, self.s.workers, json.dumps(settings)),
             ).lastrowid
 
     def _finish_run(self, conn, run_id, code):
@@ -272,8 +308,8 @@ class Supervisor:
 
     def _show(self, final=False):
         now = self.clock()
-        p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - 60),
-                                 self.queue.finished_since(now - 300))
+        window = progress.rate_window_s(now, self.started_at)
+        p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - window), window)
         if self.tty:
             end = "\n" if final else ""
             self.out.write("\r" + progress.line(p) + end)

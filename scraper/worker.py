@@ -197,8 +197,10 @@ class Worker:
                                _ms_since(started), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
-        log.info("%s %s attempt %d: %s -> %s%s", self.name, job.key, job.attempts, message, new_status,
-                 f" in {outcome.delay_s:.1f} s" if available_at else "")
+        # a retry is routine (the supervisor logs one summary per interval); a final failure is news
+        level = logging.DEBUG if new_status == "pending" else logging.INFO
+        log.log(level, "%s %s attempt %d: %s -> %s%s", self.name, job.key, job.attempts, message, new_status,
+                f" in {outcome.delay_s:.1f} s" if available_at else "")
 
 
 def main(settings, slot, parent_pid):

@@ -1,9 +1,11 @@
 """The click commands in-process (CliRunner), then what is really in the database and on disk."""
 
 import csv
+import fcntl
 import io
 import json
 import os
+import re
 import time
 
 import pytest
@@ -20,6 +22,8 @@ from tests.n8n_answers import definition_ids, detail_body, search_items
 API = "http://api.test/api"
 SITE = "http://site.test"
 SEARCH = f"{API}/templates/search"
+# `2026-11-26 02:30:00,123 Error: ...`: click's error line, timestamped like a log line
+STAMPED_ERROR = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} Error: (.*)$")
 
 
 @pytest.fixture
@@ -48,9 +52,9 @@ def files_in(folder):
 def assert_one_sentence_error(result, *words):
     assert result.exit_code == 2, (result.output, result.exception)
     assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    errors = [line for line in result.output.splitlines() if STAMPED_ERROR.match(line)]
     assert len(errors) == 1, result.output
-    message = errors[0][len("Error: "):]
+    message = STAMPED_ERROR.match(errors[0]).group(1)
     assert message.endswith(".") and "\n" not in message
     for word in words:
         assert word in message, message
@@ -59,8 +63,8 @@ def assert_one_sentence_error(result, *words):
 
 # --- help ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", [[], ["seed"], ["run"], ["status"], ["retry"], ["export"], ["refresh"],
-                                     ["changes"], ["history"], ["reextract"]])
+@pytest.mark.parametrize("command", [[], ["seed"], ["run"], ["status"], ["retry"], ["failures"], ["export"],
+                                     ["refresh"], ["changes"], ["history"], ["reextract"]])
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_every_command_has_help_with_an_example(command, flag):
     result = CliRunner().invoke(cli.main, [*command, flag])
@@ -290,25 +294,57 @@ def hand_built(db):
     return db
 
 
-def test_status_json_on_a_hand_built_db(hand_built):
+@pytest.fixture
+def live_run(hand_built):
+    """A run holding the hand-built database: this process holds its run lock and has its `runs` row,
+    started two minutes ago."""
+    fd = os.open(f"{hand_built}-run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    started = time.time() - 120
+    conn = store.open_db(str(hand_built))
+    conn.execute("INSERT INTO runs (pid, started_at, workers) VALUES (?, ?, 1)", (os.getpid(), started))
+    conn.close()
+    yield started
+    os.close(fd)
+
+
+def test_status_json_on_a_hand_built_db(hand_built, live_run):
     result = invoke("status", "--json", db=hand_built)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert {"total", "pending", "running", "done", "failed", "invalid", "rate_per_min", "eta_s", "http_429",
-            "errors_by_kind"} <= set(report)
+            "errors_by_kind", "run", "stale_running"} <= set(report)
     assert (report["total"], report["pending"], report["running"], report["done"], report["failed"],
             report["invalid"]) == (8, 3, 1, 2, 1, 1)
+    assert report["run"] == {"pid": os.getpid(), "started_at": live_run, "alive": True}
+    assert report["stale_running"] == 0           # the running row belongs to the live run
     assert report["rate_per_min"] == 2.0          # two finished in the last minute
     assert report["eta_s"] == 120.0               # four left at two a minute
     assert report["http_429"] == 2
     assert report["errors_by_kind"] == {"http_429": 2, "http_4xx": 1, "network": 1}
 
 
-def test_status_text(hand_built):
+def test_status_without_a_live_run_has_no_rate_and_counts_orphans(hand_built):
+    conn = store.open_db(str(hand_built))      # a run that was killed: its row never got its end
+    conn.execute("INSERT INTO runs (pid, started_at, workers) VALUES (?, ?, 1)", (2**22 + 7, time.time() - 30))
+    conn.close()
+    report = json.loads(invoke("status", "--json", db=hand_built).stdout)
+    assert report["run"] is None
+    assert (report["running"], report["stale_running"]) == (1, 1)
+    assert (report["rate_per_min"], report["eta_s"]) == (0.0, None)
+    assert report["finished_last_1m"] == 2     # what happened is still told
+    text = invoke("status", db=hand_built).output
+    assert "no run holds this database" in text
+    assert "1 row(s) marked running belong to no live run" in text
+
+
+def test_status_text(hand_built, live_run):
     result = invoke("status", db=hand_built)
     assert result.exit_code == 0
+    assert f"run       pid {os.getpid()} since " in result.output
     assert "8 total: 3 pending, 1 running, 2 done, 1 failed, 1 invalid" in result.output
-    assert "2.0/min, ETA 2m00s" in result.output
+    assert "stale" not in result.output
+    assert "2.0/min over the last 60 s, ETA 2m00s" in result.output
     assert "429s      2" in result.output
     assert "http_429 2" in result.output
 
@@ -327,6 +363,7 @@ def test_status_of_an_empty_db(db):
     store.open_db(str(db)).close()
     report = json.loads(invoke("status", "--json", db=db).stdout)
     assert (report["total"], report["rate_per_min"], report["eta_s"], report["errors_by_kind"]) == (0, 0.0, 0.0, {})
+    assert (report["run"], report["stale_running"]) == (None, 0)
 
 
 # --- retry ---------------------------------------------------------------------------------------
@@ -341,6 +378,7 @@ def job_states(db):
 
 @pytest.mark.parametrize("flag, moved", [
     ([], {"n8n:3"}), (["--failed"], {"n8n:3"}), (["--invalid"], {"n8n:4"}), (["--all"], {"n8n:3", "n8n:4"}),
+    (["--failed", "--invalid"], {"n8n:3", "n8n:4"}), (["--invalid", "--failed"], {"n8n:3", "n8n:4"}),
 ])
 def test_retry_moves_the_right_rows_and_resets_attempts(hand_built, flag, moved):
     before = job_states(hand_built)

@@ -22,11 +22,13 @@ from scraper.cli import main as cli
 pytestmark = pytest.mark.slow
 
 OPERATIONS = ROOT / "docs" / "operations.md"
+README = ROOT / "README.md"
+MAKEFILE = ROOT / "Makefile"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
-COMMANDS = ("seed", "run", "status", "retry", "export", "refresh", "changes", "history", "reextract")
+COMMANDS = ("seed", "run", "status", "retry", "failures", "export", "refresh", "changes", "history", "reextract")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")
@@ -137,6 +139,9 @@ def has(text):
 OUTPUT_CHECKS = [
     (r"scraper status --json", lambda done, ctx: json.loads(done.stdout)["total"] == ctx["total"]),
     (r"scraper status$", has("total:")),
+    (r"scraper failures$", lambda done, ctx: done.stdout.count("  invalid  http_4xx") == ctx["invalid"]),
+    (r"scraper failures --json", lambda done, ctx: len(json.loads(done.stdout)) == ctx["invalid"]
+     and all(r["last_error"] for r in json.loads(done.stdout))),
     (r"--db missing\.db status", has("there is no database at missing.db")),
     (r"\bseed --from-search\b", has("already known")),
     (r"\bseed --ids\b", has("3 already known")),
@@ -163,6 +168,46 @@ OUTPUT_CHECKS = [
 ]
 
 
+CRON_STEPS = [["seed", "--from-search"], ["retry", "--failed"], ["run", "--workers"]]
+
+
+def cron_lines(path):
+    return [line for line in sh_lines(path) if CRON_RE.match(line)]
+
+
+def test_the_crontab_line_is_the_same_in_the_readme_and_the_guide_and_make_scrape_takes_its_steps():
+    (readme_line,) = cron_lines(README)
+    guide = cron_lines(OPERATIONS)
+    assert guide == [readme_line]
+    steps = [c.split()[1:3] for c in commands_of(readme_line)]
+    assert steps == CRON_STEPS
+    recipe = MAKEFILE.read_text().split("\nscrape:", 1)[1].split("\n\n", 1)[0]
+    made = [line.split()[1:3] for line in recipe.splitlines() if "/scraper " in line]
+    assert [m[:2] if m[0] != "run" else m[:1] + ["--workers"] for m in made] == CRON_STEPS
+
+
+def test_the_crontab_line_works_from_an_empty_folder_and_logs_with_timestamps(standin, tmp_path):
+    site = standin(templates=25, rate=50, burst=5, faults="403:0.1,503:0.2", seed=4)
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    db = folder / "jobs.db"
+    (line,) = cron_lines(README)
+    commands = [shell(c, db) for c in commands_of(line)]
+    for night in (1, 2):
+        for command in commands:
+            subprocess.run(["bash", "-c", command], cwd=folder, env=scraper_env(site, db), timeout=120, check=False)
+    counts = {r["status"]: r["n"] for r in rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}
+    assert sum(counts.values()) == 25 and counts.get("failed") and not counts.get("pending"), counts
+    log = (folder / "scraper.log").read_text().splitlines()
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+    assert [line for line in log if not stamp.match(line)] == []
+    assert sum("seeded 25 new job(s)" in line for line in log) == 1        # the first night seeds
+    assert sum("seeded 0 new job(s); 25 already known." in line for line in log) == 1
+    assert sum("failed job(s) back to pending." in line for line in log) == 2
+    ends = [line for line in log if " next: " in line]
+    assert len(ends) == 2 and all("scraper failures" in line for line in ends)   # the 403s stay failed
+
+
 def fill(site, db):
     scraper(site, db, "seed", "--from-search", check=0)
     scraper(site, db, "run", "--workers", "2", "--rate", "50", "--burst", "5", "--backoff-base", "0.1", check=0)
@@ -177,8 +222,8 @@ def test_every_command_in_the_operations_guide_runs(standin, tmp_path):
     assert counts.get("invalid") and counts.get("done") and not counts.get("failed"), counts
     lines = runnable()
     assert len(lines) >= 20
-    assert any(CRON_RE.match(line) and len(commands) == 2 and "retry --failed" in commands[0][0]
-               and "scraper run" in commands[1][0] for line, commands in lines), "no crontab line retries, then runs"
+    assert any(CRON_RE.match(line) and [c.split()[1:3] for c, _ in commands] == CRON_STEPS
+               for line, commands in lines), "no crontab line seeds, retries, then runs"
     problems = []
     for number, (line, commands) in enumerate(lines):
         copy = copy_of(db, tmp_path / f"line{number}", site)

@@ -237,8 +237,8 @@ COUNTS = {"pending": 50, "running": 10, "done": 30, "failed": 5, "invalid": 5}
 
 
 def test_progress_from_counts():
-    p = progress.from_counts(COUNTS, last_1m=12, last_5m=40)
-    assert (p.total, p.finished, p.remaining, p.last_1m, p.last_5m) == (100, 40, 60, 12, 40)
+    p = progress.from_counts(COUNTS, recent=12, window_s=60)
+    assert (p.total, p.finished, p.remaining, p.recent, p.window_s) == (100, 40, 60, 12, 60)
 
 
 def test_progress_from_partial_counts():
@@ -246,16 +246,33 @@ def test_progress_from_partial_counts():
     assert (p.total, p.finished, p.remaining) == (3, 3, 0)
 
 
-def test_rate_is_the_last_minute_else_the_5_minute_mean():
-    assert progress.from_counts(COUNTS, 12, 40).rate_per_min == 12.0
-    assert progress.from_counts(COUNTS, 0, 40).rate_per_min == 8.0
-    assert progress.from_counts(COUNTS, 0, 0).rate_per_min == 0.0
+def test_rate_is_over_the_window():
+    assert progress.from_counts(COUNTS, 12, 60).rate_per_min == 12.0
+    assert progress.from_counts(COUNTS, 60, 12).rate_per_min == 300.0     # 60 jobs in a run 12 s old
+    assert progress.from_counts(COUNTS, 40, 0).rate_per_min == 0.0        # no live run: no rate
+
+
+@pytest.mark.parametrize("now, started, window", [
+    (1000.0, None, 0.0),          # no run alive
+    (1012.0, 1000.0, 12.0),       # 12 s into a run: 12 s, not 60
+    (1200.0, 1000.0, 60.0),       # an older run: the last minute
+    (1000.2, 1000.0, 1.0),        # a run a moment old: at least 1 s
+])
+def test_rate_window_is_the_shorter_of_a_minute_and_the_run_s_age(now, started, window):
+    assert progress.rate_window_s(now, started) == window
 
 
 def test_eta():
-    assert progress.from_counts(COUNTS, 12, 40).eta_s == 60 * 60 / 12       # 60 remaining at 12/min
-    assert progress.from_counts(COUNTS, 0, 0).eta_s is None                  # no rate yet
+    assert progress.from_counts(COUNTS, 12, 60).eta_s == 60 * 60 / 12       # 60 remaining at 12/min
+    assert progress.from_counts(COUNTS, 0, 60).eta_s is None                 # no rate yet
     assert progress.from_counts({"done": 9}, 0, 0).eta_s == 0.0              # nothing left
+
+
+def test_failures_summary_counts_what_grew_by_kind():
+    before = {"error:http_5xx": 10, "error:network": 1}
+    after = {"error:http_5xx": 18, "error:network": 5, "error:parse": 0, "error:http_429": 1}
+    assert progress.failures_summary(before, after) == "13 failed attempts: http_5xx ×8, network ×4, http_429 ×1"
+    assert progress.failures_summary(after, after) is None
 
 
 @pytest.mark.parametrize("seconds, text", [
@@ -267,7 +284,7 @@ def test_format_duration(seconds, text):
 
 
 def test_progress_line_with_bar():
-    p = progress.from_counts({"done": 120, "pending": 480}, last_1m=118, last_5m=500)
+    p = progress.from_counts({"done": 120, "pending": 480}, recent=118, window_s=60)
     assert progress.line(p, width=10) == "[##........] 120/600 (20%) 118.0/min ETA 4m04s"
 
 

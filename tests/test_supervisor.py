@@ -67,6 +67,7 @@ def test_a_signal_hands_back_jobs_and_exits(standin, tmp_path, sig, code):
     wait_until(lambda: count(db, "done") >= 5)
     proc.send_signal(sig)
     assert proc.wait(15) == code
+    assert "next: run again to resume" in proc.stderr.read().strip().splitlines()[-1]
     assert count(db, "running") == 0
     assert count(db, "done") + count(db, "pending") == 60
     assert rows(db, "SELECT exit_code FROM runs")[-1]["exit_code"] == code

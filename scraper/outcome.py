@@ -1,0 +1,33 @@
+"""What the last line of a run tells the operator to do next, for each way a run can end."""
+
+from .progress import format_duration
+
+# the exit codes of `scraper run` (the supervisor's names for them live beside its loop)
+OK, FAILED, USAGE, GAVE_UP, CRASHING, LOCKED, SIGINT, SIGTERM = 0, 1, 2, 3, 70, 75, 130, 143
+
+
+def next_step(code, failed=0, domains=(), retry_in_s=None):
+    """One sentence: what to do after a run that exited `code`.
+
+    `failed` is the database's count of failed rows, `domains` the domains whose breaker gave up,
+    `retry_in_s` how long until such a domain may be tried again (when known)."""
+    if code == OK:
+        return "next: nothing to do; `scraper seed --from-search` adds templates published since."
+    if code == FAILED:
+        return (f"next: {failed} job(s) are failed; see why with `scraper failures`, then "
+                f"`scraper retry --failed` and run again.")
+    if code == GAVE_UP:
+        which = ", ".join(domains) or "a domain"
+        when = f" in {format_duration(retry_in_s)} or later" if retry_in_s else " later"
+        return (f"next: {which} kept failing, so its jobs were left pending; run again{when} "
+                f"(cron's next run will), and check `scraper status` for its breaker.")
+    if code == CRASHING:
+        return "next: workers died right after they started; fix the cause in the errors above, then run again."
+    if code == LOCKED:
+        return ("next: let the run that holds it finish (`scraper status` shows its pid); "
+                "cron's next run tries again.")
+    if code in (SIGINT, SIGTERM):
+        return "next: run again to resume; every unfinished job was handed back."
+    if code == USAGE:
+        return "next: fix the command line or configuration named above, then run again."
+    return f"next: the run ended with the unexpected exit code {code}; read the errors above, then run again."

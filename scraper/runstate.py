@@ -1,0 +1,50 @@
+"""Is a run working on this database? The run lock says whether anyone holds it; the `runs` row says
+who and since when."""
+
+import fcntl
+import os
+
+import psutil
+
+
+def lock_held(lock_path):
+    """True while some process holds the run lock (a run, or the orphaned workers of a killed one).
+
+    The probe takes a shared lock for an instant; `RunLock.acquire` tries again briefly, so a run
+    starting at that very moment is not turned away."""
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def current(conn, lock_path):
+    """{pid, started_at, alive} of the run that holds the database, or None when none does.
+
+    `alive` is False when the lock is held but the run's supervisor is gone (it was killed and its
+    workers are finishing their last jobs)."""
+    if not lock_held(lock_path):
+        return None
+    row = conn.execute(
+        "SELECT pid, started_at FROM runs WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    if row is None:          # the run has the lock but has not written its row yet
+        return {"pid": None, "started_at": None, "alive": True}
+    return {"pid": row["pid"], "started_at": row["started_at"], "alive": _running(row["pid"])}
+
+
+def _running(pid):
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
