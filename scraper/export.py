@@ -17,10 +17,11 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")   # what spreadsheets read as t
 CSV_CELL_MAX = 32_767       # Excel's and LibreOffice's limit of characters in one cell
 
 
-def rows(conn):
-    """The workflows rows, one at a time, in id order (never the whole table in memory), each with its
-    `transcripts` in the order of its videos."""
-    for row in sqlite_utils.Database(conn).query("SELECT * FROM workflows ORDER BY id"):
+def rows(conn, live_only=False):
+    """The workflows rows (`live_only`: those not removed), one at a time, in id order (never the whole
+    table in memory), each with its `transcripts` in the order of its videos."""
+    where = " WHERE removed_at IS NULL" if live_only else ""
+    for row in sqlite_utils.Database(conn).query(f"SELECT * FROM workflows{where} ORDER BY id"):
         row["transcripts"] = transcripts_of(conn, row)
         yield row
 
@@ -46,17 +47,17 @@ def csv_transcripts(transcripts):
     return "\n\n".join(t["text"] for t in transcripts)[:CSV_CELL_MAX]
 
 
-def write(conn, fmt, out):
-    """Write every row to the text stream `out`; returns how many."""
+def write(conn, fmt, out, live_only=False):
+    """Write every row (`live_only`: those not removed) to the text stream `out`; returns how many."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if fmt == "csv":
         columns = [r[1] for r in conn.execute("PRAGMA table_info(workflows)")] + ["transcripts"]
-        return _csv(rows(conn), out, columns)
-    return {"jsonl": _jsonl, "json": _json}[fmt](rows(conn), out)
+        return _csv(rows(conn, live_only), out, columns)
+    return {"jsonl": _jsonl, "json": _json}[fmt](rows(conn, live_only), out)
 
 
-def write_file(conn, fmt, path):
+def write_file(conn, fmt, path, live_only=False):
     """Write to `path` through a temporary file beside it, so a reader never sees half an export."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
@@ -64,7 +65,7 @@ def write_file(conn, fmt, path):
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            n = write(conn, fmt, out)
+            n = write(conn, fmt, out, live_only)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)     # mkstemp makes it 0600; an export is an ordinary file
