@@ -10,8 +10,8 @@ import time
 
 import click
 
-from . import (__version__, export, failures, logs, outcome, report, retry, runstate, search, seed, settings,
-               source, stats, status, store, supervisor)
+from . import (__version__, answers, export, failures, logs, outcome, report, retry, runstate, search, seed,
+               settings, source, stats, status, store, supervisor, sync)
 from .errors import ConfigError, FetchError, ParseError, RunLocked
 from .queue import Queue
 
@@ -136,7 +136,9 @@ def _job_count(s):
               help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
 @click.pass_context
 def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, timeout_s, adopt_urls):
-    """Add one pending job per template; known templates are left as they are.
+    """Add one pending job per template. --from-search walks the whole listing and also queues a
+    re-fetch of templates whose listing entry changed, of stored templates missing from a complete walk
+    (the fetch confirms the removal) and of removed templates listed again (restored).
 
     \b
     Example:
@@ -153,8 +155,9 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
     if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
         _say("the database already has jobs; nothing seeded.")
         return
+    started = time.time()
     try:
-        ids = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
+        found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
         raise Failure(str(e)) from None
     except FetchError as e:
@@ -166,12 +169,20 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
     conn = store.open_db(s.db_path)
     try:
         source.check(conn, s.api_url, s.site_url, adopt_urls, time.time())
-        new, known = Queue(conn).seed(seed.job_rows(s, ids))
+        if ids_file:
+            new, known = Queue(conn).seed(seed.job_rows(s, found))
+        else:
+            plan, new, known = sync.apply(conn, s, found, started, time.time())
     except ConfigError as e:
         raise Failure(str(e)) from None
     finally:
         conn.close()
     _say(f"seeded {new} new job(s); {known} already known.")
+    if not ids_file:
+        walk = "complete" if found.complete else "incomplete, so nothing is taken as removed"
+        _say(f"listing: {len(found.entries)} template(s) on {found.pages} page(s), {walk}; "
+             f"{len(plan.new)} new, {len(plan.changed)} changed, {len(plan.missing)} removed "
+             f"(queued to confirm), {len(plan.restored)} restored.")
 
 
 def _fetch_failure(e, s):
@@ -376,8 +387,9 @@ def failures_cmd(ctx, as_json, limit):
               help="Write to this file (default: stdout; parquet needs a file).")
 @click.option("--columns", help="Comma-separated columns to export, in this order (default: all).")
 @click.option("--no-redact", is_flag=True, help="Keep credentials as stored (by default they become [REDACTED]).")
+@click.option("--live-only", is_flag=True, help="Leave out templates removed from n8n.io.")
 @click.pass_context
-def export_cmd(ctx, fmt, output, columns, no_redact):
+def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
     """Stream the workflows table as JSON Lines, JSON, CSV or Parquet (needs pyarrow: pip install
     'scraper[parquet]').
 
@@ -401,17 +413,118 @@ def export_cmd(ctx, fmt, output, columns, no_redact):
     try:
         chosen = export.choose_columns(conn, columns, fmt)
         if output:
-            summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact)
+            summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact, live_only=live_only)
             click.echo(logs.stamped(f"exported {summary.rows} workflow(s) to {output}; "
                                     f"{summary.describe(not no_redact)}"), err=True)
         else:
-            summary = export.write(conn, fmt, sys.stdout, chosen, redact=not no_redact)
+            summary = export.write(conn, fmt, sys.stdout, chosen, redact=not no_redact, live_only=live_only)
             sys.stdout.flush()      # the data first, then the line about it
             click.echo(logs.stamped(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}"), err=True)
     except ConfigError as e:
         raise Failure(str(e)) from None
     finally:
         conn.close()
+
+
+@main.command("refresh")
+@click.option("--older-than", "older_than_days", type=click.IntRange(min=0), default=settings.REFRESH_DAYS,
+              show_default=True, help="Queue templates last fetched more than this many days ago (0: all).")
+@click.option("--limit", type=click.IntRange(min=1), help="Queue at most this many, the oldest first.")
+@click.pass_context
+def refresh_cmd(ctx, older_than_days, limit):
+    """Queue done templates for a re-fetch, oldest first: catches edits the listing does not show
+    (a changed workflow JSON). The next `scraper run` fetches them; a changed one gets a new version.
+
+    \b
+    Example:
+        scraper refresh --older-than 30 --limit 500 && scraper run
+    """
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        n = sync.refresh(conn, older_than_days, limit, time.time())
+    finally:
+        conn.close()
+    _say(f"queued {n} template(s) for a re-fetch.")
+
+
+@main.command("changes")
+@click.option("--since", help="Only changes at or after this time (ISO 8601; no offset means UTC).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array instead of text.")
+@click.pass_context
+def changes_cmd(ctx, since, as_json):
+    """List what changed, oldest first: added, changed (a new version), removed, restored.
+
+    \b
+    Example:
+        scraper changes --since 2026-11-01
+        scraper changes --since 2026-11-25T02:00:00Z --json
+    """
+    try:
+        since = None if since is None else sync.parse_time(since)
+    except ValueError:
+        raise Failure(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-25 or 2026-11-25T02:00:00Z).") \
+            from None
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        found = answers.changes(conn, since)
+    finally:
+        conn.close()
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+    else:
+        for c in found:
+            click.echo(f"{c['at']}  {c['change']:<8}  {c['id']}")
+
+
+@main.command("history")
+@click.argument("template_id", metavar="ID", type=click.IntRange(min=1))
+@click.option("--json", "as_json", is_flag=True, help="One JSON array instead of text.")
+@click.pass_context
+def history_cmd(ctx, template_id, as_json):
+    """List the stored versions of one template, oldest first.
+
+    \b
+    Example:
+        scraper history 1234
+        scraper history 1234 --json
+    """
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        versions = answers.history(conn, template_id)
+    finally:
+        conn.close()
+    if not versions:
+        raise Failure(f"template {template_id} has no stored version.")
+    if as_json:
+        click.echo(json.dumps(versions, indent=2))
+    else:
+        for v in versions:
+            click.echo(f"version {v['version']}  {v['fetched_at']}  {v['content_hash']}")
+
+
+@main.command("reextract")
+@click.pass_context
+def reextract_cmd(ctx):
+    """Rebuild every workflows row from the stored answers, sending no request (after an extractor fix).
+
+    \b
+    Example:
+        scraper reextract
+    """
+    s = _settings(ctx)
+    conn = _open_existing(s)
+    try:
+        rebuilt, without = answers.reextract(conn)
+    except ParseError as e:
+        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.", 1) \
+            from None
+    finally:
+        conn.close()
+    extra = f"; {without} stored before answers were kept, left as they are" if without else ""
+    _say(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")
 
 
 @main.command("search")

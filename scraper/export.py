@@ -67,16 +67,18 @@ def choose_columns(conn, wanted, fmt=None):
     return list(dict.fromkeys(chosen))
 
 
-def rows(conn, columns=None):
-    """The workflows rows, one at a time, in id order (never the whole table in memory), each with its
-    `transcripts` in the order of its videos (when `columns` holds it; by default it does)."""
+def rows(conn, columns=None, live_only=False):
+    """The workflows rows (`live_only`: those not removed from n8n.io), one at a time, in id order (never
+    the whole table in memory), each with its `transcripts` in the order of its videos (when `columns`
+    holds it; by default it does)."""
     columns = columns or table_columns(conn)
     stored = [c for c in columns if c != TRANSCRIPTS]
     with_transcripts = TRANSCRIPTS in columns
     # the transcripts come in the order of the template's videos: read them even when not exported
     select = stored + (["videos"] if with_transcripts and "videos" not in stored else [])
     cols = ", ".join(f'"{c}"' for c in select) if select else "id"
-    for row in sqlite_utils.Database(conn).query(f"SELECT {cols} FROM workflows ORDER BY id"):
+    where = " WHERE removed_at IS NULL" if live_only else ""
+    for row in sqlite_utils.Database(conn).query(f"SELECT {cols} FROM workflows{where} ORDER BY id"):
         if with_transcripts:
             row[TRANSCRIPTS] = transcripts_of(conn, row)
         yield {c: row[c] for c in columns}
@@ -103,16 +105,16 @@ def csv_transcripts(transcripts):
     return fit_cell("\n\n".join(t["text"] for t in transcripts))[0]
 
 
-def write(conn, fmt, out, columns=None, redact=True):
-    """Write every row to the text stream `out`; returns a Summary. `columns`: a list from choose_columns
-    (default all)."""
+def write(conn, fmt, out, columns=None, redact=True, live_only=False):
+    """Write every row (`live_only`: those not removed) to the text stream `out`; returns a Summary.
+    `columns`: a list from choose_columns (default all)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
     if fmt == "parquet":
         raise ConfigError("--format parquet needs --output FILE (Parquet is a binary file, not a stream).")
     columns = columns or choose_columns(conn, None, fmt)
     summary = Summary()
-    source = _prepared(rows(conn, columns), redact, summary, decode=fmt != "csv")
+    source = _prepared(rows(conn, columns, live_only), redact, summary, decode=fmt != "csv")
     if fmt == "csv":
         _csv(source, out, columns, summary)
     else:
@@ -120,7 +122,7 @@ def write(conn, fmt, out, columns=None, redact=True):
     return summary
 
 
-def write_file(conn, fmt, path, columns=None, redact=True):
+def write_file(conn, fmt, path, columns=None, redact=True, live_only=False):
     """Write to `path` through a temporary file beside it, so a reader never sees half an export."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
@@ -136,11 +138,12 @@ def write_file(conn, fmt, path, columns=None, redact=True):
             summary = Summary()
             types = {r[1]: r[2] for r in conn.execute("PRAGMA table_info(workflows)")}
             # the workflow stays JSON text in Parquet: no need to decode it
-            source = _prepared(rows(conn, columns), redact, summary, decode=True, keep_text=("workflow",))
+            source = _prepared(rows(conn, columns, live_only), redact, summary, decode=True,
+                               keep_text=("workflow",))
             summary.bad_dates = parquet.write(source, tmp, columns, types)
         else:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-                summary = write(conn, fmt, out, columns, redact)
+                summary = write(conn, fmt, out, columns, redact, live_only)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)     # mkstemp makes it 0600; an export is an ordinary file

@@ -18,7 +18,7 @@ COMPRESSION = "zstd"          # read by pandas, polars, duckdb and Spark; smalle
 
 # the type of each known column; a column this does not know takes the type SQLite declares for it
 LISTS = ("categories", "node_types", "images", "videos")
-TIMESTAMPS = ("created_at", "fetched_at")
+TIMESTAMPS = ("created_at", "fetched_at", "first_seen_at", "last_seen_at", "removed_at")
 INTEGERS = ("id", "node_count", "total_views", "quality_score")
 MAPS = ("page_og",)
 TRANSCRIPTS = "transcripts"   # [{video_id, language_code, is_generated, text}]: a list of structs

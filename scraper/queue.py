@@ -160,9 +160,10 @@ class Queue:
             return True
 
     def fail(self, job, worker, now, status, kind, message, http_status=None, available_at=None, duration_ms=None,
-             counted=True):
+             counted=True, write=None):
         """Record a failed attempt: `status` is pending (retry at `available_at`), failed or invalid.
-        With `counted=False` the attempt is given back (a 429 is the domain's, not the job's)."""
+        With `counted=False` the attempt is given back (a 429 is the domain's, not the job's); `write(conn)`
+        runs in the same transaction (a confirmed removal)."""
         finished = None if status == "pending" else now
         with transaction(self.conn) as c:
             cur = c.execute(
@@ -176,6 +177,8 @@ class Queue:
             if cur.rowcount != 1:
                 return False
             _bump(c, "error:" + kind)
+            if write is not None:
+                write(c)
             return True
 
     def release(self, job, worker, now):
@@ -222,6 +225,20 @@ class Queue:
                 [now, now, *statuses],
             )
             return cur.rowcount
+
+    def refetch(self, keys, now):
+        """Queue finished jobs of `keys` again, attempts reset (a sync or a refresh); a job that is pending
+        or running already is left alone. `keys` is a list of keys, or of (key, available_at) to order
+        the claims. Returns how many were queued."""
+        rows = [(k, now) if isinstance(k, str) else k for k in keys]
+        with transaction(self.conn) as c:
+            before = c.total_changes
+            c.executemany(
+                """UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
+                       updated_at = ? WHERE key = ? AND status IN ('done', 'failed', 'invalid')""",
+                [(at, now, key) for key, at in rows],
+            )
+            return c.total_changes - before
 
     # --- domains -------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Filling the queue: template ids from the search API, or from a file of ids and URLs."""
 
 import logging
+import typing
 
 from . import http
 from .errors import ConfigError
@@ -16,8 +17,17 @@ def job_rows(settings, ids):
         yield n8n.site.job_row(settings, template_id)
 
 
+class Walk(typing.NamedTuple):
+    """One walk of the listing: its entries by id (listing order), and whether it saw the whole listing."""
+
+    entries: dict
+    complete: bool
+    pages: int
+
+
 def discover(settings, limit=None):
-    """Template ids from the search API, page after page, through the shared rate limit."""
+    """The listing from the search API, page after page, through the shared rate limit: a Walk.
+    A walk stopped by `limit` before the last page is not complete."""
     limiter = DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
     session = http.make_session(settings.user_agent)
 
@@ -26,7 +36,7 @@ def discover(settings, limit=None):
         return http.fetch(session, url, settings.timeout_s).content
 
     try:
-        return n8n.discover(settings.api_url, get, limit)
+        return Walk(*n8n.discover(settings.api_url, get, limit))
     finally:
         session.close()
         limiter.close()

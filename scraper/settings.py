@@ -41,6 +41,7 @@ YOUTUBE_DOMAIN = "youtube.com"
 YOUTUBE_RATE_PER_S = 0.2
 YOUTUBE_BURST = 2
 TRANSCRIPT_LANGUAGES = ("en",)
+REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
 
 ENV_DB = "SCRAPER_DB"
 ENV_API_URL = "SCRAPER_API_URL"

@@ -3,7 +3,7 @@ each domain's breaker."""
 
 import time
 
-from . import progress
+from . import progress, sync
 
 
 def report(queue, now, run=None):
@@ -31,6 +31,7 @@ def report(queue, now, run=None):
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         "sites": queue.counts_by_site(),
+        **sync.status_fields(queue.conn),
     }
 
 
@@ -67,6 +68,8 @@ def render(r):
         f"rate      {rate}, ETA {progress.format_duration(r['eta_s'])}",
         "errors    " + (", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"),
         f"429s      {r['http_429']}",
+        f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
+        + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed",
     ]
     for name, c in r["sites"].items():
         lines.append(f"site      {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "

@@ -214,8 +214,14 @@ class Worker:
         )
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
+        write = None
+        if new_status == retry.INVALID and status in retry.GONE:
+            # gone from its site: the site may record that (n8n marks a stored template removed, its data
+            # kept), in the same transaction
+            site = sites.get(job.site)
+            write = lambda c: site.gone(c, job, _iso(now))  # noqa: E731 - a one-line callback
         if not self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at,
-                               _ms_since(started), counted=outcome.counted):
+                               _ms_since(started), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
         # a retry is routine (the supervisor logs one summary per interval); a final failure is news

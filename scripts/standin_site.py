@@ -9,6 +9,8 @@ The corpus is built deterministically from the real data in ``tests/fixtures/n8n
 request (anything not under ``/_standin``) goes through one strict token bucket, so the counters in
 ``/_standin/stats`` are the proof that a client was polite. Faults (5xx, resets, truncated bodies,
 slow answers, 404/403) are assigned to template ids from ``--seed`` and listed by ``/_standin/corpus``.
+``POST /_standin/library`` changes the library between runs (``{"add": N, "edit": [ids],
+"edit_workflow": [ids], "remove": [ids], "restore": [ids], "views": rounds}``).
 
 Standard library only. Binds 127.0.0.1 only.
 """
@@ -58,6 +60,8 @@ _PH_RE = re.compile(rb'"@@STANDIN_([A-Z]+)@@"')
 _PH_ID = "@@STANDIN_ID@@"
 _PH_NAME = "@@STANDIN_NAME@@"
 _PH_IMAGE = "@@STANDIN_IMAGE@@"
+_PH_VIEWS = "@@STANDIN_VIEWS@@"
+_PH_RECENT = "@@STANDIN_RECENT@@"
 
 _SEARCH_RE = re.compile(r"^/api/templates/search/?$")
 _DETAIL_RE = re.compile(r"^/api/templates/workflows/(\d+)/?$")
@@ -156,6 +160,7 @@ class _Corpus:
                 if line.strip():
                     rows.append(json.loads(line))
         rows.sort(key=lambda row: row["id"])
+        self._spare = rows[templates:]      # what /_standin/library adds, in id order
         rows = rows[:templates]
 
         # The 6270 file is a genuine importable answer: prefer it over the cached copy of 6270.
@@ -165,12 +170,15 @@ class _Corpus:
         self.slugs = {row["id"]: _slug_of(row["url"], row["id"]) for row in rows}
         self.position = {tid: k for k, tid in enumerate(self.ids)}
         self.names = {}
+        self._base_names = [item["name"] for item in search_items]
         for k, tid in enumerate(self.ids):
-            base = search_items[k % len(search_items)]["name"]
-            self.names[tid] = base if k < len(search_items) else f"{base} #{tid}"
+            self.names[tid] = self._name(k, tid)
+        # the library as changed by /_standin/library: removed ids, edit counts, a views round
+        self.removed, self.edits, self.views_round = set(), {}, 0
 
         # Since 20 divides 100, k % 100 fixes k % 20: at most 100 distinct combinations.
         n_combo = min(len(search_items), templates)
+        self._base_views = [int(search_items[c].get("totalViews") or 0) for c in range(n_combo)]
         self._search_parts, self._detail_parts, self._import_parts, self._page_info = [], [], [], []
         for c in range(n_combo):
             item = search_items[c]
@@ -190,13 +198,8 @@ class _Corpus:
         self._values = {}
         self._images = {}
         for tid in self.ids:
-            images = self._image_list(tid)
-            self._images[tid] = images
-            self._values[tid] = {
-                b"ID": str(tid).encode(),
-                b"NAME": _dumps(self.names[tid]),
-                b"IMAGE": _dumps(images),
-            }
+            self._images[tid] = self._image_list(tid)
+            self._values[tid] = self._values_of(tid)
 
         # One shuffle decides everything: missing ids first, then one slice per fault kind.
         order = list(self.ids)
@@ -213,11 +216,70 @@ class _Corpus:
                 self.faults[tid] = (kind, times)
             pos += n
 
+    def _name(self, k, tid):
+        base = self._base_names[k % len(self._base_names)]
+        return base if k < len(self._base_names) else f"{base} #{tid}"
+
+    def _values_of(self, tid):
+        views = self._base_views[self.combo(tid)] + self.views_round * (tid % 50 + 1)
+        return {b"ID": str(tid).encode(), b"NAME": _dumps(self.names[tid]), b"IMAGE": _dumps(self._images[tid]),
+                b"VIEWS": str(views).encode(), b"RECENT": str(views // 10).encode()}
+
+    def listed(self):
+        """The ids the listing shows, in its order."""
+        return [tid for tid in self.ids if tid not in self.removed] if self.removed else self.ids
+
+    def change(self, add=0, edit=(), edit_workflow=(), remove=(), restore=(), views=0):
+        """Change the library between runs: add the next `add` templates, edit some visibly (name,
+        description, workflow), some only in the workflow JSON, remove or restore some, and move every
+        view count on by `views` rounds. Returns the ids added."""
+        unknown = [t for t in [*edit, *edit_workflow, *remove, *restore] if t not in self.position]
+        if unknown or add < 0 or add > len(self._spare):
+            raise ValueError(f"unknown ids {unknown[:5]} or bad add {add} (at most {len(self._spare)})")
+        added = []
+        for row in self._spare[:add]:
+            tid = row["id"]
+            self.position[tid] = len(self.ids)
+            self.ids.append(tid)
+            self.slugs[tid] = _slug_of(row["url"], tid)
+            self.names[tid] = self._name(self.position[tid], tid)
+            self._images[tid] = self._image_list(tid)
+            added.append(tid)
+        del self._spare[:add]
+        for tid in edit:
+            visible, workflow_only = self.edits.get(tid, (0, 0))
+            self.edits[tid] = (visible + 1, workflow_only)
+            self.names[tid] = f"{self._name(self.position[tid], tid)} (edit {visible + 1})"
+        for tid in edit_workflow:
+            visible, workflow_only = self.edits.get(tid, (0, 0))
+            self.edits[tid] = (visible, workflow_only + 1)
+        self.removed = (self.removed | set(remove)) - set(restore)
+        self.views_round += views
+        for tid in self.ids:
+            self._values[tid] = self._values_of(tid)
+        return added
+
+    def _edited(self, tid, body, detail):
+        """body with tid's edits applied (only edited ids pay for the JSON round trip)."""
+        visible, workflow_only = self.edits.get(tid, (0, 0))
+        if not visible and not workflow_only:
+            return body
+        obj = json.loads(body)
+        item = obj["workflow"] if detail else obj
+        if visible:
+            item["description"] = f"{item.get('description') or ''}\n\nEdited {visible} times on the stand-in."
+        if detail:
+            meta = item["workflow"].setdefault("meta", {})
+            meta.update({"standinEdit": visible, "standinRevision": workflow_only})
+        return _dumps(obj)
+
     @staticmethod
     def _search_item(item):
         out = dict(item)
         out["id"] = _PH_ID
         out["name"] = _PH_NAME
+        if "totalViews" in out:
+            out["totalViews"] = _PH_VIEWS
         return out
 
     @staticmethod
@@ -253,14 +315,13 @@ class _Corpus:
         inner = self._inner(wf)
         for key, empty in (("settings", {}), ("meta", {}), ("tags", []), ("pinData", {})):
             inner.setdefault(key, empty)
-        views = int(item.get("totalViews") or 0)
         user = item.get("user") or {}
         detail = {
             "id": _PH_ID,
             "name": _PH_NAME,
-            "views": views,
-            "recentViews": views // 10,
-            "totalViews": views,
+            "views": _PH_VIEWS,
+            "recentViews": _PH_RECENT,
+            "totalViews": _PH_VIEWS,
             "createdAt": item.get("createdAt"),
             "description": item.get("description"),
             "lastUpdatedBy": user.get("id"),
@@ -288,11 +349,11 @@ class _Corpus:
 
     def search_item(self, tid):
         """JSON bytes of tid's search item."""
-        return _render(self._search_parts[self.combo(tid)], self._values[tid])
+        return self._edited(tid, _render(self._search_parts[self.combo(tid)], self._values[tid]), False)
 
     def detail(self, tid):
         """JSON bytes of tid's detail answer (no faults)."""
-        return _render(self._detail_parts[self.combo(tid)], self._values[tid])
+        return self._edited(tid, _render(self._detail_parts[self.combo(tid)], self._values[tid]), True)
 
     def importable(self, tid):
         """JSON bytes of tid's importable answer {id, name, workflow}."""
@@ -433,7 +494,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._public_get(split.path, parse_qs(split.query))
 
     def do_POST(self):  # noqa: N802 - http.server naming
-        """Control endpoints /_standin/storm and /_standin/reset; anything else is 404."""
+        """Control endpoints /_standin/storm, /_standin/library and /_standin/reset; anything else is 404."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         path = urlsplit(self.path).path.rstrip("/")
@@ -453,6 +514,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             site.storm(seconds)
             self._json(200, {"storm_seconds": seconds})
+        elif path == "/_standin/library":
+            try:
+                with site._lock:
+                    added = site.corpus.change(**json.loads(raw or b"{}"))
+            except (ValueError, TypeError) as e:
+                self._error(400, f"bad library change: {e}")
+                return
+            self._json(200, {"added": added, "listed": len(site.corpus.listed())})
         elif path == "/_standin/reset":
             site.reset()
             self._json(200, {"reset": True})
@@ -522,10 +591,11 @@ class _Handler(BaseHTTPRequestHandler):
         if rows > MAX_ROWS:
             self._error(400, f"rows must be <= {MAX_ROWS}")
             return
-        chunk = corpus.ids[(page - 1) * rows: page * rows]
+        listed = corpus.listed()
+        chunk = listed[(page - 1) * rows: page * rows]
         body = b"".join(
             [
-                b'{"totalWorkflows":%d,"workflows":[' % len(corpus.ids),
+                b'{"totalWorkflows":%d,"workflows":[' % len(listed),
                 b",".join(corpus.search_item(tid) for tid in chunk),
                 b'],"filters":[]}',
             ]
@@ -539,7 +609,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, "Workflow not found")
             return
         if fault is None:
-            if tid in site.corpus.missing:
+            if tid in site.corpus.missing or tid in site.corpus.removed:
                 self._error(404, "Workflow not found")
             else:
                 self._send(200, site.corpus.detail(tid))
@@ -708,7 +778,7 @@ class StandinSite:
 
     def is_live(self, tid):
         """True if tid is in the corpus and not one of the listed-but-gone (missing) ids."""
-        return tid in self.corpus.position and tid not in self.corpus.missing
+        return tid in self.corpus.position and tid not in self.corpus.missing and tid not in self.corpus.removed
 
     def storm(self, seconds):
         """Answer every counted request with 503 for the next ``seconds`` seconds."""
@@ -744,6 +814,7 @@ class StandinSite:
         return {
             "ids": list(corpus.ids),
             "missing": sorted(corpus.missing),
+            "removed": sorted(corpus.removed),
             "faults": {str(tid): {"kind": kind, "times": times} for tid, (kind, times) in sorted(corpus.faults.items())},
             "slugs": {str(tid): slug for tid, slug in corpus.slugs.items()},
             "seed": self.seed,

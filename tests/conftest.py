@@ -47,6 +47,16 @@ class Standin:
     def template(self, template_id):
         return requests.get(f"{self.url}/_standin/template/{template_id}", timeout=5).json()
 
+    def library(self, **change):
+        """Change the library between runs (add=N, edit=[ids], edit_workflow=[ids], remove=[ids],
+        restore=[ids], views=rounds); returns the stand-in's answer ({"added": [ids], "listed": n})."""
+        resp = requests.post(self.url + "/_standin/library", json=change, timeout=5)
+        resp.raise_for_status()
+        return resp.json()
+
+    def reset(self):
+        requests.post(self.url + "/_standin/reset", timeout=5).raise_for_status()
+
     def storm(self, seconds):
         requests.post(self.url + "/_standin/storm", json={"seconds": seconds}, timeout=5).raise_for_status()
 

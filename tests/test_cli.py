@@ -64,7 +64,8 @@ def assert_one_sentence_error(result, *words):
 # --- help ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", [[], ["seed"], ["run"], ["status"], ["retry"], ["failures"], ["export"],
-                                     ["search"], ["stats"], ["report"]])
+                                     ["refresh"], ["changes"], ["history"], ["reextract"], ["search"], ["stats"],
+                                     ["report"]])
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_every_command_has_help_with_an_example(command, flag):
     result = CliRunner().invoke(cli.main, [*command, flag])

@@ -281,6 +281,12 @@ def test_search_finds_templates_by_name_description_and_node_types(library):
     found = cli_json(site, db, "search", "node_types:telegram", "--json", "--limit", "1000")
     assert {f["id"] for f in found} == expected
     assert all(f"{search.MARK_START}telegram" in f["snippet"].lower() for f in found)
+    # a re-extraction rewrites every row: the index follows it, and equals one made from scratch
+    scraper(site, db, "reextract", check=0)
+    conn = store.connect(str(db))
+    kept = fts_rows(conn)
+    assert len(kept) == len(workflows) and search.rebuild(conn) == len(workflows) and fts_rows(conn) == kept
+    conn.close()
 
 
 @pytest.mark.slow
@@ -375,7 +381,7 @@ def test_parquet_round_trips_every_row(library, tmp_path, monkeypatch):
     assert len(got) == len(workflows)
     for g, w in zip(got, workflows):
         for col, value in w.items():
-            if col in ("created_at", "fetched_at"):
+            if col in parquet.TIMESTAMPS:
                 assert g[col] == parquet._timestamp(value), col
             elif col == "page_og":
                 assert (None if value is None else list(json.loads(value).items())) == g[col]

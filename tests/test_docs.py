@@ -28,7 +28,8 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
-COMMANDS = ("seed", "run", "status", "retry", "failures", "export", "search", "stats", "report")
+COMMANDS = ("seed", "run", "status", "retry", "failures", "export", "refresh", "changes", "history", "reextract",
+            "search", "stats", "report")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")
@@ -160,6 +161,11 @@ OUTPUT_CHECKS = [
     (r"export --format jsonl", lambda done, ctx: len(ctx["file"].read_text().splitlines()) == ctx["done"]),
     (r"export --format json\b", lambda done, ctx: len(json.loads(ctx["file"].read_text())) == ctx["done"]),
     (r"export --format csv", lambda done, ctx: ctx["file"].read_text().startswith("id,name,")),
+    (r"scraper refresh --older-than 30", has("queued 0 template(s)")),
+    (r"scraper changes --json", lambda done, ctx: len(json.loads(done.stdout)) == ctx["done"]),
+    (r"scraper history \d+$", has("version 1 ")),
+    (r"scraper history \d+ --json", lambda done, ctx: json.loads(done.stdout)[0]["version"] == 1),
+    (r"scraper reextract", lambda done, ctx: f"rebuilt {ctx['done']} workflow row(s)" in done.stdout),
     (r"export --format parquet", lambda done, ctx: ctx["file"].read_bytes()[:4] == b"PAR1"),
     (r"export .*--no-redact", has("not redacted")),
     (r"export (?!.*--no-redact)", has("redacted")),

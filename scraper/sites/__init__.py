@@ -20,6 +20,7 @@ class Result:
     rows: tuple = ()        # (table, row dict, primary key column): upserted
     links: tuple = ()       # (table, column, value, rows): the table's rows with column = value are replaced
     children: tuple = ()    # (key, site, url, domain): jobs queued once, known keys left as they are
+    writers: tuple = ()     # callables `write(conn)` for rows that need more than an upsert (n8n's versions)
 
 
 class Context(Protocol):
@@ -66,6 +67,9 @@ class Site(Protocol):
     def resume(self, conn, settings, now) -> int:
         """Queue the jobs a run needs that earlier runs did not (0 when none); called before the workers start."""
 
+    def gone(self, conn, job, at: str) -> None:
+        """The job's item answered 404/410 (inside the transaction that ends the job `invalid`)."""
+
 
 def _registry():
     from . import n8n, youtube     # imported here: the site modules import this package for Result
@@ -92,6 +96,8 @@ def write(conn, result: Result, now: float):
     """Write a Result inside the caller's transaction."""
     for table, row, pk in result.rows:
         store.upsert(conn, table, row, pk)
+    for writer in result.writers:
+        writer(conn)
     for table, column, value, rows in result.links:
         conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
         for row in rows:

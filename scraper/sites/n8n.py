@@ -7,6 +7,7 @@ GET {api}/templates/workflows/{id}).
 """
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -78,18 +79,22 @@ def _is_int(value) -> bool:
 
 def parse_search_page(payload: bytes | str | dict) -> tuple[list[int], int]:
     """(template ids on this page, totalWorkflows) of one search answer; ParseError if it is not one."""
+    items, total = parse_search_entries(payload)
+    return [item["id"] for item in items], total
+
+
+def parse_search_entries(payload: bytes | str | dict) -> tuple[list[dict], int]:
+    """(listing entries on this page, each with an integer `id`, totalWorkflows); ParseError if it is not one."""
     data = _load_json(payload, "search page")
     if not isinstance(data, dict) or not isinstance(data.get("workflows"), list):
         raise ParseError("search page has no 'workflows' list")
     total = data.get("totalWorkflows")
     if not _is_int(total):
         raise ParseError("search page has no integer 'totalWorkflows'")
-    ids = []
     for item in data["workflows"]:
         if not isinstance(item, dict) or not _is_int(item.get("id")):
             raise ParseError(f"search page item without an integer id: {str(item)[:80]}")
-        ids.append(item["id"])
-    return ids, total
+    return data["workflows"], total
 
 
 def search_done(page: int, rows: int, got: int, total: int) -> bool:
@@ -97,21 +102,24 @@ def search_done(page: int, rows: int, got: int, total: int) -> bool:
     return got < rows or page * rows >= total
 
 
-def discover(api_url: str, get, limit: int | None = None) -> list[int]:
-    """Template ids from the search API, page after page; `get(url) -> bytes` is the caller's polite GET."""
-    ids, seen, page = [], set(), 1
+def discover(api_url: str, get, limit: int | None = None) -> tuple[dict, bool, int]:
+    """The listing from the search API, page after page; `get(url) -> bytes` is the caller's polite GET.
+
+    Returns (entries by id in listing order, complete, pages read). A walk stopped by `limit` before
+    the last page is not complete."""
+    entries, page = {}, 1
     while True:
-        page_ids, total = parse_search_page(get(search_url(api_url, page)))
+        items, total = parse_search_entries(get(search_url(api_url, page)))
         # the default order is a popularity ranking that moves between calls: keep ids, not positions
-        for template_id in page_ids:
-            if template_id not in seen:
-                seen.add(template_id)
-                ids.append(template_id)
-        log.info("search page %d: %d templates (%d of %d so far)", page, len(page_ids), len(ids), total)
-        if limit is not None and len(ids) >= limit:
-            return ids[:limit]
-        if search_done(page, SEARCH_ROWS, len(page_ids), total):
-            return ids
+        for item in items:
+            entries.setdefault(item["id"], item)
+        log.info("search page %d: %d templates (%d of %d so far)", page, len(items), len(entries), total)
+        done = search_done(page, SEARCH_ROWS, len(items), total)
+        if limit is not None and len(entries) >= limit:
+            kept = dict(itertools.islice(entries.items(), limit))
+            return kept, done and len(kept) == len(entries), page
+        if done:
+            return entries, True, page
         page += 1
 
 
@@ -394,29 +402,37 @@ class _Fetcher:
         self.s = settings
 
     def fetch(self, job, ctx):
+        from scraper import answers     # answers reads this module: imported at first use
+
         template_id = parse_key(job.key)
-        row = extract(ctx.get(detail_url(self.s.api_url, template_id)), ctx.fetched_at())
+        fetched_at = ctx.fetched_at()
+        body = ctx.get(detail_url(self.s.api_url, template_id))
+        row = extract(body, fetched_at)
         if row["id"] != template_id:
             raise ParseError(f"answer is for template {row['id']}, not {template_id}")
+        raw = {answers.API: body}
         if self.s.with_page:
-            row.update(self._page(ctx, template_id))
+            page = self._page(ctx, template_id)
+            if page is not None:
+                row.update(extract_page(page.decode("utf-8", "replace")))
+                raw[answers.PAGE] = page
         videos = json.loads(row["videos"])
         links = [{"template_id": template_id, "video_id": v} for v in videos]
         return Result(
-            rows=(("workflows", row, "id"),),
             links=(("template_videos", "template_id", template_id, links),),
             children=children_of(self.s, youtube.SITE, videos),
+            # the row, its version and its raw answers, in the transaction that marks the job done
+            writers=(lambda c: answers.store(c, row, raw, fetched_at),),
         )
 
     def _page(self, ctx, template_id):
-        """The page's title and tags; a page that is gone leaves them empty (the API answer is the template)."""
+        """The page's bytes, or None when it is gone (the API answer is the template)."""
         try:
-            page = ctx.get(page_url(self.s.site_url, template_id))
+            return ctx.get(page_url(self.s.site_url, template_id))
         except FetchError as e:
             if e.status not in retry.GONE:
                 raise
-            return {}
-        return extract_page(page.decode("utf-8", "replace"))
+            return None
 
     def close(self):
         pass
@@ -436,6 +452,11 @@ class _Site:
 
     def resume(self, conn, settings, now):
         return 0
+
+    def gone(self, conn, job, at):
+        """A stored template whose detail answer is gone is marked removed; its data and versions stay."""
+        from scraper import answers
+        answers.mark_removed(conn, parse_key(job.key), at)
 
 
 site = _Site()

@@ -174,6 +174,9 @@ class _Site:
     def open(self, settings):
         return _Fetcher(settings)
 
+    def gone(self, conn, job, at):
+        pass                # a video that is gone is simply `invalid`; nothing else records it
+
     def resume(self, conn, settings, now):
         """Queue the videos of templates stored while transcripts were off (or before this version)."""
         videos = [r[0] for r in conn.execute(

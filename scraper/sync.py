@@ -1,0 +1,122 @@
+"""Keeping the mirror current: compare a listing walk with what is stored, queue what needs a fetch.
+
+`seed --from-search` walks the whole listing; `plan()` (pure) sorts its ids into new, changed (the
+listing entry differs in anything but view counters), missing (stored and live but absent from a
+complete walk) and restored (marked removed, listed again). Missing ids are only queued for a re-fetch:
+the listing is a popularity ranking that can shift during a walk, so an id may slip between two pages.
+The worker confirms a removal when the detail answer is 404/410 (`answers.mark_removed`).
+"""
+
+import dataclasses
+import datetime
+import hashlib
+import json
+
+from . import answers, seed
+from .queue import Queue
+from .sites import n8n
+from .store import transaction
+
+DAY_S = 86_400
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    new: list
+    changed: list
+    missing: list
+    restored: list
+
+
+def entry_hash(item):
+    """SHA-256 of a listing entry without its view counters, keys sorted."""
+    canonical = json.dumps(answers.without_view_counters(item), ensure_ascii=False, sort_keys=True,
+                           separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def plan(listed, complete, known, stored_hashes, live, removed):
+    """What a walk means. `listed`: {id: entry hash} of this walk; `known`: ids with a job;
+    `stored_hashes`: {id: entry hash} of the last walks; `live`/`removed`: ids stored in `workflows`
+    and not removed / removed. Only a complete walk can miss anything."""
+    return Plan(
+        new=[i for i in listed if i not in known],
+        changed=[i for i, h in listed.items()
+                 if i in known and i not in removed and stored_hashes.get(i, h) != h],
+        missing=sorted(set(live) - set(listed)) if complete else [],
+        restored=[i for i in listed if i in removed],
+    )
+
+
+def apply(conn, settings, walk, started_at, now):
+    """Seed new ids, queue changed, missing and restored ones, and remember the walk. Returns
+    (plan, seeded new, already known). Times are Unix seconds."""
+    listed = {tid: entry_hash(item) for tid, item in walk.entries.items()}
+    known = {int(k.split(":", 1)[1]) for (k,) in conn.execute("SELECT key FROM jobs WHERE site = ?", (n8n.SITE,))}
+    stored = dict(conn.execute("SELECT id, entry_hash FROM listing"))
+    live = {r[0] for r in conn.execute("SELECT id FROM workflows WHERE removed_at IS NULL")}
+    removed = {r[0] for r in conn.execute("SELECT id FROM workflows WHERE removed_at IS NOT NULL")}
+    p = plan(listed, walk.complete, known, stored, live, removed)
+    queue = Queue(conn)
+    new, already = queue.seed(seed.job_rows(settings, listed), now)
+    # jobs first, the listing's hashes after: a crash in between only makes the next walk queue them again
+    queue.refetch([n8n.job_key(i) for i in p.changed + p.missing + p.restored], now)
+    at = iso(now)
+    with transaction(conn) as c:
+        c.executemany("INSERT INTO listing (id, entry_hash, seen_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE "
+                      "SET entry_hash = excluded.entry_hash, seen_at = excluded.seen_at",
+                      [(tid, h, at) for tid, h in listed.items()])
+        c.executemany("UPDATE workflows SET last_seen_at = ? WHERE id = ? AND removed_at IS NULL",
+                      [(at, tid) for tid in listed])
+        for tid in p.restored:
+            c.execute("UPDATE workflows SET removed_at = NULL WHERE id = ?", (tid,))
+            version = c.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).fetchone()[0]
+            answers.record_change(c, tid, "restored", at, version)
+        c.execute("INSERT INTO walks (started_at, finished_at, complete, pages, listed, new, changed, removed, "
+                  "restored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  (iso(started_at), at, int(walk.complete), walk.pages, len(listed), len(p.new), len(p.changed),
+                   len(p.missing), len(p.restored)))
+    return p, new, already
+
+
+def refresh(conn, older_than_days, limit, now):
+    """Queue done, live templates last fetched more than `older_than_days` ago (0: all), oldest first
+    (their claim order follows their fetch time). Returns how many were queued."""
+    sql = ("SELECT w.id, w.fetched_at FROM workflows w JOIN jobs j ON j.key = ? || ':' || w.id "
+           "WHERE j.status = 'done' AND w.removed_at IS NULL")
+    args = [n8n.SITE]
+    if older_than_days > 0:
+        sql, args = sql + " AND w.fetched_at < ?", args + [iso(now - older_than_days * DAY_S)]
+    sql += " ORDER BY w.fetched_at, w.id"
+    if limit is not None:
+        sql, args = sql + " LIMIT ?", args + [limit]
+    due = [(n8n.job_key(tid), min(_epoch(fetched_at, now), now)) for tid, fetched_at in conn.execute(sql, args)]
+    return Queue(conn).refetch(due, now)
+
+
+def status_fields(conn):
+    """The mirror's part of `scraper status`: the last complete walk and the removed count."""
+    last = conn.execute("SELECT finished_at, listed FROM walks WHERE complete = 1 ORDER BY id DESC LIMIT 1").fetchone()
+    removed = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NOT NULL").fetchone()[0]
+    return {"last_complete_walk": last and last[0], "listed": last[1] if last else None, "removed": removed}
+
+
+def iso(ts):
+    """Unix seconds as the ISO 8601 UTC text every stored time of the mirror uses."""
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def parse_time(text):
+    """ISO 8601 text (a date, or a time with or without an offset; no offset means UTC) as stored text;
+    ValueError if it is none of those."""
+    t = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return iso(t.timestamp())
+
+
+def _epoch(text, default):
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except (TypeError, ValueError):
+        return default
