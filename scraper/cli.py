@@ -83,8 +83,12 @@ def _job_count(s):
               help="Search requests per second (the same shared budget as `run`).")
 @click.option("--burst", type=int, default=settings.BURST, show_default=True,
               help="Requests the site allows at once above the rate.")
+@click.option("--max-attempts", type=int, default=settings.MAX_ATTEMPTS, show_default=True,
+              help="With --from-search: attempts per search page before nothing is seeded.")
+@click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
+              help="With --from-search: first retry delay of a failing page in seconds; it doubles.")
 @click.pass_context
-def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
+def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, max_attempts, backoff_base_s):
     """Add one pending job per template; known templates are left as they are.
 
     \b
@@ -96,7 +100,7 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
         raise Failure("--limit goes with --from-search.")
-    s = _settings(ctx, rate_per_s=rate_per_s, burst=burst)
+    s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, max_attempts=max_attempts, backoff_base_s=backoff_base_s)
     if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
         click.echo("the database already has jobs; nothing seeded.")
         return
@@ -125,7 +129,9 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
 @click.option("--memory-limit", "memory_limit_mb", type=int, default=settings.MEMORY_LIMIT_MB, show_default=True,
               help="Resident memory ceiling of the whole pool, in MB.")
 @click.option("--timeout", "timeout_s", type=float, default=settings.TIMEOUT_S, show_default=True,
-              help="Seconds to wait for a connection or for data.")
+              help="Seconds one whole answer may take: connection, headers and body.")
+@click.option("--max-answer-mb", type=int, default=settings.MAX_ANSWER_MB, show_default=True,
+              help="Largest answer accepted, in MB once decompressed; a larger one ends its job `too_large`.")
 @click.option("--with-page", is_flag=True, help="Also fetch each template's n8n.io page (title, og:* tags).")
 @click.option("--max-jobs-per-worker", type=int, default=settings.MAX_JOBS_PER_WORKER, show_default=True,
               help="Recycle a worker after this many jobs.")
@@ -133,6 +139,8 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst):
               help="Consecutive failed requests that open a domain's circuit breaker.")
 @click.option("--breaker-open", "breaker_open_s", type=float, default=settings.BREAKER_OPEN_S, show_default=True,
               help="Seconds an open breaker waits before one probe.")
+@click.option("--max-open-cycles", type=int, default=settings.MAX_OPEN_CYCLES, show_default=True,
+              help="Failed probes in a row after which the run stops trying a domain (its jobs stay pending).")
 @click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
               help="First retry delay in seconds; it doubles with each attempt.")
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")
@@ -141,8 +149,8 @@ def run_cmd(ctx, no_limit, **options):
     """Work through the pending jobs with N worker processes until none is runnable.
 
     Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
-    error; 70 workers kept crashing at start; 75 another run holds this database;
-    130/143 stopped by Ctrl-C/SIGTERM.
+    error; 3 some jobs were left pending because their domain kept failing; 70 workers kept crashing at
+    start; 75 another run holds this database; 130/143 stopped by Ctrl-C/SIGTERM.
 
     \b
     Example:

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_GAVE_UP = 3            # some jobs were left pending because their domain kept failing
 EXIT_CRASHING = 70          # EX_SOFTWARE: workers keep dying at start; restarting them would spin
 EXIT_LOCKED = 75            # EX_TEMPFAIL: cron may simply try again later
 EXIT_SIGINT = 130
@@ -32,7 +33,7 @@ EXIT_SIGTERM = 143
 TICK_S = 0.05               # the loop wakes at least this often, and at once when a worker dies
 SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
-QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start counts towards a crash loop
+QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start, holding no job, counts towards a crash loop
 MAX_QUICK_DEATHS = 5
 
 
@@ -98,6 +99,8 @@ class Supervisor:
             taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
+            for domain in self.queue.new_run(self.clock()):
+                log.info("trying %s again: a previous run gave it up", domain)
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
             run_id = self._start_run(conn)
@@ -159,22 +162,34 @@ class Supervisor:
                 self._signal_all(signal.SIGTERM)
                 self._join_all(self.s.stop_grace_s)
                 self._show(final=True)
-                return EXIT_FAILED if self.queue.counts()["failed"] else EXIT_OK
+                return self._end_code()
             if mono >= next_show:
                 next_show = mono + (TTY_REFRESH_S if self.tty else PROGRESS_EVERY_S)
                 self._show()
 
     def _work_left(self):
-        row = self.queue.conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending', 'running'))"
-        ).fetchone()
-        return bool(row[0])
+        return self.queue.work_left()
+
+    def _end_code(self):
+        left = {d: n for d, n in self.queue.given_up().items() if n}
+        for domain, n in left.items():
+            log.error("gave up on %s: its breaker stayed open through %d probes in a row; %d job(s) left pending "
+                      "for the next run", domain, self.s.max_open_cycles, n)
+        if left:
+            return EXIT_GAVE_UP
+        return EXIT_FAILED if self.queue.counts()["failed"] else EXIT_OK
 
     # --- workers -------------------------------------------------------------------------
 
     def _start(self, slot):
         p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid()), name=f"worker-{slot.index}")
-        p.start()
+        # a signal that came between fork and the child's handlers would kill the child or be lost:
+        # blocked here, it waits (in both processes) until each has its handler
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, worker.FORK_BLOCKED)
+        try:
+            p.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         slot.process, slot.name, slot.recycle_asked_at = p, worker.worker_name(slot.index, p.pid), None
         slot.started_at = time.monotonic()
 
@@ -185,14 +200,18 @@ class Supervisor:
             if p is None or p.is_alive():
                 continue
             p.join()
-            taken = self.queue.requeue(self.clock(), workers=[slot.name])
             code = p.exitcode
-            if code == worker.EXIT_RECYCLE:
-                self.recycles += 1
-            elif code != worker.EXIT_STOPPED:
+            if code in (worker.EXIT_RECYCLE, worker.EXIT_STOPPED):
+                self.queue.requeue(self.clock(), workers=[slot.name])    # a clean hand-back is free
+                self.recycles += code == worker.EXIT_RECYCLE
+            else:
+                # it died holding a job: that attempt counts, so one poisoned job cannot kill workers forever
+                again, failed = self.queue.abandon(self.clock(), [slot.name], self.s.max_attempts)
                 self.restarts += 1
-                log.warning("worker %s died (exit code %s); %d job(s) handed back", slot.name, code, taken)
-                quick = time.monotonic() - slot.started_at < QUICK_DEATH_S
+                log.warning("worker %s died (exit code %s); %d job(s) it held retried later, %d failed as abandoned",
+                            slot.name, code, again, failed)
+                # only a worker that dies before it holds a job tells of a crash loop
+                quick = time.monotonic() - slot.started_at < QUICK_DEATH_S and not (again or failed)
                 self.quick_deaths = self.quick_deaths + 1 if quick else 0
             slot.process = None
             if restart and self._work_left():
@@ -274,12 +293,14 @@ class Supervisor:
         now = self.clock()
         p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - 60),
                                  self.queue.finished_since(now - 300))
+        note = progress.domains_note(self.queue.domains(), now)
+        note = f" | {note}" if note else ""
         if self.tty:
             end = "\n" if final else ""
-            self.out.write("\r" + progress.line(p) + end)
+            self.out.write("\r" + progress.line(p) + note + end)
             self.out.flush()
         else:
-            log.info("progress %s", progress.line(p, width=0))
+            log.info("progress %s%s", progress.line(p, width=0), note)
 
 
 def run(settings):

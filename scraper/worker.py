@@ -17,6 +17,7 @@ from .sites import n8n
 
 log = logging.getLogger(__name__)
 
+FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
 ACQUIRE_SLICE_S = 5.0        # a wait for a rate slot is cut in slices, the lease is renewed between them
 
@@ -74,7 +75,16 @@ class Worker:
         return True
 
     def process(self, job):
+        """One job, contained: whatever goes wrong ends this attempt with a reason, never the worker."""
         started = time.monotonic()
+        try:
+            self._process(job, started)
+        except Exception as e:
+            # fetching, decoding, parsing, extracting, storing: a bug or an answer nobody foresaw
+            log.exception("%s %s: unexpected %s while processing it", self.name, job.key, type(e).__name__)
+            self._failed(job, retry.INTERNAL, f"{type(e).__name__}: {e}", None, None, started)
+
+    def _process(self, job, started):
         template_id = int(job.key.split(":", 1)[1])
         try:
             body = self._get(job, n8n.detail_url(self.s.api_url, template_id))
@@ -85,8 +95,9 @@ class Worker:
                 raise ParseError(f"answer is for template {row['id']}, not {template_id}")
             if self.s.with_page and not self._add_page(job, template_id, row):
                 return
+            _check_storable(row)
         except FetchError as e:
-            self._failed(job, e.kind, str(e), e.status, e.retry_after, started)
+            self._failed(job, e.kind, str(e), e.status, e.retry_after, started, probe=job.probe)
         except ParseError as e:
             self._failed(job, retry.PARSE, str(e), 200, None, started)
         else:
@@ -138,12 +149,12 @@ class Worker:
                 if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
                     raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
         try:
-            resp = http.fetch(self.session, url, self.s.timeout_s)
+            body = http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
         except FetchError as e:
             self._domain_failed(job, e)
             raise
         self._domain_answered(job)
-        return resp.content
+        return body
 
     def _wait_for_slot(self, job):
         while not self.limiter.acquire(job.domain, ACQUIRE_SLICE_S, self.stopping):
@@ -170,18 +181,24 @@ class Worker:
             log.warning("%s 429 from %s: domain paused for %.1f s", self.name, job.domain, b.paused_until - now)
         elif e.kind in retry.BREAKER_KINDS:
             before, b = self.queue.update_domain(
-                job.domain, lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s), now
+                job.domain,
+                lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s, s.max_open_cycles), now
             )
-            if b.state == breaker.OPEN and before.state != breaker.OPEN:
+            if b.gave_up and not before.gave_up:
+                log.error("%s gave up on %s: %d probes in a row failed (%s); its breaker stays open and its jobs "
+                          "stay pending for the next run", self.name, job.domain, b.open_cycles, e)
+            elif b.state == breaker.OPEN and before.state != breaker.OPEN:
                 log.warning("%s breaker of %s open until +%.0f s (%d failures)",
                             self.name, job.domain, b.open_until - now, b.failures)
         else:
             self._domain_answered(job)
 
-    def _failed(self, job, kind, message, status, retry_after, started):
+    def _failed(self, job, kind, message, status, retry_after, started, probe=False):
         now = self.clock()
+        message = _storable_text(message)
         outcome = retry.decide(
-            kind, status, job.attempts, self.s.max_attempts, retry_after, self.s.backoff_base_s, rng=self.rng
+            kind, status, job.attempts, self.s.max_attempts, retry_after, self.s.backoff_base_s, rng=self.rng,
+            probe=probe,
         )
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
@@ -199,6 +216,8 @@ def main(settings, slot, parent_pid):
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
     signal.signal(signal.SIGUSR1, lambda *_: setattr(flags, "recycle", True))
+    # the supervisor blocked these around the fork: one that came meanwhile is delivered now, to our handler
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORK_BLOCKED)
     name = worker_name(slot, os.getpid())
     try:
         conn = store.connect(settings.db_path)
@@ -218,6 +237,23 @@ def main(settings, slot, parent_pid):
         limiter.close()
         conn.close()
     sys.exit(code)
+
+
+def _check_storable(row):
+    """ParseError when a text field cannot be stored as it came (a lone surrogate such as "\\ud800" is
+    valid JSON but not valid UTF-8): refused with a reason rather than stored altered."""
+    for name, value in row.items():
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ParseError(f"the answer's {name!r} holds text that is not valid Unicode "
+                                 f"(a lone surrogate at character {e.start}); not stored") from None
+
+
+def _storable_text(text):
+    """`text` with anything UTF-8 cannot carry escaped, so a message quoting a hostile answer can be stored."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def worker_name(slot, pid):
