@@ -4,6 +4,7 @@ Everything from the network is hostile until parsed: an answer is bounded in tot
 the whole answer, not only each read) and in decoded bytes (counted while it streams, after
 decompression, so a compression bomb is refused before it is in memory)."""
 
+import io
 import socket
 import threading
 import time
@@ -70,7 +71,8 @@ def _read(resp, url, deadline, timeout_s, max_bytes, clock):
     # A read blocks until its chunk is full, so a server that trickles one byte at a time would
     # never let a check between chunks run: a timer cuts the socket at the deadline instead.
     cut = threading.Event()
-    timer = threading.Timer(max(0.0, deadline - clock()), _cut, (resp, cut))
+    sock = _socket_of(resp)
+    timer = threading.Timer(max(0.0, deadline - clock()), _cut, (sock, cut))
     timer.daemon = True
     timer.start()
     body = bytearray()
@@ -90,15 +92,24 @@ def _read(resp, url, deadline, timeout_s, max_bytes, clock):
             raise FetchError(retry.kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
     finally:
         timer.cancel()
+        timer.join()
+        if sock is not None:
+            sock.close()
     resp.close()
-    raise FetchError(retry.TIMEOUT, f"no complete answer within {timeout_s:g} s ({len(body)} bytes had come)",
-                     url=url)
+    raise FetchError(retry.TIMEOUT, f"no complete answer within {timeout_s:g} s", url=url)
 
 
-def _cut(resp, cut):
+def _socket_of(resp):
+    """Our own handle (a dup of its descriptor) on the answer's socket, or None (e.g. a mocked answer)."""
+    try:
+        return socket.fromfd(resp.raw.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def _cut(sock, cut):
     """Timer thread: the deadline passed mid-answer; shut the socket so the blocked read returns."""
     cut.set()
-    sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)

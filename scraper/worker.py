@@ -90,7 +90,10 @@ class Worker:
             body = self._get(job, n8n.detail_url(self.s.api_url, template_id))
             if body is None:
                 return
-            row = n8n.extract(body, _iso(self.clock()))
+            try:
+                row = n8n.extract(body, _iso(self.clock()))
+            except UnicodeEncodeError as e:
+                raise _unstorable("answer", e) from None
             if row["id"] != template_id:
                 raise ParseError(f"answer is for template {row['id']}, not {template_id}")
             if self.s.with_page and not self._add_page(job, template_id, row):
@@ -247,8 +250,12 @@ def _check_storable(row):
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError as e:
-                raise ParseError(f"the answer's {name!r} holds text that is not valid Unicode "
-                                 f"(a lone surrogate at character {e.start}); not stored") from None
+                raise _unstorable(f"answer's {name!r}", e) from None
+
+
+def _unstorable(what, e):
+    return ParseError(f"the {what} holds text that is not valid Unicode ({e.reason}: {e.object[e.start:e.end]!a} "
+                      f"at character {e.start}); refused rather than stored altered")
 
 
 def _storable_text(text):
