@@ -73,7 +73,7 @@ def _search_page(settings, limiter, session, page, sleep):
                                    settings.backoff_base_s)
             if outcome.action != retry.RETRY or waits > MAX_429_WAITS:
                 raise
-            log.warning("search page %d: %s; trying again in %.1f s", page, e, outcome.delay_s)
+            log.warning("%s; trying search page %d again in %.1f s", e, page, outcome.delay_s)
             sleep(outcome.delay_s)
 
 
