@@ -4,7 +4,6 @@ is `responses`."""
 
 import gzip
 import json
-import random
 import re
 
 import pytest

@@ -138,3 +138,17 @@ def test_a_job_whose_worker_keeps_dying_ends_abandoned_and_the_run_goes_on(stand
     assert "died holding it" in job["last_error"]
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 11
     assert status_json(site, db)["errors_by_kind"]["abandoned"] == 2
+
+
+def test_a_sigterm_while_workers_are_forked_again_and_again_is_not_lost(standin, tmp_path):
+    # one job per worker: a fork every few milliseconds, so the signal is likely to meet one
+    site = standin(templates=80, rate=0)
+    db = tmp_path / "jobs.db"
+    scraper(site, db, "seed", "--from-search", check=0)
+    proc = start_scraper(site, db, "run", "--workers", "4", "--no-limit", "--max-jobs-per-worker", "1")
+    wait_until(lambda: rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] >= 10)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err[-3000:]
+    assert "died" not in err                  # every worker took the stop as a stop, none was killed by it
+    assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'running'")[0]["n"] == 0
