@@ -181,6 +181,11 @@ class Queue:
         failed = sum(1 for r in rows if r[0] == "failed")
         return len(rows) - failed, failed
 
+    def expired_holders(self, now):
+        """Names of the workers holding a running job whose lease has run out."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?", (now,))]
+
     def requeue(self, now, workers=None, expired=False):
         """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
         given) every running row. Their attempt is not counted: a clean hand-back (stop, recycle)."""

@@ -155,6 +155,7 @@ class Supervisor:
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
                 self._check_memory()
+                self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
                     log.warning("took back %d jobs whose lease expired", n)
@@ -244,6 +245,19 @@ class Supervisor:
                 slot.process = None
         if killed and getattr(self, "queue", None) is not None:
             self.queue.requeue(self.clock(), workers=killed)
+
+    def _kill_stuck(self):
+        """Kill a live worker whose job's lease ran out: it renews the lease before every request and
+        while it waits, and a request ends within --timeout, so it hangs somewhere no deadline reaches
+        (a server trickling its headers, a stuck C call). The reaper then charges the job (abandoned)."""
+        live = {s.name: s for s in self.slots if s.process is not None and s.process.is_alive()}
+        stuck = [live[name] for name in self.queue.expired_holders(self.clock()) if name in live]
+        for slot in stuck:
+            log.warning("%s held its job past the lease: stuck; killed", slot.name)
+            slot.process.kill()
+            slot.process.join()
+        if stuck:
+            self._reap(restart=True)    # before the lease sweep, which would hand the job back for free
 
     def _check_memory(self):
         """Ask a worker over its share of the pool's memory to finish its job and make room."""

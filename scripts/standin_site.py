@@ -51,9 +51,10 @@ DEFAULT_OG_IMAGE = BLOB_ASSETS + "n8n_workflow_template_og.png"
 #   endless   a chunked body of blanks that never ends
 #   wrong     another template's answer
 HOSTILE_KINDS = ("deep", "trickle", "bomb", "badutf8", "surrogate", "huge", "endless", "wrong")
-FAULT_KINDS = ("503", "500", "502", "504", "reset", "truncate", "slow", "404", "403", *HOSTILE_KINDS)
+# Not in --hostile, as only the client's lease ends it: "stall" trickles its headers, a byte every --trickle-s.
+FAULT_KINDS = ("503", "500", "502", "504", "reset", "truncate", "slow", "404", "403", *HOSTILE_KINDS, "stall")
 # 404/403 and the hostile kinds are permanent unless a count is given; the rest hit once unless a count is given.
-_PERMANENT_BY_DEFAULT = ("404", "403", *HOSTILE_KINDS)
+_PERMANENT_BY_DEFAULT = ("404", "403", *HOSTILE_KINDS, "stall")
 DEEP_LEVELS = 300_000
 BOMB_MB = 256
 HUGE_MB = 60
@@ -570,7 +571,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "slow":
             time.sleep(site.slow_s)
             self._send(200, site.corpus.detail(tid))
-        elif kind in HOSTILE_KINDS:
+        elif kind in HOSTILE_KINDS or kind == "stall":
             self._hostile(kind, tid)
         elif kind == "500":
             self._error(500, "Internal Server Error")
@@ -601,11 +602,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(kind, body)
 
     def _stream(self, kind, body):
-        """trickle, huge and endless: written piece by piece until done or the client goes away."""
+        """trickle, huge, endless and stall: written piece by piece until done or the client goes away."""
         site = self.server.site
         site._count_status(200)
         self.close_connection = True
         try:
+            if kind == "stall":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Pad: ")
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(site.trickle_s)
             self.send_response(200)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             if kind == "endless":

@@ -152,3 +152,21 @@ def test_a_sigterm_while_workers_are_forked_again_and_again_is_not_lost(standin,
     assert proc.returncode == 143, err[-3000:]
     assert "died" not in err                  # every worker took the stop as a stop, none was killed by it
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'running'")[0]["n"] == 0
+
+
+def test_a_worker_stuck_past_its_lease_is_killed_and_its_job_charged(standin, tmp_path):
+    # headers trickled a byte at a time: each read gets its byte in time, and no deadline reaches the
+    # header phase; the supervisor's lease check is the backstop. The lease has no CLI option, so the
+    # supervisor runs in this process (its workers are real forked processes).
+    from scraper import settings, supervisor
+
+    site = standin(templates=6, rate=0, faults="stall:0.17", trickle_s=0.2)
+    (victim,) = [int(k) for k in site.corpus()["faults"]]
+    db = tmp_path / "jobs.db"
+    scraper(site, db, "seed", "--from-search", check=0)
+    s = settings.build(db_path=str(db), api_url=site.api_url, site_url=site.url, workers=2, limiter=False,
+                       timeout_s=1, lease_s=2, max_attempts=2)
+    assert supervisor.run(s) == supervisor.EXIT_FAILED
+    (job,) = rows(db, "SELECT * FROM jobs WHERE key = ?", f"n8n:{victim}")
+    assert (job["status"], job["error_kind"], job["attempts"]) == ("failed", "abandoned", 2)
+    assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 5
