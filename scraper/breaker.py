@@ -17,11 +17,13 @@ class Breaker:
     probe_until: float = 0.0
     paused_until: float = 0.0
     pause_s: float = 0.0
+    open_cycles: int = 0        # probes that failed in a row
+    gave_up: bool = False       # this run stopped trying the domain (its jobs stay pending)
 
 
 def admits(b, now):
     """'yes' (take jobs), 'probe' (one job may test the domain) or 'no'."""
-    if b.paused_until > now:
+    if b.gave_up or b.paused_until > now:
         return "no"
     if b.state == CLOSED:
         return "yes"
@@ -38,20 +40,37 @@ def on_probe(b, now, lease_s):
 
 def on_success(b):
     """A request got an answer from the server (any status but 5xx/429)."""
-    return replace(b, state=CLOSED, failures=0, open_until=0.0, probe_until=0.0, pause_s=0.0)
+    return replace(b, state=CLOSED, failures=0, open_until=0.0, probe_until=0.0, pause_s=0.0, open_cycles=0,
+                   gave_up=False)
 
 
-def on_failure(b, now, threshold, open_s):
-    """A request failed in a way that speaks of the server (network, timeout, 5xx)."""
+def on_failure(b, now, threshold, open_s, max_open_cycles=None):
+    """A request failed in a way that speaks of the server (network, timeout, 5xx).
+
+    After `max_open_cycles` failed probes in a row the domain is given up: no more probes this run."""
     failures = b.failures + 1
-    if b.state == HALF_OPEN or failures >= threshold:
+    if b.state == HALF_OPEN:
+        cycles = b.open_cycles + 1
+        gave_up = max_open_cycles is not None and cycles >= max_open_cycles
+        return replace(b, state=OPEN, failures=failures, open_until=now + open_s, probe_until=0.0,
+                       open_cycles=cycles, gave_up=gave_up)
+    if failures >= threshold:
         return replace(b, state=OPEN, failures=failures, open_until=now + open_s, probe_until=0.0)
     return replace(b, failures=failures)
 
 
-def on_blocked(b, now, open_s):
-    """The site refuses this address outright: open at once, whatever the count of failures."""
-    return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_s, probe_until=0.0)
+def on_blocked(b, now, open_s, max_open_cycles=None):
+    """The site refuses this address outright: open at once, whatever the count of failures. A probe that
+    meets a block is a failed probe (it counts towards giving the domain up)."""
+    cycles = b.open_cycles + 1 if b.state == HALF_OPEN else b.open_cycles
+    gave_up = b.state == HALF_OPEN and max_open_cycles is not None and cycles >= max_open_cycles
+    return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_s, probe_until=0.0,
+                   open_cycles=cycles, gave_up=gave_up)
+
+
+def on_new_run(b):
+    """A new run gives a given-up domain another chance: it may probe at once."""
+    return replace(b, gave_up=False, open_cycles=0, open_until=0.0) if b.gave_up else b
 
 
 def on_429(b, now, retry_after_s, default_s, max_s):

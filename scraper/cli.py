@@ -132,10 +132,15 @@ def _job_count(s):
               help="Requests the site allows at once above the rate.")
 @click.option("--timeout", "timeout_s", type=float, default=settings.TIMEOUT_S, show_default=True,
               help="Seconds to wait for a connection or for data, per search page.")
+@click.option("--max-attempts", type=int, default=settings.MAX_ATTEMPTS, show_default=True,
+              help="With --from-search: attempts per search page before nothing is seeded.")
+@click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
+              help="With --from-search: first retry delay of a failing page in seconds; it doubles.")
 @click.option("--adopt-urls", is_flag=True,
               help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
 @click.pass_context
-def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, timeout_s, adopt_urls):
+def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, timeout_s, max_attempts, backoff_base_s,
+             adopt_urls):
     """Add one pending job per template. --from-search walks the whole listing and also queues a
     re-fetch of templates whose listing entry changed, of stored templates missing from a complete walk
     (the fetch confirms the removal) and of removed templates listed again (restored).
@@ -149,7 +154,8 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
         raise Failure("--limit goes with --from-search.")
-    s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s)
+    s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
+                  backoff_base_s=backoff_base_s)
     if os.path.exists(s.db_path):
         _check_source(s, adopt_urls)     # before any request: a database of another site is refused first
     if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
@@ -221,7 +227,9 @@ def _check_source(s, adopt):
 @click.option("--memory-limit", "memory_limit_mb", type=int, default=settings.MEMORY_LIMIT_MB, show_default=True,
               help="Resident memory ceiling of the whole pool, in MB.")
 @click.option("--timeout", "timeout_s", type=float, default=settings.TIMEOUT_S, show_default=True,
-              help="Seconds to wait for a connection or for data.")
+              help="Seconds one whole answer may take: connection, headers and body.")
+@click.option("--max-answer-mb", type=int, default=settings.MAX_ANSWER_MB, show_default=True,
+              help="Largest answer accepted, in MB once decompressed; a larger one ends its job `too_large`.")
 @click.option("--with-page", is_flag=True, help="Also fetch each template's n8n.io page (title, og:* tags).")
 @click.option("--max-jobs-per-worker", type=int, default=settings.MAX_JOBS_PER_WORKER, show_default=True,
               help="Recycle a worker after this many jobs.")
@@ -229,6 +237,8 @@ def _check_source(s, adopt):
               help="Consecutive failed requests that open a domain's circuit breaker.")
 @click.option("--breaker-open", "breaker_open_s", type=float, default=settings.BREAKER_OPEN_S, show_default=True,
               help="Seconds an open breaker waits before one probe.")
+@click.option("--max-open-cycles", type=int, default=settings.MAX_OPEN_CYCLES, show_default=True,
+              help="Failed probes in a row after which the run stops trying a domain (its jobs stay pending).")
 @click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
               help="First retry delay in seconds; it doubles with each attempt.")
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")

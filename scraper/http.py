@@ -1,5 +1,12 @@
-"""The HTTP side: one requests Session per process, and `fetch`, which turns every failure into FetchError."""
+"""The HTTP side: one requests Session per process, and `fetch`, which turns every failure into FetchError.
 
+Everything from the network is hostile until parsed: an answer is bounded in total time (a deadline over
+the whole answer, not only each read) and in decoded bytes (counted while it streams, after
+decompression, so a compression bomb is refused before it is in memory)."""
+
+import io
+import socket
+import threading
 import time
 from urllib.parse import urljoin
 
@@ -10,7 +17,7 @@ from .errors import FetchError
 from .settings import domain_of
 
 MAX_REDIRECTS = 5
-MAX_BODY_BYTES = 50 * 1024 * 1024   # a template answer is 5-60 KB; anything near this is not one
+CHUNK_BYTES = 64 * 1024     # urllib3 decompresses at most this much per read: the cap is overshot by one chunk
 
 
 def make_session(user_agent):
@@ -19,18 +26,23 @@ def make_session(user_agent):
     return s
 
 
-def fetch(session, url, timeout_s, now=time.time):
-    """GET `url`; the Response when its status is 2xx, else FetchError with its kind.
+def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotonic):
+    """GET `url`; the decoded body when the status is 2xx, else FetchError with its kind.
 
+    `timeout_s` bounds the whole answer, redirects included; `max_bytes` bounds its decoded size.
     Redirects are followed only within the same politeness domain."""
     domain = domain_of(url)
+    deadline = clock() + timeout_s
     for _ in range(MAX_REDIRECTS + 1):
+        left = deadline - clock()
+        if left <= 0:
+            raise FetchError(retry.TIMEOUT, f"no complete answer within {timeout_s:g} s", url=url)
         try:
-            resp = session.get(url, timeout=timeout_s, allow_redirects=False)
-            body = resp.content  # read now, so a reset mid-body is a network failure here
+            resp = session.get(url, timeout=left, allow_redirects=False, stream=True)
         except requests.RequestException as e:
             raise FetchError(retry.kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
         if resp.is_redirect:
+            resp.close()
             target = urljoin(url, resp.headers.get("Location", ""))
             if domain_of(target) != domain:
                 raise FetchError(retry.HTTP_4XX, f"redirect to another domain refused: {target}", url, resp.status_code)
@@ -38,6 +50,7 @@ def fetch(session, url, timeout_s, now=time.time):
             continue
         kind = retry.kind_of_status(resp.status_code)
         if kind is not None:
+            resp.close()    # the body of an error is not needed; closing drops the connection, not the pool
             raise FetchError(
                 kind,
                 f"HTTP {resp.status_code} {resp.reason or ''}".strip(),
@@ -45,7 +58,67 @@ def fetch(session, url, timeout_s, now=time.time):
                 status=resp.status_code,
                 retry_after=retry.parse_retry_after(resp.headers.get("Retry-After"), now()),
             )
-        if len(body) > MAX_BODY_BYTES:
-            raise FetchError(retry.PARSE, f"answer of {len(body)} bytes is too large", url, resp.status_code)
-        return resp
+        return _read(resp, url, deadline, timeout_s, max_bytes, clock)
     raise FetchError(retry.HTTP_4XX, f"more than {MAX_REDIRECTS} redirects", url=url)
+
+
+def _read(resp, url, deadline, timeout_s, max_bytes, clock):
+    """The decoded body, read chunk by chunk under the deadline and the size cap."""
+    declared = resp.headers.get("Content-Length", "")
+    if declared.isdigit() and "Content-Encoding" not in resp.headers and int(declared) > max_bytes:
+        resp.close()
+        raise _too_large(f"announces {int(declared)} bytes", max_bytes, url, resp.status_code)
+    # A read blocks until its chunk is full, so a server that trickles one byte at a time would
+    # never let a check between chunks run: a timer cuts the socket at the deadline instead.
+    cut = threading.Event()
+    sock = _socket_of(resp)
+    timer = threading.Timer(max(0.0, deadline - clock()), _cut, (sock, cut))
+    timer.daemon = True
+    timer.start()
+    body = bytearray()
+    try:
+        for chunk in resp.iter_content(CHUNK_BYTES):
+            body += chunk
+            if len(body) > max_bytes:
+                resp.close()
+                raise _too_large("is larger once decoded", max_bytes, url, resp.status_code)
+            if clock() > deadline:
+                break
+        else:
+            return bytes(body)      # complete, even if the timer fired just after the last chunk
+    except requests.RequestException as e:
+        if not cut.is_set():
+            resp.close()
+            raise FetchError(retry.kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
+    finally:
+        timer.cancel()
+        timer.join()
+        if sock is not None:
+            sock.close()
+    resp.close()
+    raise FetchError(retry.TIMEOUT, f"no complete answer within {timeout_s:g} s", url=url)
+
+
+def _socket_of(resp):
+    """Our own handle (a dup of its descriptor) on the answer's socket, or None (e.g. a mocked answer)."""
+    try:
+        return socket.fromfd(resp.raw.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def _cut(sock, cut):
+    """Timer thread: the deadline passed mid-answer; shut the socket so the blocked read returns."""
+    cut.set()
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _too_large(how, max_bytes, url, status):
+    return FetchError(retry.TOO_LARGE, f"answer {how} than the cap of {max_bytes / 2**20:g} MB (--max-answer-mb)"
+                      if how.startswith("is ") else
+                      f"answer {how}, more than the cap of {max_bytes / 2**20:g} MB (--max-answer-mb)",
+                      url, status)

@@ -56,6 +56,21 @@ def format_duration(seconds):
     return f"{secs}s"
 
 
+def domains_note(domains, now):
+    """What the progress line says about domains that are not taking jobs: '' when all are."""
+    notes = []
+    for name, b in domains.items():
+        if b.gave_up:
+            notes.append(f"{name}: breaker open, gave up after {b.open_cycles} failed probes (jobs left pending)")
+        elif b.state != "closed":
+            wait = max(0.0, b.open_until - now)
+            notes.append(f"{name}: breaker {b.state.replace('_', '-')}"
+                         + (f", next probe in {format_duration(wait)}" if wait else ""))
+        elif b.paused_until > now:
+            notes.append(f"{name}: paused for {format_duration(b.paused_until - now)} (429)")
+    return "; ".join(notes)
+
+
 def line(p, width=30):
     """`[#####.....] 120/600 (20%) 118.0/min ETA 4m04s`, a bar when width > 0."""
     share = p.finished / p.total if p.total else 1.0

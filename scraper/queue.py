@@ -96,16 +96,6 @@ class Queue:
                     self._save_breaker(c, domain, breaker.on_probe(self._breaker(c, domain), now, lease_s), now)
             return job
 
-    def work_left(self, sites=None):
-        """Whether a job (of `sites`, default all) is pending or running."""
-        where, args = "", []
-        if sites is not None:
-            where, args = f" AND site IN ({','.join('?' * len(sites))})", list(sites)
-        row = self.conn.execute(
-            f"SELECT EXISTS (SELECT 1 FROM jobs WHERE status IN ('pending', 'running'){where})", args
-        ).fetchone()
-        return bool(row[0])
-
     def _blocked_domains(self, c, now):
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
         blocked, probes = [], []
@@ -192,9 +182,37 @@ class Queue:
             )
             return cur.rowcount == 1
 
+    def abandon(self, now, workers, max_attempts):
+        """Take back the running rows of `workers` that died holding them: the attempt counts (the job
+        may be what killed them); after `max_attempts` the row ends failed, `abandoned`.
+
+        Returns (pending again, failed)."""
+        if not workers:
+            return 0, 0
+        marks = ",".join("?" * len(workers))
+        with transaction(self.conn) as c:
+            rows = c.execute(
+                f"""UPDATE jobs SET status = CASE WHEN attempts >= ? THEN 'failed' ELSE 'pending' END,
+                        finished_at = CASE WHEN attempts >= ? THEN ? END,
+                        error_kind = 'abandoned', last_error = 'the worker ' || worker || ' died holding it',
+                        http_status = NULL, worker = NULL, lease_until = NULL, updated_at = ?
+                    WHERE status = 'running' AND worker IN ({marks})
+                    RETURNING status""",
+                [max_attempts, max_attempts, now, now, *workers],
+            ).fetchall()
+            if rows:
+                _bump(c, "error:abandoned", len(rows))
+        failed = sum(1 for r in rows if r[0] == "failed")
+        return len(rows) - failed, failed
+
+    def expired_holders(self, now):
+        """Names of the workers holding a running job whose lease has run out."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?", (now,))]
+
     def requeue(self, now, workers=None, expired=False):
         """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
-        given) every running row. Their attempt is not counted: the worker died, not the job."""
+        given) every running row. Their attempt is not counted: a clean hand-back (stop, recycle)."""
         if workers is not None:
             marks = ",".join("?" * len(workers))
             where, args = f"worker IN ({marks})", list(workers)
@@ -253,6 +271,32 @@ class Queue:
     def domains(self):
         return {r["domain"]: _breaker_of(r) for r in self.conn.execute("SELECT * FROM domains ORDER BY domain")}
 
+    def new_run(self, now):
+        """Give domains a previous run gave up another chance; returns their names."""
+        names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up")]
+        for name in names:
+            self.update_domain(name, breaker.on_new_run, now)
+        return names
+
+    def given_up(self):
+        """{domain: pending jobs} of the domains this run gave up."""
+        return {d: n for d, n in self.conn.execute(
+            """SELECT domains.domain, COUNT(jobs.id) FROM domains
+               LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
+               WHERE domains.gave_up GROUP BY domains.domain ORDER BY domains.domain""")}
+
+    def work_left(self, sites=None):
+        """True while a job (of `sites`, default all) runs, or a pending one belongs to a domain that was
+        not given up."""
+        where, args = "", []
+        if sites is not None:
+            where, args = f" AND site IN ({','.join('?' * len(sites))})", list(sites)
+        return bool(self.conn.execute(
+            f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
+                    OR (status = 'pending' AND domain NOT IN (SELECT domain FROM domains WHERE gave_up))){where})""",
+            args,
+        ).fetchone()[0])
+
     @staticmethod
     def _breaker(c, domain):
         row = c.execute("SELECT * FROM domains WHERE domain = ?", (domain,)).fetchone()
@@ -261,12 +305,15 @@ class Queue:
     @staticmethod
     def _save_breaker(c, domain, b, now):
         c.execute(
-            """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at,
+                                   open_cycles, gave_up)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT (domain) DO UPDATE SET state = excluded.state, failures = excluded.failures,
                    open_until = excluded.open_until, probe_until = excluded.probe_until,
-                   paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at""",
-            (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now),
+                   paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at,
+                   open_cycles = excluded.open_cycles, gave_up = excluded.gave_up""",
+            (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now,
+             b.open_cycles, int(b.gave_up)),
         )
 
     # --- reading -------------------------------------------------------------------------
@@ -313,5 +360,6 @@ def _bump(c, name, by=1):
 
 def _breaker_of(row):
     return breaker.Breaker(
-        row["state"], row["failures"], row["open_until"], row["probe_until"], row["paused_until"], row["pause_s"]
+        row["state"], row["failures"], row["open_until"], row["probe_until"], row["paused_until"], row["pause_s"],
+        row["open_cycles"], bool(row["gave_up"]),
     )

@@ -14,7 +14,10 @@ HTTP_5XX = "http_5xx"
 HTTP_4XX = "http_4xx"
 PARSE = "parse"
 BLOCKED = "blocked"          # the site refuses this address (YouTube's bot check): the domain's, not the job's
-KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED)
+TOO_LARGE = "too_large"     # over --max-answer-mb once decoded: final, the same answer would come again
+INTERNAL = "internal"       # anything else that went wrong while one job was processed (a bug, a hostile answer)
+ABANDONED = "abandoned"     # the worker died holding the job (killed, crashed, over memory)
+KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED, TOO_LARGE, INTERNAL, ABANDONED)
 
 GONE = (404, 410)            # the template is not there: final, `invalid`
 FORBIDDEN = (401, 403)       # retrying will not help: final, `failed` with the reason kept
@@ -54,11 +57,15 @@ def kind_of_exception(exc):
     return NETWORK
 
 
-def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0, max_s=600.0, rng=random):
-    """The outcome of the `attempts`-th failed attempt (1-based)."""
+def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0, max_s=600.0, rng=random,
+           probe=False):
+    """The outcome of the `attempts`-th failed attempt (1-based); `probe`: it tested a half-open domain."""
+    if probe and kind in BREAKER_KINDS:
+        # a failed probe speaks of the domain, not the job: the breaker reopens, the job waits uncharged
+        return Outcome(RETRY, 0.0, counted=False)
     if status in GONE:
         return Outcome(INVALID)
-    if status in FORBIDDEN:
+    if status in FORBIDDEN or kind == TOO_LARGE:
         return Outcome(FAILED)
     if kind == BLOCKED:
         # the domain's breaker is open (breaker.on_blocked) and holds the job back; no attempt is spent

@@ -1,6 +1,6 @@
 """Full-text search over the stored templates: SQLite FTS5, ranked by bm25, with snippets.
 
-The index (`workflows_fts`, store migration 4) is kept in step by triggers on `workflows`, `transcripts`
+The index (`workflows_fts`, created in store.MIGRATIONS) is kept in step by triggers on `workflows`, `transcripts`
 and `template_videos`, in the writer's own transaction; `rebuild()` makes it again from scratch.
 """
 

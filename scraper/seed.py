@@ -1,14 +1,17 @@
 """Filling the queue: template ids from the search API, or from a file of ids and URLs."""
 
 import logging
+import time
 import typing
 
-from . import http
-from .errors import ConfigError
+from . import http, retry
+from .errors import ConfigError, FetchError, ParseError
 from .limiter import DomainLimiter
 from .sites import n8n
 
 log = logging.getLogger(__name__)
+
+MAX_429_WAITS = 20          # "slow down" spends no attempt; this many in a row on one page and we give up
 
 
 def job_rows(settings, ids):
@@ -25,21 +28,44 @@ class Walk(typing.NamedTuple):
     pages: int
 
 
-def discover(settings, limit=None):
+def discover(settings, limit=None, sleep=time.sleep):
     """The listing from the search API, page after page, through the shared rate limit: a Walk.
-    A walk stopped by `limit` before the last page is not complete."""
+
+    A failing page is retried as `run` retries a job; a page that still fails raises, so a partial walk
+    is never taken for the whole library. A walk stopped by `limit` before the last page is not complete."""
     limiter = DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
     session = http.make_session(settings.user_agent)
 
-    def get(url):
-        limiter.acquire(settings.domain)
-        return http.fetch(session, url, settings.timeout_s).content
+    def get(url, parse):
+        return _get_page(settings, limiter, session, url, parse, sleep)
 
     try:
         return Walk(*n8n.discover(settings.api_url, get, limit))
     finally:
         session.close()
         limiter.close()
+
+
+def _get_page(settings, limiter, session, url, parse, sleep):
+    """`parse(body)` of one search page, retried with the run's policy (--max-attempts, backoff, 429 pauses)."""
+    attempts = waits = 0
+    while True:
+        limiter.acquire(settings.domain)
+        try:
+            return parse(http.fetch(session, url, settings.timeout_s, settings.max_answer_bytes))
+        except (FetchError, ParseError) as e:
+            kind, status = (e.kind, e.status) if isinstance(e, FetchError) else (retry.PARSE, 200)
+            retry_after = getattr(e, "retry_after", None)
+            if kind == retry.HTTP_429:
+                waits += 1
+            else:
+                attempts += 1
+            outcome = retry.decide(kind, status, attempts, settings.max_attempts, retry_after,
+                                   settings.backoff_base_s)
+            if outcome.action != retry.RETRY or waits > MAX_429_WAITS:
+                raise
+            log.warning("%s; trying %s again in %.1f s", e, url, outcome.delay_s)
+            sleep(outcome.delay_s)
 
 
 def read_ids_file(path, site_url):

@@ -23,7 +23,9 @@ MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
 PROCESS_MB = 40             # measured: one process (Python, requests, sqlite) is about 35-40 MB resident
 MIN_SHARE_MB = 24           # below this a worker would be recycled after every job, or never start
-TIMEOUT_S = 30.0            # connect and read, per request
+TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
+MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
+MAX_OPEN_CYCLES = 3         # failed probes in a row after which a run stops trying a domain
 LEASE_S = 90.0              # must outlast one rate-limit wait + one request; extended before each fetch
 BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ...
 BACKOFF_MAX_S = 600.0
@@ -68,6 +70,8 @@ class Settings:
     max_attempts: int = MAX_ATTEMPTS
     memory_limit_mb: int = MEMORY_LIMIT_MB
     timeout_s: float = TIMEOUT_S
+    max_answer_mb: int = MAX_ANSWER_MB
+    max_open_cycles: int = MAX_OPEN_CYCLES
     lease_s: float = LEASE_S
     with_page: bool = False
     breaker_failures: int = BREAKER_FAILURES
@@ -95,6 +99,10 @@ class Settings:
     def domain(self):
         """The politeness domain: both n8n hosts share one budget, keyed by the site's host."""
         return domain_of(self.site_url)
+
+    @property
+    def max_answer_bytes(self):
+        return self.max_answer_mb * 2**20
 
     @property
     def limiter_path(self):
@@ -153,6 +161,8 @@ def build(**values):
     _check(s.burst >= 1, f"--burst must be at least 1 (got {s.burst}).")
     _check(s.max_attempts >= 1, f"--max-attempts must be at least 1 (got {s.max_attempts}).")
     _check(s.timeout_s > 0, f"--timeout must be above 0 seconds (got {s.timeout_s:g}).")
+    _check(s.max_answer_mb >= 1, f"--max-answer-mb must be at least 1 (got {s.max_answer_mb}).")
+    _check(s.max_open_cycles >= 1, f"--max-open-cycles must be at least 1 (got {s.max_open_cycles}).")
     _check(s.max_jobs_per_worker >= 1, f"--max-jobs-per-worker must be at least 1 (got {s.max_jobs_per_worker}).")
     _check(s.breaker_failures >= 1, f"--breaker-failures must be at least 1 (got {s.breaker_failures}).")
     _check(s.breaker_open_s > 0, f"--breaker-open must be above 0 seconds (got {s.breaker_open_s:g}).")

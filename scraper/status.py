@@ -21,6 +21,8 @@ def report(queue, now, run=None):
             "failures": b.failures,
             "open_for_s": round(max(0.0, b.open_until - now), 1),
             "paused_for_s": round(max(0.0, b.paused_until - now), 1),
+            "failed_probes": b.open_cycles,
+            "gave_up": b.gave_up,
         }
         for name, b in queue.domains().items()
     }
@@ -77,5 +79,7 @@ def render(r):
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""
+        extra += (f"; gave up after {d['failed_probes']} failed probes in a row, its jobs stay pending"
+                  if d["gave_up"] else "")
         lines.append(f"domain    {name}: breaker {d['state']} ({d['failures']} consecutive failures){extra}")
     return "\n".join(lines)

@@ -160,7 +160,12 @@ MIGRATIONS = [
         restored INTEGER NOT NULL
     );
     """,
-    # 5: full-text search (scraper.search) and the request log (scraper.requestlog)
+    # 5: a domain's failed probes in a row, and whether this run gave it up (--max-open-cycles)
+    """
+    ALTER TABLE domains ADD COLUMN open_cycles INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE domains ADD COLUMN gave_up INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 6: full-text search (scraper.search) and the request log (scraper.requestlog)
     """
     -- Holds its own copy of the text (not external content): snippets need it, and the transcripts
     -- text has no column in workflows. Node types and categories are indexed as words, not JSON.

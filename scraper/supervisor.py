@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_GAVE_UP = 3            # some jobs were left pending because their domain kept failing
 EXIT_CRASHING = 70          # EX_SOFTWARE: workers keep dying at start; restarting them would spin
 EXIT_LOCKED = 75            # EX_TEMPFAIL: cron may simply try again later
 EXIT_SIGINT = 130
@@ -32,7 +33,7 @@ EXIT_SIGTERM = 143
 TICK_S = 0.05               # the loop wakes at least this often, and at once when a worker dies
 SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
-QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start counts towards a crash loop
+QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start, holding no job, counts towards a crash loop
 MAX_QUICK_DEATHS = 5
 LOCK_TRIES = 3
 LOCK_RETRY_S = 0.05
@@ -109,6 +110,8 @@ class Supervisor:
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
             self._resume_sites(conn)
+            for domain in self.queue.new_run(self.clock()):
+                log.info("trying %s again: a previous run gave it up", domain)
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
             self.errors_seen = self._errors()
@@ -165,6 +168,7 @@ class Supervisor:
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
                 self._check_memory()
+                self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
                     log.warning("took back %d jobs whose lease expired", n)
@@ -173,7 +177,7 @@ class Supervisor:
                 self._join_all(self.s.stop_grace_s)
                 self._summarise_errors()
                 self._show(final=True)
-                return EXIT_FAILED if self.queue.counts()["failed"] else EXIT_OK
+                return self._end_code()
             if mono >= next_show:
                 next_show = mono + (TTY_REFRESH_S if self.tty else PROGRESS_EVERY_S)
                 self._show()
@@ -184,11 +188,26 @@ class Supervisor:
     def _work_left(self):
         return self.queue.work_left(sites.enabled(self.s))
 
+    def _end_code(self):
+        left = {d: n for d, n in self.queue.given_up().items() if n}
+        for domain, n in left.items():
+            log.error("gave up on %s: its breaker stayed open through %d probes in a row; %d job(s) left pending "
+                      "for the next run", domain, self.s.max_open_cycles, n)
+        if left:
+            return EXIT_GAVE_UP
+        return EXIT_FAILED if self.queue.counts()["failed"] else EXIT_OK
+
     # --- workers -------------------------------------------------------------------------
 
     def _start(self, slot):
         p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid()), name=f"worker-{slot.index}")
-        p.start()
+        # a signal that came between fork and the child's handlers would kill the child or be lost:
+        # blocked here, it waits (in both processes) until each has its handler
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, worker.FORK_BLOCKED)
+        try:
+            p.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         slot.process, slot.name, slot.recycle_asked_at = p, worker.worker_name(slot.index, p.pid), None
         slot.started_at = time.monotonic()
 
@@ -199,14 +218,18 @@ class Supervisor:
             if p is None or p.is_alive():
                 continue
             p.join()
-            taken = self.queue.requeue(self.clock(), workers=[slot.name])
             code = p.exitcode
-            if code == worker.EXIT_RECYCLE:
-                self.recycles += 1
-            elif code != worker.EXIT_STOPPED:
+            if code in (worker.EXIT_RECYCLE, worker.EXIT_STOPPED):
+                self.queue.requeue(self.clock(), workers=[slot.name])    # a clean hand-back is free
+                self.recycles += code == worker.EXIT_RECYCLE
+            else:
+                # it died holding a job: that attempt counts, so one poisoned job cannot kill workers forever
+                again, failed = self.queue.abandon(self.clock(), [slot.name], self.s.max_attempts)
                 self.restarts += 1
-                log.warning("worker %s died (exit code %s); %d job(s) handed back", slot.name, code, taken)
-                quick = time.monotonic() - slot.started_at < QUICK_DEATH_S
+                log.warning("worker %s died (exit code %s); %d job(s) it held retried later, %d failed as abandoned",
+                            slot.name, code, again, failed)
+                # only a worker that dies before it holds a job tells of a crash loop
+                quick = time.monotonic() - slot.started_at < QUICK_DEATH_S and not (again or failed)
                 self.quick_deaths = self.quick_deaths + 1 if quick else 0
             slot.process = None
             if restart and self._work_left():
@@ -239,6 +262,19 @@ class Supervisor:
                 slot.process = None
         if killed and getattr(self, "queue", None) is not None:
             self.queue.requeue(self.clock(), workers=killed)
+
+    def _kill_stuck(self):
+        """Kill a live worker whose job's lease ran out: it renews the lease before every request and
+        while it waits, and a request ends within --timeout, so it hangs somewhere no deadline reaches
+        (a server trickling its headers, a stuck C call). The reaper then charges the job (abandoned)."""
+        live = {s.name: s for s in self.slots if s.process is not None and s.process.is_alive()}
+        stuck = [live[name] for name in self.queue.expired_holders(self.clock()) if name in live]
+        for slot in stuck:
+            log.warning("%s held its job past the lease: stuck; killed", slot.name)
+            slot.process.kill()
+            slot.process.join()
+        if stuck:
+            self._reap(restart=True)    # before the lease sweep, which would hand the job back for free
 
     def _check_memory(self):
         """Ask a worker over its share of the pool's memory to finish its job and make room."""
@@ -315,12 +351,14 @@ class Supervisor:
         now = self.clock()
         window = progress.rate_window_s(now, self.started_at)
         p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - window), window)
+        note = progress.domains_note(self.queue.domains(), now)
+        note = f" | {note}" if note else ""
         if self.tty:
             end = "\n" if final else ""
-            self.out.write("\r" + progress.line(p) + end)
+            self.out.write("\r" + progress.line(p) + note + end)
             self.out.flush()
         else:
-            log.info("progress %s", progress.line(p, width=0))
+            log.info("progress %s%s", progress.line(p, width=0), note)
 
 
 def run(settings):

@@ -16,6 +16,7 @@ from .queue import Queue
 
 log = logging.getLogger(__name__)
 
+FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
 ACQUIRE_SLICE_S = 5.0        # a wait for a rate slot is cut in slices, the lease is renewed between them
 
@@ -83,8 +84,17 @@ class Worker:
         return {d: self.limiter.wait_s(d) for d in self.domains}
 
     def process(self, job):
-        """Run the job's site on it; write its Result in the transaction that marks it done."""
+        """One job, contained: whatever goes wrong ends this attempt with a reason, never the worker."""
         started = time.monotonic()
+        try:
+            self._process(job, started)
+        except Exception as e:
+            # fetching, decoding, parsing, extracting, storing: a bug or an answer nobody foresaw
+            log.exception("%s %s: unexpected %s while processing it", self.name, job.key, type(e).__name__)
+            self._failed(job, retry.INTERNAL, f"{type(e).__name__}: {e}", None, None, started)
+
+    def _process(self, job, started):
+        """Run the job's site on it; write its Result in the transaction that marks it done."""
         try:
             site = sites.get(job.site)
             if site is None:
@@ -95,7 +105,7 @@ class Worker:
         except JobInvalid as e:
             self._invalid(job, e.kind, str(e), started)
         except FetchError as e:
-            self._failed(job, e.kind, str(e), e.status, e.retry_after, started)
+            self._failed(job, e.kind, str(e), e.status, e.retry_after, started, probe=job.probe)
         except ParseError as e:
             self._failed(job, retry.PARSE, str(e), 200, None, started)
         else:
@@ -125,12 +135,12 @@ class Worker:
         self._gate(job, url)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock):
-                resp = http.fetch(self.session, url, self.s.timeout_s)
+                body = http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
         except FetchError as e:
             self._domain_failed(job, e)
             raise
         self._domain_answered(job)
-        return resp.content
+        return body
 
     def _gate(self, job, url=None):
         """Renew the lease, then wait for the domain's rate slot and any 429 pause. The job is handed
@@ -181,7 +191,7 @@ class Worker:
         now = self.clock()
         s = self.s
         if e.kind == retry.BLOCKED:
-            _, b = self.queue.update_domain(job.domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s), now)
+            _, b = self.queue.update_domain(job.domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s, s.max_open_cycles), now)
             log.warning("%s %s blocks this address: breaker open for %.0f s", self.name, job.domain,
                         b.open_until - now)
         elif e.kind == retry.HTTP_429:
@@ -191,9 +201,13 @@ class Worker:
             log.warning("%s 429 from %s: domain paused for %.1f s", self.name, job.domain, b.paused_until - now)
         elif e.kind in retry.BREAKER_KINDS:
             before, b = self.queue.update_domain(
-                job.domain, lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s), now
+                job.domain,
+                lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s, s.max_open_cycles), now
             )
-            if b.state == breaker.OPEN and before.state != breaker.OPEN:
+            if b.gave_up and not before.gave_up:
+                log.error("%s gave up on %s: %d probes in a row failed (%s); its breaker stays open and its jobs "
+                          "stay pending for the next run", self.name, job.domain, b.open_cycles, e)
+            elif b.state == breaker.OPEN and before.state != breaker.OPEN:
                 log.warning("%s breaker of %s open until +%.0f s (%d failures)",
                             self.name, job.domain, b.open_until - now, b.failures)
         else:
@@ -201,16 +215,19 @@ class Worker:
 
     def _invalid(self, job, kind, message, started):
         """The job has nothing to fetch (no transcript, a removed video): final, with the reason."""
+        message = _storable_text(message)
         if not self.queue.fail(job, self.name, self.clock(), retry.INVALID, kind, message, None, None,
                                _ms_since(started)):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
         log.info("%s %s: %s -> invalid", self.name, job.key, message)
 
-    def _failed(self, job, kind, message, status, retry_after, started):
+    def _failed(self, job, kind, message, status, retry_after, started, probe=False):
         now = self.clock()
+        message = _storable_text(message)
         outcome = retry.decide(
-            kind, status, job.attempts, self.s.max_attempts, retry_after, self.s.backoff_base_s, rng=self.rng
+            kind, status, job.attempts, self.s.max_attempts, retry_after, self.s.backoff_base_s, rng=self.rng,
+            probe=probe,
         )
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
@@ -236,6 +253,8 @@ def main(settings, slot, parent_pid):
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
     signal.signal(signal.SIGUSR1, lambda *_: setattr(flags, "recycle", True))
+    # the supervisor blocked these around the fork: one that came meanwhile is delivered now, to our handler
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORK_BLOCKED)
     name = worker_name(slot, os.getpid())
     try:
         conn = store.connect(settings.db_path)
@@ -280,6 +299,11 @@ class _JobContext:
 
     def fetched_at(self):
         return _iso(self.w.clock())
+
+
+def _storable_text(text):
+    """`text` with anything UTF-8 cannot carry escaped, so a message quoting a hostile answer can be stored."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def worker_name(slot, pid):

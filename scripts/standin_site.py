@@ -30,6 +30,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -42,9 +43,25 @@ YOUTUBE_CHANNEL = "https://www.youtube.com/@n8n-io"
 BLOB_ASSETS = "https://n8niostorageaccount.blob.core.windows.net/n8nio-strapi-blobs-prod/assets/"
 DEFAULT_OG_IMAGE = BLOB_ASSETS + "n8n_workflow_template_og.png"
 
-FAULT_KINDS = ("503", "500", "502", "504", "reset", "truncate", "slow", "404", "403")
-# 404/403 are permanent unless a count is given; the rest hit once unless a count is given.
-_PERMANENT_BY_DEFAULT = ("404", "403")
+# Hostile answers: each is what a broken or malicious server may send with a 200.
+#   deep      valid JSON nested a few hundred thousand levels
+#   trickle   the headers, then one byte every --trickle-s seconds, never done
+#   bomb      a small gzip body that expands to hundreds of MB
+#   badutf8   the template's answer with bytes that are not UTF-8
+#   surrogate the template's answer with a lone surrogate escape ("\ud800"): valid JSON, not valid UTF-8
+#   huge      the template's answer padded to 60 MB (its Content-Length says so)
+#   endless   a chunked body of blanks that never ends
+#   wrong     another template's answer
+HOSTILE_KINDS = ("deep", "trickle", "bomb", "badutf8", "surrogate", "huge", "endless", "wrong")
+# Not in --hostile, as only the client's lease ends it: "stall" trickles its headers, a byte every --trickle-s.
+FAULT_KINDS = ("503", "500", "502", "504", "reset", "truncate", "slow", "404", "403", *HOSTILE_KINDS, "stall")
+# 404/403 and the hostile kinds are permanent unless a count is given; the rest hit once unless a count is given.
+_PERMANENT_BY_DEFAULT = ("404", "403", *HOSTILE_KINDS, "stall")
+DEEP_LEVELS = 300_000
+BOMB_MB = 256
+HUGE_MB = 60
+_bomb_lock = threading.Lock()
+_bomb = []
 _FAULT_RE = re.compile(r"^(%s)(?:x(\d+))?:([0-9]*\.?[0-9]+)$" % "|".join(FAULT_KINDS))
 
 # Used when a template's nodes carry no category at all.
@@ -624,6 +641,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "slow":
             time.sleep(site.slow_s)
             self._send(200, site.corpus.detail(tid))
+        elif kind in HOSTILE_KINDS or kind == "stall":
+            self._hostile(kind, tid)
         elif kind == "500":
             self._error(500, "Internal Server Error")
         elif kind == "404":
@@ -633,6 +652,65 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             reasons = {"502": "Bad Gateway", "503": "Service Unavailable", "504": "Gateway Timeout"}
             self._gateway_error(int(kind), reasons[kind])
+
+    def _hostile(self, kind, tid):
+        site = self.server.site
+        body = site.corpus.detail(tid)
+        if kind == "deep":
+            self._send(200, b'{"id":%d,"workflow":' % tid + b"[" * DEEP_LEVELS + b"]" * DEEP_LEVELS + b"}")
+        elif kind == "badutf8":
+            self._send(200, body.replace(b'"name":"', b'"name":"\xff\xfe\xc3', 1))
+        elif kind == "surrogate":
+            self._send(200, body.replace(b'"name":"', b'"name":"\\ud800', 1))
+        elif kind == "wrong":
+            ids = site.corpus.ids
+            other = ids[(site.corpus.position[tid] + 1) % len(ids)]
+            self._send(200, site.corpus.detail(other) if other != tid else b'{"id":0}')
+        elif kind == "bomb":
+            self._send(200, _bomb_body(), headers={"Content-Encoding": "gzip"})
+        else:
+            self._stream(kind, body)
+
+    def _stream(self, kind, body):
+        """trickle, huge, endless and stall: written piece by piece until done or the client goes away."""
+        site = self.server.site
+        site._count_status(200)
+        self.close_connection = True
+        try:
+            if kind == "stall":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Pad: ")
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(site.trickle_s)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            if kind == "endless":
+                self.send_header("Transfer-Encoding", "chunked")
+            elif kind == "huge":
+                self.send_header("Content-Length", str(HUGE_MB * 2**20))
+            else:
+                self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if kind == "trickle":
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(site.trickle_s)
+            elif kind == "huge":
+                blank = b" " * 2**20
+                self.wfile.write(body)
+                left = HUGE_MB * 2**20 - len(body)
+                while left > 0:
+                    self.wfile.write(blank[:left])
+                    left -= len(blank)
+            else:
+                chunk = b"%x\r\n%s\r\n" % (2**16, b" " * 2**16)
+                while True:
+                    self.wfile.write(chunk)
+        except (ConnectionError, TimeoutError, OSError):
+            pass
 
     def _control_get(self, path):
         site = self.server.site
@@ -647,6 +725,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, site.corpus.detail(int(match.group(1))))
             else:
                 self._error(404, "Not Found")
+
+
+def _bomb_body():
+    """gzip of BOMB_MB MB of blanks (about 250 KB), made once."""
+    with _bomb_lock:
+        if not _bomb:
+            z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            blank = b" " * 2**20
+            _bomb.append(b"".join([*(z.compress(blank) for _ in range(BOMB_MB)), z.flush()]))
+        return _bomb[0]
 
 
 def _kind_of(path):
@@ -682,6 +770,7 @@ class StandinSite:
         faults="",
         seed=1,
         slow_s=3.0,
+        trickle_s=1.0,
         missing_fraction=0.0,
         host=LOOPBACK,
         port=0,
@@ -698,6 +787,7 @@ class StandinSite:
         self.host, self.port = host, int(port)
         self.rate, self.burst = float(rate), int(burst)
         self.latency_ms, self.slow_s, self.seed = float(latency_ms), float(slow_s), seed
+        self.trickle_s = float(trickle_s)
         self.fault_spec = parse_faults(faults) if isinstance(faults, str) else list(faults)
         self.corpus = _Corpus(data_dir or DEFAULT_DATA_DIR, int(templates), seed, self.fault_spec,
                               float(missing_fraction))
@@ -867,10 +957,21 @@ def _build_parser():
     parser.add_argument("--faults", default="", help="e.g. 503:0.03,500x2:0.02,reset:0.01,404:0.01")
     parser.add_argument("--seed", type=int, default=1, help="decides missing ids and fault ids")
     parser.add_argument("--slow-s", type=float, default=3.0, help="delay of the 'slow' fault")
+    parser.add_argument("--trickle-s", type=float, default=1.0, help="pause between bytes of the 'trickle' fault")
+    parser.add_argument("--hostile", type=float, default=0.0,
+                        help=f"hostile mode: this share of ids for each of {', '.join(HOSTILE_KINDS)}")
     parser.add_argument("--missing-fraction", type=float, default=0.0,
                         help="share of ids listed by search but 404 on detail")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), help=argparse.SUPPRESS)
     return parser
+
+
+def _with_hostile(faults, fraction):
+    """--faults plus each hostile kind at `fraction` (the --hostile mode)."""
+    if not fraction:
+        return faults
+    extra = ",".join(f"{kind}:{fraction:g}" for kind in HOSTILE_KINDS)
+    return f"{faults},{extra}" if faults else extra
 
 
 def main(argv=None):
@@ -882,7 +983,8 @@ def main(argv=None):
     try:
         site = StandinSite(
             templates=args.templates, rate=args.rate, burst=args.burst, latency_ms=args.latency_ms,
-            faults=args.faults, seed=args.seed, slow_s=args.slow_s,
+            faults=_with_hostile(args.faults, args.hostile), seed=args.seed, slow_s=args.slow_s,
+            trickle_s=args.trickle_s,
             missing_fraction=args.missing_fraction, host=args.host, port=args.port, data_dir=args.data_dir,
         )
     except (ValueError, OSError) as exc:

@@ -255,7 +255,7 @@ def test_seed_from_search_with_a_limit(db):
 def test_seed_from_search_with_an_unusable_answer_exits_1_and_seeds_nothing(db, body, status):
     with responses.RequestsMock() as rsps:
         search_page(rsps, 1, None, status=status, body=body)
-        result = invoke("seed", "--from-search", db=db)
+        result = invoke("seed", "--from-search", "--backoff-base", "0", db=db)
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert "nothing was seeded" in result.output
@@ -266,7 +266,7 @@ def test_seed_from_search_failing_on_page_2_seeds_nothing(db):
     with responses.RequestsMock() as rsps:
         search_page(rsps, 1, search_items())
         search_page(rsps, 2, None, body="not json")
-        result = invoke("seed", "--from-search", db=db)
+        result = invoke("seed", "--from-search", "--backoff-base", "0", db=db)
     assert result.exit_code == 1 and not db.exists()
 
 

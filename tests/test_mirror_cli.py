@@ -72,7 +72,8 @@ def test_a_sync_queues_changed_and_missing_templates_and_marks_nothing_itself(mi
 def test_a_walk_cut_short_by_limit_takes_nothing_as_missing(mirror):
     sync_with(mirror, listing(IDS))
     with responses.RequestsMock() as rsps:
-        search_page(rsps, 1, listing(IDS), total=130)
+        filler = [{"id": 900_000 + i, "name": f"t{i}"} for i in range(100 - len(IDS))]   # a full first page
+        search_page(rsps, 1, listing(IDS) + filler, total=130)
         result = invoke("seed", "--from-search", "--limit", "2", db=mirror)
     assert "incomplete, so nothing is taken as removed; 0 new, 0 changed, 0 removed" in result.output
     assert set(statuses(mirror).values()) == {"done"}

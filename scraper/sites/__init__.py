@@ -114,3 +114,20 @@ def children_of(settings, site_name: str, values: Iterable) -> tuple:
         return ()
     site = get(site_name)
     return tuple(site.job_row(settings, v) for v in values)
+
+
+def check_storable(row: dict):
+    """ParseError when a text field cannot be stored as it came (a lone surrogate such as "\\ud800" is
+    valid JSON but not valid UTF-8): refused with a reason rather than stored altered."""
+    for name, value in row.items():
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise unstorable(f"answer's {name!r}", e) from None
+
+
+def unstorable(what: str, e: UnicodeEncodeError):
+    from ..errors import ParseError
+    return ParseError(f"the {what} holds text that is not valid Unicode ({e.reason}: {e.object[e.start:e.end]!a} "
+                      f"at character {e.start}); refused rather than stored altered")

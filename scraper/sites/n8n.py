@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from scraper import retry
 from scraper.errors import FetchError, ParseError
-from scraper.sites import Result, children_of, youtube
+from scraper.sites import Result, check_storable, children_of, unstorable, youtube
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +103,14 @@ def search_done(page: int, rows: int, got: int, total: int) -> bool:
 
 
 def discover(api_url: str, get, limit: int | None = None) -> tuple[dict, bool, int]:
-    """The listing from the search API, page after page; `get(url) -> bytes` is the caller's polite GET.
+    """The listing from the search API, page after page; `get(url, parse)` is the caller's polite GET,
+    which returns `parse(body)` and retries a page whose body `parse` refuses.
 
     Returns (entries by id in listing order, complete, pages read). A walk stopped by `limit` before
     the last page is not complete."""
     entries, page = {}, 1
     while True:
-        items, total = parse_search_entries(get(search_url(api_url, page)))
+        items, total = get(search_url(api_url, page), lambda body, page=page: checked_search_page(body, page))
         # the default order is a popularity ranking that moves between calls: keep ids, not positions
         for item in items:
             entries.setdefault(item["id"], item)
@@ -121,6 +122,16 @@ def discover(api_url: str, get, limit: int | None = None) -> tuple[dict, bool, i
         if done:
             return entries, True, page
         page += 1
+
+
+def checked_search_page(body, page: int) -> tuple[list[dict], int]:
+    """parse_search_entries, refusing a page shorter than totalWorkflows says it is: a short page before
+    the end would end the walk early, and a partial walk must never pass for the whole library."""
+    items, total = parse_search_entries(body)
+    expected = min(SEARCH_ROWS, total - (page - 1) * SEARCH_ROWS)
+    if len(items) < expected:
+        raise ParseError(f"search page {page} lists {len(items)} templates, {expected} were due ({total} in all)")
+    return items, total
 
 
 def _bare_host(host: str | None) -> str:
@@ -407,7 +418,10 @@ class _Fetcher:
         template_id = parse_key(job.key)
         fetched_at = ctx.fetched_at()
         body = ctx.get(detail_url(self.s.api_url, template_id))
-        row = extract(body, fetched_at)
+        try:
+            row = extract(body, fetched_at)
+        except UnicodeEncodeError as e:
+            raise unstorable("answer", e) from None
         if row["id"] != template_id:
             raise ParseError(f"answer is for template {row['id']}, not {template_id}")
         raw = {answers.API: body}
@@ -416,6 +430,7 @@ class _Fetcher:
             if page is not None:
                 row.update(extract_page(page.decode("utf-8", "replace")))
                 raw[answers.PAGE] = page
+        check_storable(row)
         videos = json.loads(row["videos"])
         links = [{"template_id": template_id, "video_id": v} for v in videos]
         return Result(
