@@ -1,23 +1,16 @@
-"""Shared fixtures: a safe environment, the stand-in site as a real process, the CLI as a real process."""
+"""Fixtures shared by the test files: a safe environment, the stand-ins as real processes, the worker on a
+real queue with the network faked. Plain helpers live in tests/helpers.py."""
 
-import json
-import os
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
-from pathlib import Path
+import random
 
 import pytest
-import requests
+import responses
 
-ROOT = Path(__file__).resolve().parent.parent
-STANDIN = ROOT / "scripts" / "standin_site.py"
-STANDIN_YOUTUBE = ROOT / "scripts" / "standin_youtube.py"
-# A closed local port: a test that forgets to point the scraper at the stand-in fails fast
-# instead of reaching the real n8n hosts.
-NOWHERE = "http://127.0.0.1:9"
+from scraper import http, limiter, settings, store, worker
+from scraper.queue import Queue
+from scraper.sites import n8n
+from scripts.standin import client
+from tests.helpers import API, NOW, NOWHERE, SITE, TID, Clock
 
 
 @pytest.fixture(autouse=True)
@@ -30,154 +23,66 @@ def safe_env(monkeypatch, tmp_path):
     monkeypatch.setenv("SCRAPER_TRANSCRIPTS", "0")
 
 
-class Standin:
-    """The stand-in site running in its own process."""
+def _factory(youtube):
+    started = []
 
-    def __init__(self, proc, url):
-        self.proc = proc
-        self.url = url
-        self.api_url = url + "/api"
+    def start(**options):
+        site = client.start(youtube=youtube, **options)
+        started.append(site)
+        return site
 
-    def stats(self):
-        return requests.get(self.url + "/_standin/stats", timeout=5).json()
-
-    def corpus(self):
-        return requests.get(self.url + "/_standin/corpus", timeout=5).json()
-
-    def template(self, template_id):
-        return requests.get(f"{self.url}/_standin/template/{template_id}", timeout=5).json()
-
-    def library(self, **change):
-        """Change the library between runs (add=N, edit=[ids], edit_workflow=[ids], remove=[ids],
-        restore=[ids], views=rounds); returns the stand-in's answer ({"added": [ids], "listed": n})."""
-        resp = requests.post(self.url + "/_standin/library", json=change, timeout=5)
-        resp.raise_for_status()
-        return resp.json()
-
-    def reset(self):
-        requests.post(self.url + "/_standin/reset", timeout=5).raise_for_status()
-
-    def storm(self, seconds):
-        requests.post(self.url + "/_standin/storm", json={"seconds": seconds}, timeout=5).raise_for_status()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+    return start, started
 
 
 @pytest.fixture
 def standin():
-    """A factory: standin(templates=60, rate=20, burst=5, latency_ms=0, faults="", ...) -> Standin."""
-    started = []
-
-    def start(**options):
-        args = [sys.executable, str(STANDIN)]
-        for key, value in options.items():
-            args += [f"--{key.replace('_', '-')}", str(value)]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-        line = proc.stdout.readline()
-        if "listening on" not in line:
-            proc.kill()
-            raise RuntimeError(f"the stand-in did not start: {line!r}")
-        site = Standin(proc, line.strip().rsplit(" ", 1)[1])
-        started.append(site)
-        return site
-
+    """A factory: standin(templates=60, rate=20, burst=5, latency_ms=0, faults="", ...) -> client.Standin."""
+    start, started = _factory(youtube=False)
     yield start
     for site in started:
         site.stop()
-
-
-class YouTubeStandin:
-    """The YouTube stand-in running in its own process."""
-
-    def __init__(self, proc, url):
-        self.proc = proc
-        self.url = url
-
-    def stats(self):
-        return requests.get(self.url + "/_standin/stats", timeout=5).json()
-
-    def block(self, seconds, mode="recaptcha"):
-        requests.post(self.url + "/_standin/block", json={"seconds": seconds, "mode": mode},
-                      timeout=5).raise_for_status()
-
-    stop = Standin.stop
-
-
-def _start(script, options):
-    args = [sys.executable, str(script)]
-    for key, value in options.items():
-        args += [f"--{key.replace('_', '-')}", str(value)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        raise RuntimeError(f"the stand-in did not start: {line!r}")
-    return proc, line.strip().rsplit(" ", 1)[1]
 
 
 @pytest.fixture
 def youtube_standin():
     """A factory: youtube_standin(rate=5, burst=2, latency_ms=0, block_after=N, block_s=S, block_mode=M)."""
-    started = []
-
-    def start(**options):
-        site = YouTubeStandin(*_start(STANDIN_YOUTUBE, options))
-        started.append(site)
-        return site
-
+    start, started = _factory(youtube=True)
     yield start
     for site in started:
         site.stop()
 
 
-def scraper_env(site, db):
-    """The environment of a scraper process pointed at the stand-in and the test's database."""
-    env = dict(os.environ)
-    env.update(SCRAPER_API_URL=site.api_url, SCRAPER_SITE_URL=site.url, SCRAPER_DB=str(db),
-               PYTHONPATH=str(ROOT))
-    return env
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "jobs.db"
 
 
-def scraper(site, db, *args, timeout=300, check=None, env=None):
-    """Run `scraper ARGS` as a real process (`env`: extra variables); returns the CompletedProcess."""
-    done = subprocess.run([sys.executable, "-m", "scraper", *args], env={**scraper_env(site, db), **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
-    if check is not None:
-        assert done.returncode == check, done.stderr[-3000:]
-    return done
+@pytest.fixture
+def net():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        yield rsps
 
 
-def start_scraper(site, db, *args):
-    """Start `scraper ARGS` in the background (for signal tests)."""
-    return subprocess.Popen([sys.executable, "-m", "scraper", *args], env=scraper_env(site, db),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@pytest.fixture
+def make(tmp_path):
+    """make(ids=[TID], **settings) -> (worker, queue, clock), the jobs seeded as `scraper seed` would."""
+    opened = []
 
+    def build(ids=(TID,), limiter_kind="none", **options):
+        s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url=SITE, **options)
+        conn = store.open_db(s.db_path)
+        q = Queue(conn)
+        q.seed([(n8n.job_key(i), n8n.SITE, n8n.page_url(SITE, i), s.domain) for i in ids], now=NOW - 100)
+        lim = (limiter.DomainLimiter(s.limiter_path, s.rate_per_s, s.burst) if limiter_kind == "domain"
+               else limiter.NoLimiter())
+        session = http.make_session(s.user_agent)
+        clock = Clock(NOW)
+        w = worker.Worker(s, "w1", q, lim, session, clock=clock, rng=random.Random(7))
+        opened.append((conn, lim, session))
+        return w, q, clock
 
-def rows(db, sql, *params):
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute(sql, params)]
-    finally:
+    yield build
+    for conn, lim, session in opened:
+        session.close()
+        lim.close()
         conn.close()
-
-
-def wait_until(predicate, timeout=30, every=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("condition not met in time")
-
-
-def status_json(site, db):
-    return json.loads(scraper(site, db, "status", "--json", check=0).stdout)

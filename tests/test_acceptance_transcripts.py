@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import rows, scraper
+from tests.helpers import rows, scraper
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,8 @@ def test_templates_and_their_transcripts_through_a_blocked_phase(standin, youtub
     # politeness at both stand-ins: no 429, so each domain stayed inside its bucket
     assert site.stats()["http_429"] == 0 and stats["http_429"] == 0
 
-    exported = [json.loads(line) for line in scraper(site, db, "export", "--format", "jsonl", check=0).stdout.splitlines()]
+    exported = [json.loads(line)
+                for line in scraper(site, db, "export", "--format", "jsonl", check=0).stdout.splitlines()]
     with_video = [t for t in exported if "AzOgpdn8ngY" in t["videos"]]
     assert with_video and all(
         {"video_id": "AzOgpdn8ngY", "language_code": "en", "is_generated": False,

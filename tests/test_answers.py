@@ -7,8 +7,7 @@ import pytest
 from scraper import answers, store, sync, worker
 from scraper.queue import Queue
 from scraper.sites import n8n
-from tests.n8n_answers import detail_answer, detail_body, search_items
-from tests.test_worker import DETAIL, NOW, TID, job, make, net, workflow  # noqa: F401 - fixtures
+from tests.helpers import DETAIL, NOW, TID, detail_answer, detail_body, job, search_items, workflow
 
 # --- pure ----------------------------------------------------------------------------------------
 

@@ -5,60 +5,31 @@ import fcntl
 import io
 import json
 import os
-import re
 import time
 
 import pytest
 import responses
 from click.testing import CliRunner
-from responses import matchers
 
 from scraper import breaker, cli, settings, store
 from scraper.errors import ConfigError
 from scraper.queue import Queue
 from scraper.sites import n8n
-from tests.n8n_answers import definition_ids, detail_body, search_items
-
-API = "http://api.test/api"
-SITE = "http://site.test"
-SEARCH = f"{API}/templates/search"
-# `2026-11-26 02:30:00,123 Error: ...`: click's error line, timestamped like a log line
-STAMPED_ERROR = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} Error: (.*)$")
-
-
-@pytest.fixture
-def db(tmp_path):
-    return tmp_path / "jobs.db"
-
-
-def invoke(*args, db=None, site=SITE):
-    """`scraper [--db DB] --api-url API --site-url SITE ARGS`, in-process."""
-    head = ([] if db is None else ["--db", str(db)]) + ["--api-url", API, "--site-url", site]
-    return CliRunner().invoke(cli.main, [*head, *args])
-
-
-def count(db, sql="SELECT COUNT(*) FROM jobs"):
-    conn = store.connect(str(db))
-    try:
-        return conn.execute(sql).fetchone()[0]
-    finally:
-        conn.close()
+from tests.helpers import (
+    API,
+    SITE,
+    assert_one_sentence_error,
+    count,
+    definition_ids,
+    detail_body,
+    invoke,
+    search_items,
+    search_page,
+)
 
 
 def files_in(folder):
     return sorted(os.listdir(folder))
-
-
-def assert_one_sentence_error(result, *words):
-    assert result.exit_code == 2, (result.output, result.exception)
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if STAMPED_ERROR.match(line)]
-    assert len(errors) == 1, result.output
-    message = STAMPED_ERROR.match(errors[0]).group(1)
-    assert message.endswith(".") and "\n" not in message
-    for word in words:
-        assert word in message, message
-    return message
 
 
 # --- help ----------------------------------------------------------------------------------------
@@ -213,11 +184,6 @@ def _ids(tmp_path, text, name="ids.txt"):
 
 # --- seed --from-search --------------------------------------------------------------------------
 
-def search_page(rsps, page, items, total=130, status=200, body=None):
-    rsps.get(SEARCH, match=[matchers.query_param_matcher({"page": str(page), "rows": "100"})], status=status,
-             body=body if body is not None else json.dumps({"totalWorkflows": total, "workflows": items}))
-
-
 @pytest.fixture
 def search_130():
     page1 = search_items()
@@ -247,7 +213,7 @@ def test_seed_from_search_with_a_limit(db):
         result = invoke("seed", "--from-search", "--limit", "50", db=db)
     assert result.exit_code == 0, result.output
     assert count(db) == 50
-    assert count(db, "SELECT COUNT(*) FROM jobs WHERE key = 'n8n:%d'" % search_items()[49]["id"]) == 1
+    assert count(db, "SELECT COUNT(*) FROM jobs WHERE key = ?", f"n8n:{search_items()[49]['id']}") == 1
 
 
 @pytest.mark.parametrize("body, status", [("<html>oops</html>", 200), ('{"totalWorkflows": 130, "workflo', 200),

@@ -14,8 +14,7 @@ from scraper import breaker, http, progress, retry, seed, settings, status, stor
 from scraper.errors import FetchError, ParseError
 from scraper.queue import Queue
 from scraper.sites import n8n
-from tests.n8n_answers import detail_body
-from tests.test_worker import API, DETAIL, DOMAIN, NOW, TID, job, make, net, workflow  # noqa: F401 - fixtures
+from tests.helpers import API, DETAIL, DOMAIN, NOW, TID, detail_body, job, workflow
 
 SEARCH = re.compile(re.escape(API) + r"/templates/search.*")
 
@@ -128,7 +127,7 @@ def test_failed_probes_spend_no_attempts_and_the_domain_is_given_up(make, net):
     net.get(re.compile(re.escape(API) + r"/templates/workflows/\d+"), body=requests.ConnectionError("refused"))
     w.step()                                          # an ordinary failure: counted, ends failed (1 attempt)
     assert q.domains()[DOMAIN].state == breaker.OPEN and q.counts()["failed"] == 1
-    for n in (1, 2):
+    for _ in (1, 2):
         clock.t = q.domains()[DOMAIN].open_until
         assert w.step()                                # the probe
     b = q.domains()[DOMAIN]

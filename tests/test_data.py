@@ -15,13 +15,12 @@ from collections import Counter
 
 import pytest
 from click.testing import CliRunner
-from conftest import NOWHERE, ROOT, STANDIN, Standin, rows, scraper
 
 from scraper import cli, export, redact, report, search, store
 from scraper.sites import n8n
-from tests.n8n_answers import definition_ids, detail_body
+from scripts.standin import client
+from tests.helpers import FIXTURES, NOWHERE, ROOT, definition_ids, detail_body, rows, scraper
 
-FIXTURES = ROOT / "tests" / "fixtures" / "n8n"
 ERROR_LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?Error: (.*)$")   # timestamped, as every CLI line
 
 
@@ -232,12 +231,7 @@ def library(tmp_path_factory):
     for k in PLANTED_DEFINITIONS:
         definitions[k]["workflow"] = planted_workflow(definitions[k]["workflow"])
     path.write_text(json.dumps(definitions))
-    proc = subprocess.Popen([sys.executable, str(STANDIN), "--templates", "120", "--rate", "200", "--burst", "20",
-                             "--faults", "503:0.05,404:0.03", "--seed", "5", "--data-dir", str(data)],
-                            stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    assert "listening on" in line, line
-    site = Standin(proc, line.strip().rsplit(" ", 1)[1])
+    site = client.start(templates=120, rate=200, burst=20, faults="503:0.05,404:0.03", seed=5, data_dir=data)
     db = folder / "jobs.db"
     # a module fixture is set up before the autouse safe_env: point every other host at a closed port here
     closed = {"SCRAPER_YOUTUBE_URL": NOWHERE}
@@ -379,7 +373,7 @@ def test_parquet_round_trips_every_row(library, tmp_path, monkeypatch):
     got = f.read().to_pylist()
     workflows = list(stored(db).values())
     assert len(got) == len(workflows)
-    for g, w in zip(got, workflows):
+    for g, w in zip(got, workflows, strict=True):
         for col, value in w.items():
             if col in parquet.TIMESTAMPS:
                 assert g[col] == parquet._timestamp(value), col

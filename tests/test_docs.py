@@ -16,8 +16,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, rows, scraper, scraper_env, status_json
 from scraper.cli import main as cli
+from tests.helpers import ROOT, rows, scraper, scraper_env, status_json
 
 pytestmark = pytest.mark.slow
 
@@ -202,7 +202,7 @@ def test_the_crontab_line_works_from_an_empty_folder_and_logs_with_timestamps(st
     db = folder / "jobs.db"
     (line,) = cron_lines(README)
     commands = [shell(c, db) for c in commands_of(line)]
-    for night in (1, 2):
+    for _night in (1, 2):
         for command in commands:
             subprocess.run(["bash", "-c", command], cwd=folder, env=scraper_env(site, db), timeout=120, check=False)
     counts = {r["status"]: r["n"] for r in rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}

@@ -5,7 +5,7 @@ import json
 import pytest
 import requests
 
-from conftest import rows, scraper, status_json
+from tests.helpers import rows, scraper, status_json
 
 pytestmark = pytest.mark.slow
 

@@ -8,11 +8,10 @@ import pytest
 import responses
 
 from scraper import answers, store
-from scraper.sync import iso
 from scraper.queue import Queue
 from scraper.sites import n8n
-from tests.n8n_answers import definition_ids, detail_body, search_items
-from tests.test_cli import assert_one_sentence_error, db, invoke, search_page  # noqa: F401 - db is a fixture
+from scraper.sync import iso
+from tests.helpers import assert_one_sentence_error, definition_ids, detail_body, invoke, search_items, search_page
 
 IDS = sorted(definition_ids()[:4])
 T0 = 1_780_000_000.0        # 2026-05-28

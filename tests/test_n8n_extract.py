@@ -7,8 +7,14 @@ import pytest
 
 from scraper.errors import ParseError
 from scraper.sites import n8n
-from tests.n8n_answers import (
-    FIXTURES, definition, definition_ids, detail_answer, detail_body, search_answer, search_items,
+from tests.helpers import (
+    FIXTURES,
+    definition,
+    definition_ids,
+    detail_answer,
+    detail_body,
+    search_answer,
+    search_items,
 )
 
 FETCHED_AT = "2026-01-02T03:04:05Z"
@@ -512,14 +518,17 @@ def test_quality_score_more_media_and_notes_never_lower():
     inner = answer["workflow"]["workflow"]
     note = {"id": "n1", "name": "Sticky", "type": n8n.STICKY_NOTE, "typeVersion": 1, "position": [0, 0],
             "parameters": {"content": "## How to set up\n" + "Connect Gmail and OpenAI, then run it. " * 20}}
-    with_note = n8n.extract(body(detail_answer(4722, workflow={**inner, "nodes": inner["nodes"] + [note]})), FETCHED_AT)
+
+    def scored(extra, **kwargs):
+        return n8n.extract(body(detail_answer(4722, workflow={**inner, "nodes": inner["nodes"] + [extra]}, **kwargs)),
+                           FETCHED_AT)["quality_score"]
+
     video_note = {**note, "parameters": {"content": note["parameters"]["content"] + "\n@[youtube](laHIzhsz12E)"}}
-    with_video = n8n.extract(body(detail_answer(4722, workflow={**inner, "nodes": inner["nodes"] + [video_note]})), FETCHED_AT)
-    with_image = n8n.extract(body(detail_answer(4722, image=IMAGE, workflow={**inner, "nodes": inner["nodes"] + [video_note]})), FETCHED_AT)
-    scores = [base["quality_score"], with_note["quality_score"], with_video["quality_score"], with_image["quality_score"]]
+    scores = [base["quality_score"], scored(note), scored(video_note), scored(video_note, image=IMAGE)]
     assert scores == sorted(scores) and scores[0] < scores[-1]
-    assert with_video["quality_score"] - with_note["quality_score"] >= 10
-    assert with_image["quality_score"] - with_video["quality_score"] == 5
+    with_note, with_video, with_image = scores[1:]
+    assert with_video - with_note >= 10
+    assert with_image - with_video == 5
     # The same holds on any real row: more of anything never lowers it.
     for template_id in definition_ids():
         row = n8n.extract(detail_body(template_id), FETCHED_AT)

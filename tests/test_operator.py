@@ -15,11 +15,10 @@ import responses
 from click.testing import CliRunner
 from responses import matchers
 
-from conftest import rows, scraper, scraper_env, start_scraper, status_json, wait_until
 from scraper import cli, outcome, settings, store
 from scraper.queue import Queue
 from scraper.sites import n8n
-from tests.n8n_answers import search_items
+from tests.helpers import jobs_in, rows, scraper, scraper_env, search_items, start_scraper, status_json, wait_until
 
 API = "http://api.test/api"
 SITE = "http://site.test"
@@ -56,7 +55,8 @@ def test_a_database_seeded_from_one_url_refuses_another(tmp_path):
         message = one_error_line(result)
         assert f"--api-url {API} and --site-url {SITE}" in message and "--adopt-urls" in message
     # refused before anything changed: the same jobs, pointing at the same site
-    assert [r["url"] for r in rows(db, "SELECT url FROM jobs ORDER BY id")] == [f"{SITE}/workflows/{i}" for i in (1, 2, 3)]
+    urls = [r["url"] for r in rows(db, "SELECT url FROM jobs ORDER BY id")]
+    assert urls == [f"{SITE}/workflows/{i}" for i in (1, 2, 3)]
 
 
 def test_adopt_urls_moves_the_database_and_its_jobs(tmp_path):
@@ -245,10 +245,6 @@ def seeded(standin, tmp_path, templates, **site_options):
     return site, db
 
 
-def running(db):
-    return rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'running'")[0]["n"]
-
-
 @pytest.mark.slow
 def test_a_live_run_shows_its_pid_and_a_killed_one_shows_none_with_its_orphans(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=40, rate=50, burst=5, latency_ms=1500)
@@ -256,7 +252,7 @@ def test_a_live_run_shows_its_pid_and_a_killed_one_shows_none_with_its_orphans(s
                             env=scraper_env(site, db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        wait_until(lambda: running(db) == 3)
+        wait_until(lambda: jobs_in(db, "running") == 3)
         live = status_json(site, db)
         assert live["run"]["pid"] == proc.pid and live["run"]["alive"] is True
         assert live["stale_running"] == 0
@@ -277,7 +273,7 @@ def test_a_live_run_shows_its_pid_and_a_killed_one_shows_none_with_its_orphans(s
 def test_a_killed_supervisor_shows_its_run_as_gone(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=20, rate=50, burst=5, latency_ms=4000)
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "50")
-    wait_until(lambda: running(db) == 2)
+    wait_until(lambda: jobs_in(db, "running") == 2)
     os.kill(proc.pid, signal.SIGKILL)                   # its workers live on until their 4 s answer is in
     proc.wait(10)
     report = status_json(site, db)

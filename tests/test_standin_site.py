@@ -1,6 +1,5 @@
-"""Tests of scripts/standin_site.py, the local stand-in for api.n8n.io and n8n.io."""
+"""Tests of scripts/standin (`python -m scripts.standin`), the local stand-in for api.n8n.io and n8n.io."""
 
-import importlib.util
 import json
 import re
 import select
@@ -11,28 +10,26 @@ import sys
 import threading
 import time
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 import requests
 
+from scripts.standin.corpus import BLOB_ASSETS, DATA_DIR, plain_text
+from scripts.standin.faults import parse_faults
+from scripts.standin.server import StandinSite
+from tests.helpers import ROOT
+
 # About 6 s in all (a 1 s sliding window, sleeps of faults and storm, two subprocesses).
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "standin_site.py"
-FIXTURES = ROOT / "tests" / "fixtures" / "n8n"
-
-_spec = importlib.util.spec_from_file_location("standin_site", SCRIPT)
-standin = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(standin)
+STANDIN = [sys.executable, "-m", "scripts.standin"]
 
 # 250 templates: every 0.02 share is exactly 5 ids.
 FAULTS = "503:0.02,500x2:0.02,502:0.02,504:0.02,reset:0.02,truncate:0.02,slow:0.02,404:0.02,403x0:0.02"
 SLOW_S = 0.3
 
-SEARCH_ITEMS = json.loads((FIXTURES / "search_page1_rows100.json").read_text("utf-8"))
-URL_ROWS = [json.loads(line) for line in (FIXTURES / "workflow_urls_6022.jsonl").read_text("utf-8").splitlines()]
+SEARCH_ITEMS = json.loads((DATA_DIR / "search_page1_rows100.json").read_text("utf-8"))
+URL_ROWS = [json.loads(line) for line in (DATA_DIR / "workflow_urls_6022.jsonl").read_text("utf-8").splitlines()]
 
 
 @pytest.fixture
@@ -41,7 +38,7 @@ def make_site():
     sites = []
 
     def _make(**kwargs):
-        site = standin.StandinSite(**kwargs).start()
+        site = StandinSite(**kwargs).start()
         sites.append(site)
         return site
 
@@ -53,7 +50,7 @@ def make_site():
 @pytest.fixture(scope="module")
 def site():
     """An unlimited site with missing ids and faults, shared by the read-only tests."""
-    s = standin.StandinSite(templates=250, rate=0, faults=FAULTS, seed=7, slow_s=SLOW_S,
+    s = StandinSite(templates=250, rate=0, faults=FAULTS, seed=7, slow_s=SLOW_S,
                             missing_fraction=0.02).start()
     yield s
     s.shutdown()
@@ -157,7 +154,7 @@ def test_detail_shape(site, corpus):
     assert wf["workflowInfo"]["nodeCount"] == len(inner["nodes"])
     assert sum(v["count"] for v in wf["workflowInfo"]["nodeTypes"].values()) == len(inner["nodes"])
     assert len(wf["image"]) == tid % 3
-    assert all(img["url"].startswith(standin.BLOB_ASSETS) for img in wf["image"])
+    assert all(img["url"].startswith(BLOB_ASSETS) for img in wf["image"])
     assert wf["categories"] and all(set(c) == {"id", "name"} for c in wf["categories"])
     # The control copy is byte-identical to what the API serves for a healthy id.
     assert get(f"{site.url}/_standin/template/{tid}").content == response.content
@@ -205,7 +202,7 @@ def test_page_html(site, corpus):
     description = page.meta["description"]
     assert description == page.meta["og:description"]
     assert 50 < len(description) <= 150 and "\n" not in description
-    assert standin.plain_text(SEARCH_ITEMS[4]["description"]).startswith(description)
+    assert plain_text(SEARCH_ITEMS[4]["description"]).startswith(description)
     assert page.meta["og:image"].startswith("https://")
     assert "https://www.youtube.com/@n8n-io" in page.links
     assert get(f"{site.url}/workflows/999999-nope/").status_code == 404
@@ -390,10 +387,10 @@ def test_reset_restarts_counted_faults(make_site):
 
 
 def test_determinism(make_site):
-    kwargs = dict(templates=300, rate=0, faults=FAULTS, missing_fraction=0.03)
+    kwargs = {"templates": 300, "rate": 0, "faults": FAULTS, "missing_fraction": 0.03}
     a = make_site(seed=3, **kwargs)
     b = make_site(seed=3, **kwargs)
-    c = standin.StandinSite(seed=4, **kwargs)
+    c = StandinSite(seed=4, **kwargs)
     info_a = get(f"{a.url}/_standin/corpus").json()
     assert info_a == get(f"{b.url}/_standin/corpus").json()
     assert len(info_a["missing"]) == 9 and len(info_a["faults"]) == 54
@@ -404,14 +401,14 @@ def test_determinism(make_site):
 
 def test_bad_configuration():
     with pytest.raises(ValueError):
-        standin.StandinSite(host="0.0.0.0")
+        StandinSite(host="0.0.0.0")
     with pytest.raises(ValueError):
-        standin.StandinSite(faults="418:0.1")
+        StandinSite(faults="418:0.1")
     with pytest.raises(ValueError):
-        standin.StandinSite(templates=10, faults="503:0.6,500:0.6")
+        StandinSite(templates=10, faults="503:0.6,500:0.6")
     with pytest.raises(ValueError):
-        standin.StandinSite(templates=6023)
-    assert standin.parse_faults("500x2:0.02,404:0.01,403x3:0.1,slow:0.5") == [
+        StandinSite(templates=6023)
+    assert parse_faults("500x2:0.02,404:0.01,403x3:0.1,slow:0.5") == [
         ("500", 2, 0.02), ("404", None, 0.01), ("403", 3, 0.1), ("slow", 1, 0.5)]
 
 
@@ -436,7 +433,7 @@ def _read_line(proc, timeout=10):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_command_line(signum):
-    with subprocess.Popen([sys.executable, str(SCRIPT), "--templates", "30", "--rate", "0"],
+    with subprocess.Popen([*STANDIN, "--templates", "30", "--rate", "0"], cwd=ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         try:
             line = _read_line(proc)
@@ -453,7 +450,7 @@ def test_command_line(signum):
 
 
 def test_command_line_refuses_other_hosts():
-    result = subprocess.run([sys.executable, str(SCRIPT), "--host", "0.0.0.0"],
+    result = subprocess.run([*STANDIN, "--host", "0.0.0.0"], cwd=ROOT,
                             capture_output=True, text=True, timeout=20)
     assert result.returncode == 2
     assert "127.0.0.1" in result.stderr and result.stdout == ""

@@ -1,5 +1,5 @@
 """Transcript jobs: the YouTube site run by a real worker, through the real youtube-transcript-api,
-against the YouTube stand-in (scripts/standin_youtube.py); the n8n side is faked with `responses`."""
+against the YouTube stand-in (scripts/standin/youtube.py); the n8n side is faked with `responses`."""
 
 import csv
 import io
@@ -10,12 +10,11 @@ import pytest
 import requests
 import responses
 
-from conftest import rows
-from n8n_answers import detail_body
 from scraper import breaker, cli, http, limiter, retry, settings, status, store, worker
 from scraper.errors import ConfigError
 from scraper.queue import Queue
 from scraper.sites import n8n, youtube
+from tests.helpers import Clock, detail_body, rows, scraper
 
 API = "https://api.n8n.test/api"
 SITE = "https://n8n.test"
@@ -27,14 +26,6 @@ WITH_TRANSCRIPT = {  # video -> (language_code, is_generated) picked with the de
 }
 INVALID = {"07-HZZQs5h0": "no_transcript", "KgmNiV7SwkU": "transcripts_disabled",
            "hxQshcD3e1Y": "video_unavailable", "dEtV7OYuMFQ": "age_restricted"}
-
-
-class Clock:
-    def __init__(self, t):
-        self.t = t
-
-    def __call__(self):
-        return self.t
 
 
 @pytest.fixture
@@ -286,7 +277,8 @@ def test_exports_and_status_carry_transcripts_and_sites(tmp_path):
     out = io.StringIO()
     export.write(conn, "jsonl", out)
     got = json.loads(out.getvalue())["transcripts"]
-    assert got == [{"video_id": "laHIzhsz12E", "language_code": "en", "is_generated": True, "text": "text of laHIzhsz12E"},
+    assert got == [{"video_id": "laHIzhsz12E", "language_code": "en", "is_generated": True,
+                    "text": "text of laHIzhsz12E"},
                    {"video_id": "AzOgpdn8ngY", "language_code": "en", "is_generated": False,
                     "text": "text of AzOgpdn8ngY"}]
     out = io.StringIO()
@@ -321,7 +313,6 @@ def test_the_youtube_standin_answers_429_above_its_rate(youtube_standin):
 
 @pytest.mark.slow
 def test_a_run_without_transcripts_neither_claims_nor_waits_for_video_jobs(standin, tmp_path):
-    from conftest import scraper
     site = standin(templates=12, rate=50, burst=5)
     db = tmp_path / "jobs.db"
     scraper(site, db, "seed", "--from-search", check=0)

@@ -8,72 +8,18 @@ import pytest
 import requests
 import responses
 
-from scraper import __version__, breaker, http, limiter, retry, settings, status, store, worker
+from scraper import __version__, breaker, retry, settings, status, store, worker
 from scraper.queue import Queue
 from scraper.sites import n8n
-from tests.n8n_answers import detail_body
+from tests.helpers import API, DETAIL, DOMAIN, NOW, SITE, TID, detail_body, job, workflow
 
-NOW = 1_700_000_000.0
-API = "http://api.test/api"
-SITE = "http://site.test"
-DOMAIN = "site.test"
-TID = 6270
 OTHER_TID = 5338
-DETAIL = f"{API}/templates/workflows/{TID}"
 ANY_DETAIL = re.compile(re.escape(API) + r"/templates/workflows/\d+")
 PAGE_HTML = """<!DOCTYPE html><html><head>
 <title>Build Your First AI Agent | n8n workflow template</title>
 <meta name="description" content="Learn agents">
 <meta property="og:title" content="Build Your First AI Agent">
 </head><body><svg><title>icon</title></svg></body></html>"""
-
-
-class Clock:
-    def __init__(self, t):
-        self.t = t
-
-    def __call__(self):
-        return self.t
-
-
-@pytest.fixture
-def net():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        yield rsps
-
-
-@pytest.fixture
-def make(tmp_path):
-    """make(ids=[TID], **settings) -> (worker, queue, clock), the jobs seeded as `scraper seed` would."""
-    opened = []
-
-    def build(ids=(TID,), limiter_kind="none", **options):
-        s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url=SITE, **options)
-        conn = store.open_db(s.db_path)
-        q = Queue(conn)
-        q.seed([(n8n.job_key(i), n8n.SITE, n8n.page_url(SITE, i), s.domain) for i in ids], now=NOW - 100)
-        lim = (limiter.DomainLimiter(s.limiter_path, s.rate_per_s, s.burst) if limiter_kind == "domain"
-               else limiter.NoLimiter())
-        session = http.make_session(s.user_agent)
-        clock = Clock(NOW)
-        w = worker.Worker(s, "w1", q, lim, session, clock=clock, rng=random.Random(7))
-        opened.append((conn, lim, session))
-        return w, q, clock
-
-    yield build
-    for conn, lim, session in opened:
-        session.close()
-        lim.close()
-        conn.close()
-
-
-def job(q, template_id=TID):
-    return dict(q.conn.execute("SELECT * FROM jobs WHERE key = ?", (n8n.job_key(template_id),)).fetchone())
-
-
-def workflow(q, template_id=TID):
-    row = q.conn.execute("SELECT * FROM workflows WHERE id = ?", (template_id,)).fetchone()
-    return None if row is None else dict(row)
 
 
 def first_backoff(seed=7):

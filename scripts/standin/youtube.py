@@ -1,5 +1,6 @@
-#!/usr/bin/env python3
 """A local stand-in for www.youtube.com as youtube-transcript-api 1.2 sees it, for tests and demos.
+
+    python -m scripts.standin.youtube --rate 5 --burst 2 [--block-after N --block-s S --block-mode M]
 
 Point the scraper at it with ``SCRAPER_YOUTUBE_URL=http://127.0.0.1:PORT``. It answers the three
 requests the library sends for one transcript (read from its source, youtube_transcript_api/_transcripts.py):
@@ -46,7 +47,7 @@ TRACKS = {
     "no_transcript": [],
 }
 KINDS = (*TRACKS, "disabled", "unavailable", "age_restricted")
-# the videos of the n8n stand-in's corpus (from tests/fixtures/n8n), one of each kind
+# the videos of the n8n stand-in's corpus (from its data/), one of each kind
 CATALOGUE = {
     "AzOgpdn8ngY": "manual",
     "laHIzhsz12E": "generated",
@@ -114,7 +115,7 @@ def timedtext(video_id, lang, generated):
         f'<text start="{start}" dur="{dur}">{html.escape(html.escape(text))}</text>'
         for start, dur, text in segments(video_id, lang, generated)
     )
-    return f'<?xml version="1.0" encoding="utf-8" ?><transcript>{body}</transcript>'.encode("utf-8")
+    return f'<?xml version="1.0" encoding="utf-8" ?><transcript>{body}</transcript>'.encode()
 
 
 class StandinYouTube:
@@ -220,7 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "youtube-standin/1.0"
 
-    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+    def log_message(self, format, *args):
         """Quiet."""
 
     def _send(self, status, body, ctype):
@@ -233,7 +234,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status, obj):
         self._send(status, json.dumps(obj).encode(), "application/json; charset=UTF-8")
 
-    def do_GET(self):  # noqa: N802 - http.server naming
+    def do_GET(self):
         """Watch pages, caption tracks and /_standin/stats."""
         split = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(split.query).items()}
@@ -253,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, b"Not Found", "text/plain; charset=utf-8")
 
-    def do_POST(self):  # noqa: N802 - http.server naming
+    def do_POST(self):
         """The player API, and /_standin/block {"seconds": S, "mode": M}."""
         split = urlsplit(self.path)
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))

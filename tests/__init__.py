@@ -1,0 +1,1 @@
+"""The test suite: fixtures in conftest.py, plain helpers in helpers.py."""
