@@ -6,7 +6,7 @@ WORKERS ?= 4
 DEMO_TEMPLATES ?= 250
 DEMO_DB ?= demo.db
 
-.PHONY: install test scrape demo bench clean
+.PHONY: install test test-fast lint scrape demo bench clean
 
 $(BIN)/scraper: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,13 @@ install: $(BIN)/scraper
 test: install
 	$(BIN)/python -m pytest -q
 
+# the quick loop while editing: everything but the tests marked slow (CI runs them all)
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: install
+	$(BIN)/ruff check .
+
 # the steps of the crontab line in README.md and docs/operations.md: seed (creates the database, or adds
 # new templates), give failed rows another chance, run
 scrape: install
@@ -27,10 +34,10 @@ scrape: install
 	$(BIN)/scraper run --workers $(WORKERS)
 
 demo: install
-	$(BIN)/python scripts/demo.py --templates $(DEMO_TEMPLATES) --workers $(WORKERS) --db $(DEMO_DB)
+	$(BIN)/python -m scripts.demo --templates $(DEMO_TEMPLATES) --workers $(WORKERS) --db $(DEMO_DB)
 
 bench: install
-	$(BIN)/python scripts/bench.py
+	$(BIN)/python -m scripts.bench
 
 clean:
 	rm -rf $(VENV) *.egg-info $(DEMO_DB) $(DEMO_DB)-*

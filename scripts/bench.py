@@ -1,133 +1,43 @@
-#!/usr/bin/env python3
-"""Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export.
+"""Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export,
+and the CLI's start-up against sqlite-utils'.
 
-    .venv/bin/python scripts/bench.py [--quick] [--only efficiency,queue] [--workdir DIR] [--json PATH]
+    .venv/bin/python -m scripts.bench [--quick] [--only efficiency,queue] [--workdir DIR] [--json PATH]
 
-Every request goes to a local stand-in site on 127.0.0.1 (scripts/standin_site.py); nothing else is
-contacted. Timers are time.perf_counter; memory is psutil (sampled) or /usr/bin/time -v (exact peak).
+Every request goes to a local stand-in site on 127.0.0.1 (scripts/standin); nothing else is contacted.
+Timers are time.perf_counter; memory is psutil (sampled) or /usr/bin/time -v (exact peak).
 Exit code 1 when a figure misses its target.
 """
 
 import argparse
-import importlib.util
 import json
 import multiprocessing
 import os
 import random
-import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import urllib.request
-from pathlib import Path
 
-import psutil
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from scraper import seed as seeding, settings as config, status, store  # noqa: E402
-from scraper.queue import Queue  # noqa: E402
-from scraper.sites import n8n  # noqa: E402
-
-PY = sys.executable
-SECTIONS = ("efficiency", "queue", "seed", "status", "claim_scale", "export")
-RESULTS, NOTES = [], []
-TIME_V = "/usr/bin/time"
-
-
-def result(name, value, unit, target="", ok=None):
-    """One table row; ok is True/False against the target, None when there is no target."""
-    RESULTS.append({"name": name, "value": value, "unit": unit, "target": target, "ok": ok})
-
-
-def note(text):
-    NOTES.append(text)
-    print("   " + text, flush=True)
-
-
-def fmt(v):
-    if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
-
-
-def print_table():
-    head = ("name", "figure", "unit", "target", "result")
-    rows = [(r["name"], fmt(r["value"]), r["unit"], r["target"],
-             {True: "pass", False: "FAIL", None: "-"}[r["ok"]]) for r in RESULTS]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda cells: "  ".join(str(c).rjust(w) if i == 1 else str(c).ljust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
-    print("\n" + line(head) + "\n" + line(["-" * w for w in widths]))
-    for row in rows:
-        print(line(row))
-    print("\nnotes:\n  " + "\n  ".join(NOTES) if NOTES else "")   # query plans, per-run details
-
+from scraper import seed as seeding
+from scraper import settings as config
+from scraper import status, store
+from scraper.queue import Queue
+from scripts.benchkit import (
+    Results,
+    RssSampler,
+    build_export_db,
+    chosen_sections,
+    env_for,
+    fresh_db,
+    label,
+    run_sections,
+    scraper_cmd,
+    timed_peak,
+)
+from scripts.standin import client
 
 # --- helpers -----------------------------------------------------------------------------------
-
-def env_for(db, site_url="http://127.0.0.1:9"):
-    """The CLI's environment: our database, and URLs that can only reach this machine."""
-    return {**os.environ, config.ENV_DB: str(db), config.ENV_API_URL: site_url + "/api",
-            config.ENV_SITE_URL: site_url, "PYTHONPATH": str(ROOT)}
-
-
-def scraper_cmd(*args):
-    return [PY, "-m", "scraper", "--log-level", "WARNING", *args]
-
-
-def fresh_db(path):
-    """An empty migrated database at `path` (removing any earlier one and its WAL files)."""
-    for suffix in ("", "-wal", "-shm", "-limiter", "-limiter-wal", "-limiter-shm", "-limiter.lock"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-    return store.open_db(str(path))
-
-
-class RssSampler(threading.Thread):
-    """Peak of the summed RSS of a process and all its children, sampled every `every_s`."""
-
-    def __init__(self, pid, every_s=0.2):
-        super().__init__(daemon=True)
-        self.proc, self.every_s, self.peak, self.stop = psutil.Process(pid), every_s, 0, threading.Event()
-
-    def run(self):
-        while not self.stop.is_set():
-            try:
-                procs = [self.proc, *self.proc.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            total = 0
-            for p in procs:
-                try:
-                    total += p.memory_info().rss
-                except psutil.NoSuchProcess:
-                    pass  # a worker that just ended or was recycled
-            self.peak = max(self.peak, total)
-            self.stop.wait(self.every_s)
-
-
-def http(url, method="GET"):
-    assert url.startswith("http://127.0.0.1:"), url   # never anything but this machine
-    with urllib.request.urlopen(urllib.request.Request(url, method=method, data=b"" if method == "POST" else None),
-                                timeout=10) as r:
-        return json.loads(r.read())
-
-
-def start_standin(templates, latency_ms, rate, burst):
-    proc = subprocess.Popen([PY, str(ROOT / "scripts" / "standin_site.py"), "--templates", str(templates),
-                             "--latency-ms", str(latency_ms), "--rate", str(rate), "--burst", str(burst)],
-                            stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-    if not match:
-        proc.kill()
-        raise RuntimeError(f"the stand-in did not start: {line!r}")
-    return proc, match.group(1)
-
 
 def bulk_jobs(conn, rows):
     """Insert job tuples in one transaction: the fast path for building big test databases."""
@@ -144,20 +54,17 @@ def pending_rows(n, now):
                None, None, None, None, None, now, now, None, None, None)
 
 
-def label(n):
-    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k" if n >= 1000 else str(n)
-
-
 def small_row(job_id):
     return {"id": job_id, "name": f"w{job_id}", "node_count": 3, "quality_score": 1, "fetched_at": "2024-01-01"}
 
 
 # --- 1. efficiency: how close a real run comes to the rate limit, and its memory --------------
 
-def bench_efficiency(work, quick):
+def bench_efficiency(work, quick, results):
     # --quick keeps 600 templates: fixed start/stop costs weigh on a shorter run, the target would not compare
     templates, runs, rate, burst = 600, 1 if quick else 3, 20, 5
-    site, url = start_standin(templates, 40, rate, burst)
+    site = client.start(templates=templates, latency_ms=40, rate=rate, burst=burst)
+    url = site.url
     effs, walls, peaks, r429, max1s = [], [], [], 0, 0   # one entry per run / totals over the runs
     try:
         for i in range(runs):
@@ -166,7 +73,7 @@ def bench_efficiency(work, quick):
             env = env_for(db, url)
             subprocess.run(scraper_cmd("seed", "--from-search", "--rate", str(rate), "--burst", str(burst)),
                            env=env, check=True, capture_output=True)
-            http(url + "/_standin/reset", "POST")   # the seed's search requests must not count, bucket full
+            site.reset()   # the seed's search requests must not count, bucket full
             t0, t0_epoch = time.perf_counter(), time.time()
             proc = subprocess.Popen(scraper_cmd("run", "--workers", "4", "--rate", str(rate), "--burst", str(burst)),
                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -178,7 +85,7 @@ def bench_efficiency(work, quick):
             sampler.join()
             if proc.returncode != 0:
                 raise RuntimeError(f"scraper run exited {proc.returncode}: {err.decode()[-2000:]}")
-            stats = http(url + "/_standin/stats")
+            stats = site.stats()
             conn = store.connect(str(db))
             # where the time beyond the ideal goes: before the first claim, after the last result
             done, first, last = conn.execute("SELECT COUNT(*), MIN(started_at), MAX(finished_at) FROM jobs "
@@ -188,19 +95,18 @@ def bench_efficiency(work, quick):
             eff = ((stats["requests"] - burst) / rate) / wall
             effs, walls, peaks = effs + [eff], walls + [wall], peaks + [sampler.peak]
             r429, max1s = r429 + stats["http_429"], max(max1s, stats["max_in_1s"])
-            note(f"efficiency run {i + 1}: {stats['requests']} requests in {wall:.2f} s -> {eff:.4f}; "
+            results.note(f"efficiency run {i + 1}: {stats['requests']} requests in {wall:.2f} s -> {eff:.4f}; "
                  f"429s {stats['http_429']}, max in 1 s {stats['max_in_1s']}, peak RSS {sampler.peak / 2**20:.0f} MB; "
                  f"first claim +{first - t0_epoch:.2f} s, exit {t0_epoch + wall - last:.2f} s after the last result")
     finally:
-        site.terminate()
-        site.wait()
+        site.stop()
     eff = statistics.median(effs)
-    result("efficiency", eff, f"median of {runs}", ">= 0.97", eff >= 0.97)
-    result("efficiency_wall", statistics.median(walls), "s", "")
-    result("efficiency_429", r429, "responses", "0", r429 == 0)
-    result("efficiency_max_in_1s", max1s, "requests", f"<= {rate + burst}", max1s <= rate + burst)
+    results.add("efficiency", eff, f"median of {runs}", ">= 0.97", eff >= 0.97)
+    results.add("efficiency_wall", statistics.median(walls), "s", "")
+    results.add("efficiency_429", r429, "responses", "0", r429 == 0)
+    results.add("efficiency_max_in_1s", max1s, "requests", f"<= {rate + burst}", max1s <= rate + burst)
     peak = max(peaks) / 2**20
-    result("run_peak_rss", peak, "MB (sum)", "<= 300", peak <= 300)
+    results.add("run_peak_rss", peak, "MB (sum)", "<= 300", peak <= 300)
 
 
 # --- 2. queue: claims + completions per second, several processes, limiter off --------------
@@ -211,11 +117,11 @@ def _queue_child(path, index, barrier):
     barrier.wait()
     while (job := queue.claim(name, time.time(), 60.0)) is not None:
         row = small_row(job.id)
-        queue.complete(job, name, time.time(), 1, write=lambda c: store.upsert(c, "workflows", row, "id"))
+        queue.complete(job, name, time.time(), 1, write=lambda c, row=row: store.upsert(c, "workflows", row, "id"))
     conn.close()
 
 
-def bench_queue(work, quick):
+def bench_queue(work, quick, results):
     n = 5_000 if quick else 20_000
     ctx = multiprocessing.get_context("fork")
     for k in (1, 4):
@@ -236,12 +142,12 @@ def bench_queue(work, quick):
         got = (Queue(conn).counts()["done"], conn.execute("SELECT COUNT(*) FROM workflows").fetchone()[0])
         conn.close()
         assert got == (n, n), f"{got} of {n} jobs done/written"
-        result(f"queue_k{k}", n / wall, "jobs/s", ">= 2,000", n / wall >= 2000)
+        results.add(f"queue_k{k}", n / wall, "jobs/s", ">= 2,000", n / wall >= 2000)
 
 
 # --- 3. seed: 100,000 new jobs, then the same again (all known) ------------------------------
 
-def bench_seed(work, quick):
+def bench_seed(work, quick, results):
     n = 20_000 if quick else 100_000
     conn = fresh_db(work / "seed.db")
     s, queue = config.Settings(site_url="http://127.0.0.1:9"), Queue(conn)
@@ -250,8 +156,8 @@ def bench_seed(work, quick):
         new, known = queue.seed(seeding.job_rows(s, range(1, n + 1)))
         wall = time.perf_counter() - t0
         assert (new, known) == ((n, 0) if kind == "new" else (0, n)), (new, known)
-        result(f"seed_{kind}_{label(n)}", wall, "s", "")
-        result(f"seed_{kind}_rate", n / wall, "rows/s", "")
+        results.add(f"seed_{kind}_{label(n)}", wall, "s", "")
+        results.add(f"seed_{kind}_rate", n / wall, "rows/s", "")
     conn.close()
 
 
@@ -288,12 +194,12 @@ def build_status_db(path, n, now):
     return conn
 
 
-def bench_status(work, quick):
+def bench_status(work, quick, results):
     n = 100_000 if quick else 1_000_000
     path, now = work / "status.db", time.time()
     t0 = time.perf_counter()
     conn = build_status_db(path, n, now)
-    note(f"status: built {n:,} jobs in {time.perf_counter() - t0:.1f} s")
+    results.note(f"status: built {n:,} jobs in {time.perf_counter() - t0:.1f} s")
     cmd_times, lib_times = [], []
     for _ in range(5):
         t0 = time.perf_counter()
@@ -306,7 +212,7 @@ def bench_status(work, quick):
         lib_times.append(time.perf_counter() - t0)
     for what, times in (("cmd", cmd_times), ("lib", lib_times)):
         med = statistics.median(times)
-        result(f"status_{what}_{label(n)}", med, "s (median of 5)", "< 0.5", med < 0.5)
+        results.add(f"status_{what}_{label(n)}", med, "s (median of 5)", "< 0.5", med < 0.5)
     # Which index each query of the report reads (and the claim's, the hot path of every worker).
     queries = {
         "counts": ("SELECT status, COUNT(*) FROM jobs GROUP BY status", ()),
@@ -320,13 +226,13 @@ def bench_status(work, quick):
         plan = "; ".join(r["detail"] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, args))
         t0 = time.perf_counter()
         conn.execute(sql, args).fetchall()
-        note(f"plan {name:16s} {(time.perf_counter() - t0) * 1000:7.1f} ms  {plan}")
+        results.note(f"plan {name:16s} {(time.perf_counter() - t0) * 1000:7.1f} ms  {plan}")
     conn.close()
 
 
 # --- 5. claim cost against the queue's size ---------------------------------------------------
 
-def bench_claim_scale(work, quick):
+def bench_claim_scale(work, quick, results):
     big = 100_000 if quick else 1_000_000
     calls, budget_s, per_claim = 2_000, 15.0, {}
     for pending in (1_000, big):
@@ -345,69 +251,58 @@ def bench_claim_scale(work, quick):
         pair = (time.perf_counter() - t_all) / done * 1e6
         conn.close()
         per_claim[pending] = claim_s / done * 1e6
-        result(f"claim_us_{label(pending)}", per_claim[pending], "us/claim", "")
-        note(f"claim_scale {label(pending)} pending: {done} calls, claim {per_claim[pending]:.0f} us, "
+        results.add(f"claim_us_{label(pending)}", per_claim[pending], "us/claim", "")
+        results.note(f"claim_scale {label(pending)} pending: {done} calls, claim {per_claim[pending]:.0f} us, "
              f"claim+complete {pair:.0f} us")
     ratio = per_claim[big] / per_claim[1_000]
-    result("claim_ratio", ratio, f"{label(big)} / 1k", "< 2", ratio < 2)
+    results.add("claim_ratio", ratio, f"{label(big)} / 1k", "< 2", ratio < 2)
 
 
 # --- 6. export: rows/s and memory that does not grow with the rows ---------------------------
 
-def build_export_db(path, n):
-    """`n` workflows rows made from the real detail answers in the fixtures, ids and names varied."""
-    spec = importlib.util.spec_from_file_location("n8n_answers", ROOT / "tests" / "n8n_answers.py")
-    answers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(answers)
-    templates = [n8n.extract(answers.detail_body(i), "2024-01-01T00:00:00+00:00") for i in answers.definition_ids()]
-    conn = fresh_db(path)
-    with store.transaction(conn) as c:
-        for i in range(1, n + 1):
-            row = dict(templates[i % len(templates)], id=i)
-            row["name"] = f"{row['name']} #{i}"
-            store.upsert(c, "workflows", row, "id")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    return os.path.getsize(path)
-
-
-def timed_peak(cmd, env):
-    """(wall s, peak RSS MB) of one command: the kernel's exact peak from /usr/bin/time -v, else psutil."""
-    exact = os.access(TIME_V, os.X_OK)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([TIME_V, "-v", *cmd] if exact else cmd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    sampler = RssSampler(proc.pid, every_s=0.02)
-    sampler.start()
-    _, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    sampler.stop.set()
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd[3:])} exited {proc.returncode}: {err[-500:]}")
-    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err) if exact else None
-    return wall, int(peak.group(1)) / 1024 if peak else sampler.peak / 2**20
-
-
-def bench_export(work, quick):
+def bench_export(work, quick, results):
     sizes, peaks = (200, 2_000) if quick else (1_000, 10_000), {}
     for n in sizes:
         db = work / f"export{n}.db"
         size = build_export_db(db, n)
-        note(f"export: {n:,} rows, database {size / 2**20:.1f} MB")
+        results.note(f"export: {n:,} rows, database {size / 2**20:.1f} MB")
         for fmt_name in ("jsonl", "csv"):
             out = work / f"export{n}.{fmt_name}"
             wall, peak = timed_peak(scraper_cmd("export", "--format", fmt_name, "--output", str(out)), env_for(db))
             peaks[(n, fmt_name)] = peak
-            result(f"export_{fmt_name}_{label(n)}", n / wall, "rows/s", "")
-            result(f"export_{fmt_name}_{label(n)}_rss", peak, "MB peak", "")
+            results.add(f"export_{fmt_name}_{label(n)}", n / wall, "rows/s", "")
+            results.add(f"export_{fmt_name}_{label(n)}_rss", peak, "MB peak", "")
             out.unlink()
     for fmt_name in ("jsonl", "csv"):
         growth = peaks[(sizes[1], fmt_name)] / peaks[(sizes[0], fmt_name)]
-        result(f"export_{fmt_name}_rss_growth", growth, f"{label(sizes[1])} / {label(sizes[0])} rows",
+        results.add(f"export_{fmt_name}_rss_growth", growth, f"{label(sizes[1])} / {label(sizes[0])} rows",
                "< 1.25", growth < 1.25)
 
 
-# --- main ------------------------------------------------------------------------------------
+# --- 7. start-up: `scraper status` against `sqlite-utils tables` on the same small database -------
+
+def bench_startup(work, quick, results):
+    db = work / "startup.db"
+    fresh_db(db).close()
+    tool = shutil.which("sqlite-utils", path=os.path.dirname(sys.executable)) or shutil.which("sqlite-utils")
+    commands = {"scraper status": scraper_cmd("status"), "sqlite-utils tables": [tool, "tables", str(db)]}
+    medians = {}
+    for what, cmd in commands.items():
+        subprocess.run(cmd, env=env_for(db), check=True, capture_output=True)      # warm the file cache
+        times = []
+        for _ in range(5 if quick else 15):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, env=env_for(db), check=True, capture_output=True)
+            times.append(time.perf_counter() - t0)
+        medians[what] = statistics.median(times)
+        results.add(f"startup {what}", medians[what] * 1000, "ms (median)", "")
+    ratio = medians["scraper status"] / medians["sqlite-utils tables"]
+    results.add("startup_ratio", ratio, "status / sqlite-utils", "<= 0.8", ratio <= 0.8)
+
+
+SECTIONS = {"efficiency": bench_efficiency, "queue": bench_queue, "seed": bench_seed, "status": bench_status,
+            "claim_scale": bench_claim_scale, "export": bench_export, "startup": bench_startup}
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -416,32 +311,12 @@ def main(argv=None):
     parser.add_argument("--workdir", help="keep the databases here (default: a temporary folder, deleted)")
     parser.add_argument("--json", dest="json_path", help="also write the results as JSON to this file")
     args = parser.parse_args(argv)
-    chosen = SECTIONS if not args.only else [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = [s for s in chosen if s not in SECTIONS]
-    if unknown:
-        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
-    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="scraper-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    try:
-        for name in chosen:
-            t0 = time.perf_counter()
-            print(f"== {name}", flush=True)
-            try:
-                globals()["bench_" + name](work, args.quick)
-            except Exception as e:  # one broken section must not hide the figures of the others
-                result(name, "error", f"{type(e).__name__}: {str(e)[:60]}", "", False)
-            print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
-    finally:
-        if not args.workdir:
-            shutil.rmtree(work, ignore_errors=True)
-    print_table()
-    print(f"\n{'quick' if args.quick else 'full'} run, {time.perf_counter() - started:.0f} s, "
-          f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, SQLite {store.sqlite3.sqlite_version}")
+    chosen = chosen_sections(parser, SECTIONS, args.only)
+    results = Results()
+    failed = run_sections(SECTIONS, chosen, results, args.workdir, args.quick)
     if args.json_path:
-        with open(args.json_path, "w", encoding="utf-8") as f:
-            json.dump({"quick": args.quick, "results": RESULTS, "notes": NOTES}, f, indent=2)
-    return 1 if any(r["ok"] is False for r in RESULTS) else 0
+        results.write_json(args.json_path, quick=args.quick)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

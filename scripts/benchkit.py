@@ -1,0 +1,193 @@
+"""What the benchmarks share: a table of results, the CLI's environment, fresh databases, peak memory,
+a database of real workflows rows, and the loop over a bench's sections.
+
+Timers are time.perf_counter; memory is psutil (sampled) or /usr/bin/time -v (the kernel's exact peak).
+Everything stays on 127.0.0.1.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from scraper import settings as config
+from scraper import store
+from scraper.sites import n8n
+from scripts.standin.corpus import DATA_DIR, Corpus
+
+PY = sys.executable
+NOWHERE = "http://127.0.0.1:9"      # a closed port: what the CLI reaches when a bench needs no site
+TIME_V = "/usr/bin/time"
+
+
+class Results:
+    """The rows of one bench's table and its notes; passed to each section."""
+
+    def __init__(self):
+        self.rows, self.notes = [], []
+
+    def add(self, name, value, unit, target="", ok=None):
+        """One table row; ok is True/False against the target, None when there is no target."""
+        self.rows.append({"name": name, "value": value, "unit": unit, "target": target, "ok": ok})
+
+    def note(self, text):
+        self.notes.append(text)
+        print("   " + text, flush=True)
+
+    @property
+    def failed(self):
+        return any(r["ok"] is False for r in self.rows)
+
+    def print_table(self):
+        head = ("name", "figure", "unit", "target", "result")
+        rows = [(r["name"], fmt(r["value"]), r["unit"], r["target"],
+                 {True: "pass", False: "FAIL", None: "-"}[r["ok"]]) for r in self.rows]
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+
+        def line(cells):
+            return "  ".join(str(c).rjust(w) if i == 1 else str(c).ljust(w)
+                             for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+        print("\n" + line(head) + "\n" + line(["-" * w for w in widths]))
+        for row in rows:
+            print(line(row))
+        print("\nnotes:\n  " + "\n  ".join(self.notes) if self.notes else "")   # query plans, per-run details
+
+    def write_json(self, path, **extra):
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({**extra, "results": self.rows, "notes": self.notes}, f, indent=2)
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def label(n):
+    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k" if n >= 1000 else str(n)
+
+
+def run_sections(sections, chosen, results, workdir, quick):
+    """Run each chosen section(work, quick, results) in a work folder (a temporary one unless `workdir`),
+    print the table and the machine; True when a figure missed its target. One broken section is a
+    failed row, not the end: the other figures still print."""
+    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="scraper-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    try:
+        for name in chosen:
+            t0 = time.perf_counter()
+            print(f"== {name}", flush=True)
+            try:
+                sections[name](work, quick, results)
+            except Exception as e:  # any error of a section becomes its failed row
+                results.add(name, "error", f"{type(e).__name__}: {str(e)[:60]}", "", False)
+            print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
+    finally:
+        if not workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    results.print_table()
+    print(f"\n{'quick' if quick else 'full'} run, {time.perf_counter() - started:.0f} s, {os.cpu_count()} cores, "
+          f"Python {sys.version.split()[0]}, SQLite {store.sqlite3.sqlite_version}; {PY}")
+    return results.failed
+
+
+def chosen_sections(parser, sections, only):
+    """The sections `--only` names (all when None); a parser error for an unknown one."""
+    chosen = list(sections) if not only else [s.strip() for s in only.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in sections]
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(sections)}")
+    return chosen
+
+
+# --- the CLI and its database --------------------------------------------------------------------
+
+def env_for(db, site_url=NOWHERE):
+    """The CLI's environment: our database, and URLs that can only reach this machine."""
+    return {**os.environ, config.ENV_DB: str(db), config.ENV_API_URL: site_url + "/api",
+            config.ENV_SITE_URL: site_url}
+
+
+def scraper_cmd(*args):
+    return [PY, "-m", "scraper", "--log-level", "WARNING", *args]
+
+
+def remove_db(path):
+    """Remove a database and every file beside it (WAL, limiter, locks)."""
+    # NOTE for the merge: Settings.db_files comes with issue 11's scraper part (branch i11a).
+    for name in config.build(db_path=str(path)).db_files:
+        Path(name).unlink(missing_ok=True)
+
+
+def fresh_db(path):
+    """An empty migrated database at `path` (removing any earlier one and the files beside it)."""
+    remove_db(path)
+    return store.open_db(str(path))
+
+
+def build_export_db(path, n):
+    """`n` workflows rows made from the stand-in's real detail answers (its 20 definitions), ids and names
+    varied."""
+    corpus = Corpus(DATA_DIR, 20, seed=1, faults=[], missing_fraction=0.0)
+    templates = [n8n.extract(corpus.detail(tid), "2024-01-01T00:00:00+00:00") for tid in corpus.ids]
+    conn = fresh_db(path)
+    with store.transaction(conn) as c:
+        for i in range(1, n + 1):
+            row = dict(templates[i % len(templates)], id=i)
+            row["name"] = f"{row['name']} #{i}"
+            store.upsert(c, "workflows", row, "id")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return os.path.getsize(path)
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+class RssSampler(threading.Thread):
+    """Peak of the summed RSS of a process and all its children, sampled every `every_s`."""
+
+    def __init__(self, pid, every_s=0.2):
+        super().__init__(daemon=True)
+        self.proc, self.every_s, self.peak, self.stop = psutil.Process(pid), every_s, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                procs = [self.proc, *self.proc.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            total = 0
+            for p in procs:
+                try:
+                    total += p.memory_info().rss
+                except psutil.NoSuchProcess:
+                    pass  # a worker that just ended or was recycled
+            self.peak = max(self.peak, total)
+            self.stop.wait(self.every_s)
+
+
+def timed_peak(cmd, env):
+    """(wall s, peak RSS MB) of one command: the kernel's exact peak from /usr/bin/time -v, else psutil."""
+    exact = os.access(TIME_V, os.X_OK)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([TIME_V, "-v", *cmd] if exact else cmd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    sampler = RssSampler(proc.pid, every_s=0.02)
+    sampler.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    sampler.stop.set()
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd[3:])} exited {proc.returncode}: {err[-500:]}")
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err) if exact else None
+    return wall, int(peak.group(1)) / 1024 if peak else sampler.peak / 2**20
