@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Measure the mirror: a daily run at 1 % churn against a full re-crawl, and database growth per version.
 
-    .venv/bin/python scripts/bench_mirror.py [--templates 2000] [--rate 50] [--workers 4]
+    .venv/bin/python -m scripts.bench_mirror [--templates 2000] [--rate 50] [--workers 4]
 
-Everything runs against the local stand-in (scripts/standin_site.py) on 127.0.0.1, started here.
+Everything runs against the local stand-in (scripts/standin) on 127.0.0.1, started here.
 Steps: a first full crawl; then 1 % of the library changes (0.4 % new, 0.3 % visibly edited, 0.1 % edited
 only in the workflow JSON, 0.2 % removed) and every view count moves; the daily line (seed --from-search,
 retry --failed, run) is timed and its requests counted by the stand-in; then a full re-crawl
@@ -14,27 +13,18 @@ request counts at n8n.io's 2 requests/s.
 """
 
 import argparse
-import json
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from scripts.standin import client
+
 REAL_LIBRARY = 13_000
 REAL_RATE = 2.0
-
-
-def control(url, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url + path, data=data, method="GET" if body is None else "POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return json.loads(resp.read())
 
 
 def main():
@@ -44,10 +34,8 @@ def main():
     p.add_argument("--workers", type=int, default=4)
     args = p.parse_args()
     fast = ["--rate", str(args.rate), "--burst", "5"]
-    site = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "standin_site.py"), "--templates",
-                             str(args.templates), "--rate", str(args.rate * 1.2), "--burst", "6"],
-                            stdout=subprocess.PIPE, text=True)
-    url = site.stdout.readline().strip().rsplit(" ", 1)[1]
+    site = client.start(templates=args.templates, rate=args.rate * 1.2, burst=6)
+    url = site.url
     work = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
     db = work / "jobs.db"
     env = dict(os.environ, SCRAPER_API_URL=url + "/api", SCRAPER_SITE_URL=url, SCRAPER_DB=str(db))
@@ -57,11 +45,11 @@ def main():
                        capture_output=True)
 
     def measured(*commands):
-        control(url, "/_standin/reset", {})
+        site.reset()
         t = time.perf_counter()
         for c in commands:
             scraper(*c)
-        stats = control(url, "/_standin/stats")
+        stats = site.stats()
         return stats["requests"], time.perf_counter() - t, stats["by_kind"]["search"]
 
     def db_bytes():
@@ -83,20 +71,22 @@ def main():
     daily = [("seed", "--from-search", *fast), ("retry", "--failed"), run]
     try:
         first = measured(*daily)
-        ids = control(url, "/_standin/corpus")["ids"]
+        ids = site.corpus()["ids"]
         n = len(ids)
-        share = lambda pct: max(1, round(n * pct / 100))  # noqa: E731 - a local shorthand
+
+        def share(pct):
+            return max(1, round(n * pct / 100))
+
         edited, removed = ids[:share(0.3)], ids[-share(0.2):]
         wf_only = ids[len(edited):len(edited) + share(0.1)]
-        added = control(url, "/_standin/library", {"add": share(0.4), "edit": edited, "edit_workflow": wf_only,
-                                                    "remove": removed, "views": 1})["added"]
+        added = site.library(add=share(0.4), edit=edited, edit_workflow=wf_only, remove=removed, views=1)["added"]
         day = measured(*daily)
         recrawl = measured(("refresh", "--older-than", "0"), run)
 
         before = db_bytes()
         versions_before = count_versions()
         tenth = ids[: n // 10]
-        control(url, "/_standin/library", {"edit_workflow": tenth})
+        site.library(edit_workflow=tenth)
         measured(("refresh", "--older-than", "0"), run)
         versions_added = count_versions() - versions_before
         conn = sqlite3.connect(db)
@@ -104,12 +94,12 @@ def main():
         conn.close()
         growth = (db_bytes() - before) / max(1, versions_added)
     finally:
-        site.terminate()
-        site.wait()
+        site.stop()
 
     pages = day[2]
     churn = len(added) + len(edited) + len(wf_only) + len(removed)
-    print(f"library {n} templates ({pages} listing pages after the change), rate {args.rate:g}/s, {args.workers} workers")
+    print(f"library {n} templates ({pages} listing pages after the change), rate {args.rate:g}/s, "
+          f"{args.workers} workers")
     print(f"first crawl                  {first[0]:6d} requests  {first[1]:7.1f} s")
     print(f"daily line at 1 % churn      {day[0]:6d} requests  {day[1]:7.1f} s   "
           f"({churn} changed: {len(added)} new, {len(edited)} edited, {len(wf_only)} workflow-only, "

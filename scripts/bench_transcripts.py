@@ -1,48 +1,34 @@
-#!/usr/bin/env python3
 """Does fetching transcripts slow the n8n part of a run? The same run with --no-transcripts and with
 --transcripts, against the two local stand-ins; prints the n8n part's wall time and the requests per domain.
 
-    .venv/bin/python scripts/bench_transcripts.py [--templates 200] [--workers 4] [--youtube-rate 0.2]
+    .venv/bin/python -m scripts.bench_transcripts [--templates 200] [--workers 4] [--youtube-rate 0.2]
 
 The n8n part's wall time is from the run's start to the last n8n job's end (jobs.finished_at). Requests,
 429s and the busiest second are counted by the stand-ins themselves. Everything stays on 127.0.0.1.
 """
 
 import argparse
-import json
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def start(script, *args):
-    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / script), *args], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        sys.exit(f"{script} did not start: {line.strip()!r}")
-    return proc, line.split()[-1]
-
-
-def stats(url):
-    return json.loads(urllib.request.urlopen(url + "/_standin/stats", timeout=5).read())
+from scripts.standin import client
 
 
 def one_run(args, transcripts, workdir):
-    site, url = start("standin_site.py", "--templates", str(args.templates), "--rate", str(args.rate),
-                      "--burst", str(args.burst), "--latency-ms", str(args.latency_ms))
-    yt, yt_url = start("standin_youtube.py", "--rate", str(args.youtube_rate), "--burst", str(args.youtube_burst),
-                       "--latency-ms", str(args.latency_ms))
+    site = client.start(templates=args.templates, rate=args.rate, burst=args.burst, latency_ms=args.latency_ms)
+    try:
+        yt = client.start(youtube=True, rate=args.youtube_rate, burst=args.youtube_burst, latency_ms=args.latency_ms)
+    except client.StandinError:
+        site.stop()
+        raise
     db = Path(workdir) / f"bench-{'on' if transcripts else 'off'}.db"
-    env = dict(os.environ, SCRAPER_DB=str(db), SCRAPER_API_URL=url + "/api", SCRAPER_SITE_URL=url,
-               SCRAPER_YOUTUBE_URL=yt_url, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, SCRAPER_DB=str(db), SCRAPER_API_URL=site.api_url, SCRAPER_SITE_URL=site.url,
+               SCRAPER_YOUTUBE_URL=yt.url)
     try:
         def scraper(*argv):
             done = subprocess.run([sys.executable, "-m", "scraper", "--log-level", "WARNING", *argv], env=env,
@@ -63,11 +49,10 @@ def one_run(args, transcripts, workdir):
         yt_done = conn.execute("SELECT COUNT(*) FROM transcripts").fetchone()[0]
         conn.close()
         return {"n8n_part_s": n8n_end - run_start, "run_s": total_s, "n8n_done": n8n_done, "transcripts": yt_done,
-                "n8n": stats(url), "youtube": stats(yt_url)}
+                "n8n": site.stats(), "youtube": yt.stats()}
     finally:
-        for proc in (site, yt):
-            proc.terminate()
-            proc.wait(10)
+        site.stop()
+        yt.stop()
 
 
 def main():

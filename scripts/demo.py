@@ -6,14 +6,13 @@ the database is the --db file (removed first, so the demo starts clean).
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from scraper import settings
+from scripts.standin import client
 
 
 def main():
@@ -29,30 +28,27 @@ def main():
     parser.add_argument("--db", default="demo.db")
     args = parser.parse_args()
 
-    for suffix in ("", "-wal", "-shm", "-limiter", "-limiter-wal", "-limiter-shm", "-limiter.lock", "-run.lock"):
-        Path(args.db + suffix).unlink(missing_ok=True)
-    site = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "standin_site.py"), "--templates", str(args.templates),
-         "--rate", str(args.rate), "--burst", str(args.burst), "--latency-ms", "40", "--faults", args.faults],
-        stdout=subprocess.PIPE, text=True)
-    youtube = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "standin_youtube.py"), "--rate", str(args.youtube_rate),
-         "--burst", str(args.youtube_burst), "--latency-ms", "40", "--block-after", "9", "--block-s",
-         str(args.block_s)], stdout=subprocess.PIPE, text=True)
+    # NOTE for the merge: Settings.db_files comes with issue 11's scraper part (branch i11a).
+    for name in settings.build(db_path=args.db).db_files:
+        Path(name).unlink(missing_ok=True)
     try:
-        line = site.stdout.readline()
-        if "listening on" not in line:
-            sys.exit(f"the stand-in site did not start: {line.strip()!r}")
-        url = line.split()[-1]
-        line = youtube.stdout.readline()
-        if "listening on" not in line:
-            sys.exit(f"the YouTube stand-in did not start: {line.strip()!r}")
-        yt_url = line.split()[-1]
-        print(f"stand-in site at {url} ({args.templates} templates, {args.rate:g} requests/s, burst {args.burst})")
-        print(f"YouTube stand-in at {yt_url} ({args.youtube_rate:g} requests/s, burst {args.youtube_burst}, "
+        site = client.start(templates=args.templates, rate=args.rate, burst=args.burst, latency_ms=40,
+                            faults=args.faults)
+    except client.StandinError as e:
+        sys.exit(f"the stand-in site did not start: {e}")
+    try:
+        youtube = client.start(youtube=True, rate=args.youtube_rate, burst=args.youtube_burst, latency_ms=40,
+                               block_after=9, block_s=args.block_s)
+    except client.StandinError as e:
+        site.stop()
+        sys.exit(f"the YouTube stand-in did not start: {e}")
+    with site, youtube:
+        print(f"stand-in site at {site.url} ({args.templates} templates, {args.rate:g} requests/s, "
+              f"burst {args.burst})")
+        print(f"YouTube stand-in at {youtube.url} ({args.youtube_rate:g} requests/s, burst {args.youtube_burst}, "
               f"blocked for {args.block_s:g} s after 9 requests)")
-        env = dict(os.environ, SCRAPER_DB=args.db, SCRAPER_API_URL=url + "/api", SCRAPER_SITE_URL=url,
-                   SCRAPER_YOUTUBE_URL=yt_url)
+        env = dict(os.environ, SCRAPER_DB=args.db, SCRAPER_API_URL=site.api_url, SCRAPER_SITE_URL=site.url,
+                   SCRAPER_YOUTUBE_URL=youtube.url)
 
         def scraper(*argv):
             print("$ scraper " + " ".join(argv), flush=True)
@@ -61,20 +57,16 @@ def main():
         if scraper("seed", "--from-search") != 0:
             sys.exit("seeding failed")
         code = scraper("run", "--workers", str(args.workers), "--rate", str(args.rate), "--burst", str(args.burst),
-                       "--backoff-base", "0.5", "--transcripts",
-                       "--domain-rate", f"youtube.com={args.youtube_rate:g}/{args.youtube_burst}", "--breaker-open", "2")
+                       "--backoff-base", "0.5", "--transcripts", "--breaker-open", "2",
+                       "--domain-rate", f"youtube.com={args.youtube_rate:g}/{args.youtube_burst}")
         scraper("status")
-        stats = json.loads(urllib.request.urlopen(url + "/_standin/stats", timeout=5).read())
+        stats = site.stats()
         print(f"the site saw {stats['requests']} requests, {stats['http_429']} answered 429, "
               f"at most {stats['max_in_1s']} in any second")
-        stats = json.loads(urllib.request.urlopen(yt_url + "/_standin/stats", timeout=5).read())
+        stats = youtube.stats()
         print(f"YouTube saw {stats['requests']} requests, {stats['http_429']} answered 429, "
               f"{stats['blocked']} blocked, at most {stats['max_in_1s']} in any second")
         print(f"`scraper run` exited {code}; the results are in {args.db} (tables workflows, transcripts)")
-    finally:
-        for proc in (site, youtube):
-            proc.terminate()
-            proc.wait(10)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """How true the rate is early in a run: a real run at --rate 5 against the local stand-in, and what
 `scraper status --json` reports 12 s after the run started (the target: within 30 % of 300/min).
 
-    python scripts/early_rate.py [--at 12] [--rate 5]
+    python -m scripts.early_rate [--at 12] [--rate 5]
 
 Prints its figures; everything stays on 127.0.0.1. It imports nothing from the package: it runs the
 CLI as a process, as an operator would."""
@@ -10,14 +9,14 @@ CLI as a process, as an operator would."""
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from scripts.standin import client
+
 PY = sys.executable
 
 
@@ -27,12 +26,10 @@ def main():
     ap.add_argument("--rate", type=float, default=5.0, help="--rate of the run (and the stand-in's limit)")
     ap.add_argument("--templates", type=int, default=300)
     args = ap.parse_args()
-    site = subprocess.Popen([PY, str(ROOT / "scripts" / "standin_site.py"), "--templates", str(args.templates),
-                             "--rate", str(args.rate), "--burst", "5"], stdout=subprocess.PIPE, text=True)
-    url = re.search(r"http://127\.0\.0\.1:\d+", site.stdout.readline()).group(0)
-    with tempfile.TemporaryDirectory() as work:
-        env = {**os.environ, "SCRAPER_DB": str(Path(work) / "jobs.db"), "SCRAPER_API_URL": url + "/api",
-               "SCRAPER_SITE_URL": url, "PYTHONPATH": str(ROOT)}
+    with client.start(templates=args.templates, rate=args.rate, burst=5) as site, \
+            tempfile.TemporaryDirectory() as work:
+        env = {**os.environ, "SCRAPER_DB": str(Path(work) / "jobs.db"), "SCRAPER_API_URL": site.api_url,
+               "SCRAPER_SITE_URL": site.url}
         cli = [PY, "-m", "scraper", "--log-level", "WARNING"]
         subprocess.run([*cli, "seed", "--from-search", "--rate", "50"], env=env, check=True, capture_output=True)
         time.sleep(2)                                  # the stand-in's bucket refills after the seed
@@ -51,8 +48,6 @@ def main():
         finally:
             run.terminate()
             run.wait()
-            site.terminate()
-            site.wait()
     target = args.rate * 60
     rate = report["rate_per_min"]
     print(f"{'seconds into the run':32} {report['rate_window_s']:>8.1f}")

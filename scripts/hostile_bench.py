@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """What hostile answers cost: peak pool RSS with and without them, and the wall time of a trickle.
 
-    .venv/bin/python scripts/hostile_bench.py [--templates 300] [--timeout 2]
+    .venv/bin/python -m scripts.hostile_bench [--templates 300] [--timeout 2]
 
-Every request goes to the local stand-in (scripts/standin_site.py) on 127.0.0.1. The pool's RSS is the
+Every request goes to the local stand-in (scripts/standin) on 127.0.0.1. The pool's RSS is the
 sum over `scraper run` and its children, sampled with psutil every 20 ms. Prints its figures; exit
 code 1 when a run breaks the 1 GB ceiling or does not end with the expected code.
 """
@@ -13,90 +12,52 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from pathlib import Path
 
-import psutil
+from scripts.benchkit import RssSampler
+from scripts.standin import client
 
-ROOT = Path(__file__).resolve().parent.parent
-STANDIN = ROOT / "scripts" / "standin_site.py"
 CEILING = 2**30
 ORDINARY = "503:0.03,500x2:0.02,reset:0.01,truncate:0.01,404:0.01,403:0.005"
 
 
-def start_standin(*args):
-    proc = subprocess.Popen([sys.executable, str(STANDIN), *args], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        raise SystemExit(f"the stand-in did not start: {line!r}")
-    return proc, line.split()[-1]
-
-
 def scraper(url, db, *args, sample=False):
     """Run `scraper ARGS`; (exit code, wall seconds, peak pool RSS in bytes or 0)."""
-    env = dict(os.environ, SCRAPER_API_URL=url + "/api", SCRAPER_SITE_URL=url, SCRAPER_DB=db, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, SCRAPER_API_URL=url + "/api", SCRAPER_SITE_URL=url, SCRAPER_DB=db)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "scraper", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    peak = [0]
-    stop = threading.Event()
-
-    def sampler():
-        root = psutil.Process(proc.pid)
-        while not stop.wait(0.02):
-            try:
-                family = [root, *root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            total = 0
-            for p in family:
-                try:
-                    total += p.memory_info().rss
-                except psutil.NoSuchProcess:
-                    pass
-            peak[0] = max(peak[0], total)
-
-    thread = threading.Thread(target=sampler, daemon=True)
+    sampler = RssSampler(proc.pid, every_s=0.02)
     if sample:
-        thread.start()
+        sampler.start()
     code = proc.wait()
-    stop.set()
+    sampler.stop.set()
     if sample:
-        thread.join()
-    return code, time.perf_counter() - started, peak[0]
+        sampler.join()
+    return code, time.perf_counter() - started, sampler.peak
 
 
 def pool_run(templates, timeout_s, hostile, workdir):
-    extra = ["--hostile", str(hostile), "--trickle-s", "0.5"] if hostile else []
-    site, url = start_standin("--templates", str(templates), "--rate", "100", "--burst", "10",
-                              "--faults", ORDINARY, "--seed", "7", *extra)
-    try:
+    extra = {"hostile": hostile, "trickle_s": 0.5} if hostile else {}
+    with client.start(templates=templates, rate=100, burst=10, faults=ORDINARY, seed=7, **extra) as site:
+        url = site.url
         db = os.path.join(workdir, f"pool-{hostile}.db")
         scraper(url, db, "seed", "--from-search", "--rate", "100", "--burst", "10")
         return scraper(url, db, "run", "--workers", "4", "--rate", "100", "--burst", "10",
                        "--timeout", str(timeout_s), "--backoff-base", "0.1", sample=True)
-    finally:
-        site.terminate()
-        site.wait()
 
 
 def trickle_cost(timeout_s, workdir):
     """Wall time of one run of 20 templates, once clean and once with one template that trickles."""
     walls = {}
     for faults in ("", "trickle:0.05"):
-        site, url = start_standin("--templates", "20", "--rate", "100", "--burst", "10", "--trickle-s", "0.5",
-                                  *(["--faults", faults] if faults else []))
-        try:
+        with client.start(templates=20, rate=100, burst=10, trickle_s=0.5, faults=faults) as site:
+            url = site.url
             db = os.path.join(workdir, f"trickle-{bool(faults)}.db")
             scraper(url, db, "seed", "--from-search", "--rate", "100", "--burst", "10")
             code, wall, _ = scraper(url, db, "run", "--workers", "2", "--rate", "100", "--burst", "10",
                                     "--timeout", str(timeout_s), "--backoff-base", "0.1")
             walls[faults or "clean"] = (code, wall)
-        finally:
-            site.terminate()
-            site.wait()
     return walls
 
 

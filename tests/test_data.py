@@ -4,7 +4,6 @@ run report. The pure parts in-process; the rest on a library scraped from the st
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -19,7 +18,7 @@ from click.testing import CliRunner
 from scraper import cli, export, redact, report, search, store
 from scraper.sites import n8n
 from scripts.standin import client
-from tests.helpers import FIXTURES, NOWHERE, ROOT, definition_ids, detail_body, rows, scraper
+from tests.helpers import FIXTURES, NOWHERE, definition_ids, detail_body, rows, scraper
 
 ERROR_LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?Error: (.*)$")   # timestamped, as every CLI line
 
@@ -207,8 +206,7 @@ def test_parquet_without_pyarrow_says_how_to_install_it(small_db, tmp_path):
             "from scraper.cli import main; main()")
     out = tmp_path / "w.parquet"
     done = subprocess.run([sys.executable, "-c", code, "--db", str(small_db), "export", "--format", "parquet",
-                           "--output", str(out)], capture_output=True, text=True, env={**os.environ,
-                           "PYTHONPATH": str(ROOT)})
+                           "--output", str(out)], capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "pip install 'scraper[parquet]'" in done.stderr
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".export-")]
