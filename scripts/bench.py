@@ -284,8 +284,12 @@ def bench_export(work, quick, results):
 def bench_startup(work, quick, results):
     db = work / "startup.db"
     fresh_db(db).close()
-    tool = shutil.which("sqlite-utils", path=os.path.dirname(sys.executable)) or shutil.which("sqlite-utils")
-    commands = {"scraper status": scraper_cmd("status"), "sqlite-utils tables": [tool, "tables", str(db)]}
+    # both as console scripts, as an operator types them
+    def tool(name):
+        return shutil.which(name, path=os.path.dirname(sys.executable)) or shutil.which(name)
+
+    commands = {"scraper status": [tool("scraper"), "status"], "sqlite-utils tables": [tool("sqlite-utils"), "tables",
+                                                                                        str(db)]}
     medians = {}
     for what, cmd in commands.items():
         subprocess.run(cmd, env=env_for(db), check=True, capture_output=True)      # warm the file cache

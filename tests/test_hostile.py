@@ -129,9 +129,8 @@ def test_a_job_whose_worker_keeps_dying_ends_abandoned_and_the_run_goes_on(stand
                                          f"n8n:{victim}"), timeout=60)[0]
         assert holder["attempts"] == attempt
         os.kill(int(holder["worker"].rsplit("-", 1)[1]), signal.SIGKILL)
-        holder_name = holder["worker"]
-        wait_until(lambda: not rows(db, "SELECT 1 FROM jobs WHERE key = ? AND worker = ?", f"n8n:{victim}",
-                                    holder_name))  # noqa: B023 - called at once, inside this iteration
+        wait_until(lambda worker=holder["worker"]: not rows(db, "SELECT 1 FROM jobs WHERE key = ? AND worker = ?",
+                                                            f"n8n:{victim}", worker))
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err[-3000:]                  # not 70: one poisoned job is not a crash loop
     (job,) = rows(db, "SELECT * FROM jobs WHERE key = ?", f"n8n:{victim}")

@@ -20,7 +20,7 @@ from .state import LOOPBACK
 
 def build_parser():
     """The command line (every option of the site's constructor, plus --hostile)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.standin", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default=LOOPBACK, help="must be 127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     parser.add_argument("--templates", type=int, default=200, help=f"corpus size, 1..{MAX_TEMPLATES}")

@@ -301,7 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.standin.youtube", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default=LOOPBACK, help="must be 127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     parser.add_argument("--rate", type=float, default=5.0, help="token refill per second; 0 = no limit")
