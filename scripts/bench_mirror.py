@@ -13,7 +13,6 @@ request counts at n8n.io's 2 requests/s.
 """
 
 import argparse
-import os
 import sqlite3
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from scripts.benchkit import env_for
 from scripts.standin import client
 
 REAL_LIBRARY = 13_000
@@ -38,7 +38,7 @@ def main():
     url = site.url
     work = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
     db = work / "jobs.db"
-    env = dict(os.environ, SCRAPER_API_URL=url + "/api", SCRAPER_SITE_URL=url, SCRAPER_DB=str(db))
+    env = env_for(db, url)
 
     def scraper(*a):
         subprocess.run([sys.executable, "-m", "scraper", "--log-level", "WARNING", *a], env=env, check=False,

@@ -113,9 +113,10 @@ def chosen_sections(parser, sections, only):
 # --- the CLI and its database --------------------------------------------------------------------
 
 def env_for(db, site_url=NOWHERE):
-    """The CLI's environment: our database, and URLs that can only reach this machine."""
+    """The CLI's environment: our database, and URLs that can only reach this machine. The n8n benches
+    measure n8n alone: transcripts off, and YouTube pointed at a closed local port all the same."""
     return {**os.environ, config.ENV_DB: str(db), config.ENV_API_URL: site_url + "/api",
-            config.ENV_SITE_URL: site_url}
+            config.ENV_SITE_URL: site_url, config.ENV_YOUTUBE_URL: NOWHERE, config.ENV_TRANSCRIPTS: "0"}
 
 
 def scraper_cmd(*args):

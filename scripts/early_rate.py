@@ -8,13 +8,13 @@ CLI as a process, as an operator would."""
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from scripts.benchkit import env_for
 from scripts.standin import client
 
 PY = sys.executable
@@ -28,8 +28,7 @@ def main():
     args = ap.parse_args()
     with client.start(templates=args.templates, rate=args.rate, burst=5) as site, \
             tempfile.TemporaryDirectory() as work:
-        env = {**os.environ, "SCRAPER_DB": str(Path(work) / "jobs.db"), "SCRAPER_API_URL": site.api_url,
-               "SCRAPER_SITE_URL": site.url}
+        env = env_for(Path(work) / "jobs.db", site.url)
         cli = [PY, "-m", "scraper", "--log-level", "WARNING"]
         subprocess.run([*cli, "seed", "--from-search", "--rate", "50"], env=env, check=True, capture_output=True)
         time.sleep(2)                                  # the stand-in's bucket refills after the seed

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from scripts.benchkit import RssSampler
+from scripts.benchkit import RssSampler, env_for
 from scripts.standin import client
 
 CEILING = 2**30
@@ -23,7 +23,7 @@ ORDINARY = "503:0.03,500x2:0.02,reset:0.01,truncate:0.01,404:0.01,403:0.005"
 
 def scraper(url, db, *args, sample=False):
     """Run `scraper ARGS`; (exit code, wall seconds, peak pool RSS in bytes or 0)."""
-    env = dict(os.environ, SCRAPER_API_URL=url + "/api", SCRAPER_SITE_URL=url, SCRAPER_DB=db)
+    env = env_for(db, url)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "scraper", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
