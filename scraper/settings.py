@@ -113,6 +113,15 @@ class Settings:
         return self.db_path + "-run.lock"
 
     @property
+    def db_files(self):
+        """Every file that sits beside the database: the database with its WAL and shared memory, the
+        limiter's file with its own, the limiter's flock file and the run lock (removing a database
+        means removing all of them)."""
+        db, limiter = self.db_path, self.limiter_path
+        return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
+                limiter + ".lock", self.lock_path)
+
+    @property
     def worker_share_mb(self):
         """Each worker's part of the ceiling once the supervisor's is set aside (planning figure)."""
         return (self.memory_limit_mb - PROCESS_MB) / self.workers
