@@ -10,7 +10,7 @@ import time
 
 import click
 
-from . import (__version__, answers, export, failures, logs, outcome, report, retry, runstate, search, seed,
+from . import (__version__, answers, exitcodes, export, failures, logs, outcome, report, retry, runstate, search, seed,
                settings, source, stats, status, store, supervisor, sync)
 from .errors import ConfigError, FetchError, ParseError, RunLocked
 from .queue import Queue
@@ -24,7 +24,7 @@ CLEAR_SCREEN = "\x1b[H\x1b[2J"
 class Failure(click.ClickException):
     """One sentence for the user, and the exit code the contract gives it."""
 
-    def __init__(self, message, exit_code=supervisor.EXIT_USAGE):
+    def __init__(self, message, exit_code=exitcodes.USAGE):
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -168,10 +168,10 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         raise Failure(str(e)) from None
     except FetchError as e:
         log.debug("search request failed: %s", e)
-        raise Failure(_fetch_failure(e, s), 1) from None
+        raise Failure(_fetch_failure(e, s), exitcodes.FAILED) from None
     except ParseError as e:
         raise Failure(f"{e.url or s.api_url} did not answer with a page of search results ({e}); check "
-                      f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", 1) from None
+                      f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", exitcodes.FAILED) from None
     conn = store.open_db(s.db_path)
     try:
         source.check(conn, s.api_url, s.site_url, adopt_urls, time.time())
@@ -282,8 +282,8 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
     try:
         code = supervisor.run(s)
     except RunLocked as e:
-        step = outcome.next_step(outcome.LOCKED).removeprefix("next: ")
-        raise Failure(f"{str(e).rstrip('.')}; {step}", supervisor.EXIT_LOCKED) from None
+        step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
+        raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
     log.info("%s", _next_step(s, code))
     ctx.exit(code)
 
@@ -529,7 +529,7 @@ def reextract_cmd(ctx):
     try:
         rebuilt, without = answers.reextract(conn)
     except ParseError as e:
-        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.", 1) \
+        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.", exitcodes.FAILED) \
             from None
     finally:
         conn.close()

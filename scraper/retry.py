@@ -4,8 +4,6 @@ import email.utils
 import random
 from dataclasses import dataclass
 
-import requests
-
 # failure kinds (stored in jobs.error_kind and counted in status)
 NETWORK = "network"
 TIMEOUT = "timeout"
@@ -35,26 +33,6 @@ class Outcome:
     action: str
     delay_s: float = 0.0
     counted: bool = True    # whether the attempt counts against --max-attempts
-
-
-def kind_of_status(status):
-    """The failure kind of an HTTP status, or None when the status is a success."""
-    if 200 <= status < 300:
-        return None
-    if status == 429:
-        return HTTP_429
-    if status >= 500:
-        return HTTP_5XX
-    return HTTP_4XX
-
-
-def kind_of_exception(exc):
-    """The failure kind of an exception raised by requests."""
-    if isinstance(exc, requests.Timeout):
-        return TIMEOUT
-    if isinstance(exc, (ValueError, requests.exceptions.ContentDecodingError)):
-        return PARSE
-    return NETWORK
 
 
 def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0, max_s=600.0, rng=random,

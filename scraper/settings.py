@@ -4,11 +4,11 @@ import dataclasses
 import math
 import os
 import re
-import sqlite3
 from urllib.parse import urlsplit
 
-from . import __version__
+from . import __version__, store
 from .errors import ConfigError
+from .politeness import domain_of
 
 # Defaults: one place, units in the names.
 DB_PATH = "jobs.db"
@@ -127,15 +127,6 @@ class Settings:
         return (self.memory_limit_mb - PROCESS_MB) / self.workers
 
 
-def domain_of(url):
-    """The politeness domain of a URL: its host's last two labels (api.n8n.io and n8n.io are one
-    domain, n8n.io); an IP address is its own domain."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    if not host or host.replace(".", "").isdigit() or ":" in host:
-        return host
-    return ".".join(host.split(".")[-2:])
-
-
 def parse_domain_rate(text):
     """(domain, rate_per_s, burst) from DOMAIN=RATE/BURST (e.g. youtube.com=0.5/3); ConfigError if malformed."""
     match = re.fullmatch(r"\s*([A-Za-z0-9.-]+)\s*=\s*([0-9]*\.?[0-9]+)\s*/\s*([0-9]+)\s*", text or "")
@@ -204,19 +195,7 @@ def check_db_path(path):
             raise ConfigError(f"the database {path} cannot be read ({e.strerror}).") from e
         _check(head in (b"", SQLITE_HEADER), f"{path} is not a SQLite database.")
         if head:
-            _check_readable(path)
-
-
-def _check_readable(path):
-    """Read the schema through a read-only connection: a damaged file is refused before anything runs."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as e:
-        raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e
+            store.check_readable(path)
 
 
 def _check_url(what, url):

@@ -15,7 +15,7 @@ from requests.adapters import HTTPAdapter
 from youtube_transcript_api import YouTubeTranscriptApi
 from youtube_transcript_api import _errors as yt
 
-from scraper import retry
+from scraper import http, retry
 from scraper.errors import FetchError, JobInvalid, ParseError
 from scraper.settings import YOUTUBE_DOMAIN, YOUTUBE_URL
 from scraper.sites import Result, children_of, write
@@ -88,10 +88,10 @@ def classify(exc, status=None):
     if isinstance(exc, yt.VideoUnplayable):
         return JobInvalid(VIDEO_UNPLAYABLE, f"the video cannot be played: {exc.reason or 'no reason given'}")
     if isinstance(exc, yt.YouTubeRequestFailed):
-        kind = retry.kind_of_status(status) if status else retry.HTTP_4XX
+        kind = http.kind_of_status(status) if status else retry.HTTP_4XX
         return FetchError(kind or retry.HTTP_4XX, f"YouTube answered HTTP {status}", status=status)
     if isinstance(exc, requests.RequestException):
-        return FetchError(retry.kind_of_exception(exc), f"{type(exc).__name__}: {exc}")
+        return FetchError(http.kind_of_exception(exc), f"{type(exc).__name__}: {exc}")
     # YouTubeDataUnparsable, PoTokenRequired, a consent page we could not pass, bad JSON or XML
     return FetchError(retry.PARSE, f"YouTube's answer could not be read ({type(exc).__name__})", status=status)
 
@@ -117,7 +117,7 @@ class RedirectAdapter(HTTPAdapter):
         try:
             resp = super().send(request, **kwargs)
         except requests.RequestException as e:
-            self.ctx.failed(FetchError(retry.kind_of_exception(e), f"{type(e).__name__}: {e}", request.url))
+            self.ctx.failed(FetchError(http.kind_of_exception(e), f"{type(e).__name__}: {e}", request.url))
             raise
         self.last_status = resp.status_code
         if resp.status_code >= 500:
