@@ -10,10 +10,10 @@ import time
 
 import click
 
-from . import (__version__, answers, exitcodes, export, failures, logs, outcome, report, retry, runstate, search, seed,
-               settings, source, stats, status, store, supervisor, sync)
+# Only what every command needs is imported here: each command imports its own modules, so a quick
+# command (`status`) does not pay for requests, psutil, pyrate-limiter, sqlite-utils or the sites.
+from . import __version__, exitcodes, export, logs, search, settings
 from .errors import ConfigError, FetchError, ParseError, RunLocked
-from .queue import Queue
 
 log = logging.getLogger("scraper")
 
@@ -74,6 +74,7 @@ def _settings(ctx, **values):
 
 def _open_existing(s):
     """The database for reading commands: it must exist already (status never creates one)."""
+    from . import store
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     try:
@@ -113,6 +114,7 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
 
 
 def _job_count(s):
+    from .queue import Queue
     conn = _open_existing(s)
     try:
         return sum(Queue(conn).counts().values())
@@ -150,6 +152,8 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         scraper seed --from-search --limit 500
         scraper seed --ids my-templates.txt
     """
+    from . import seed, source, store, sync
+    from .queue import Queue
     if from_search == bool(ids_file):
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
@@ -193,6 +197,7 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
 
 def _fetch_failure(e, s):
     """The sentence for a search request that failed: the URL tried, and what to do next."""
+    from . import retry
     url = e.url or s.api_url
     offline = "check the network or --api-url, or try `make demo` (it needs no internet)"
     if e.kind == retry.TIMEOUT:
@@ -207,6 +212,7 @@ def _fetch_failure(e, s):
 
 def _check_source(s, adopt):
     """Refuse (exit 2) a database seeded from other URLs, unless `adopt`; record them on first use."""
+    from . import source
     conn = _open_existing(s)
     try:
         source.check(conn, s.api_url, s.site_url, adopt, time.time())
@@ -270,6 +276,7 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
         scraper run --transcript-languages en,de --domain-rate youtube.com=0.5/3
         scraper run --no-transcripts
     """
+    from . import outcome, supervisor
     try:
         rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
     except ConfigError as e:
@@ -290,6 +297,8 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
 
 def _next_step(s, code):
     """The run's last line: what to do now, from the exit code and what the database holds."""
+    from . import outcome, store
+    from .queue import Queue
     try:
         conn = store.connect(s.db_path)
         try:
@@ -317,6 +326,7 @@ def status_cmd(ctx, as_json, watch):
         scraper status --json | jq .eta_s
         scraper status --watch
     """
+    from . import status
     s = _settings(ctx)
     if not watch:
         report = _status_report(s)
@@ -337,6 +347,8 @@ def status_cmd(ctx, as_json, watch):
 
 
 def _status_report(s):
+    from . import runstate, status
+    from .queue import Queue
     conn = _open_existing(s)
     try:
         return status.report(Queue(conn), time.time(), runstate.current(conn, s.lock_path))
@@ -357,6 +369,7 @@ def retry_cmd(ctx, failed, invalid, all_):
     Example (cron, before the run):
         scraper retry --failed; scraper run
     """
+    from .queue import Queue
     s = _settings(ctx)
     statuses = tuple(name for name, on in (("failed", failed or all_ or not invalid), ("invalid", invalid or all_))
                      if on)
@@ -381,6 +394,8 @@ def failures_cmd(ctx, as_json, limit):
         scraper failures --limit 20
         scraper failures --json | jq -r '.[] | select(.status == "failed") | .key'
     """
+    from . import failures
+    from .queue import Queue
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -449,6 +464,7 @@ def refresh_cmd(ctx, older_than_days, limit):
     Example:
         scraper refresh --older-than 30 --limit 500 && scraper run
     """
+    from . import sync
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -470,6 +486,7 @@ def changes_cmd(ctx, since, as_json):
         scraper changes --since 2026-11-01
         scraper changes --since 2026-11-25T02:00:00Z --json
     """
+    from . import answers, sync
     try:
         since = None if since is None else sync.parse_time(since)
     except ValueError:
@@ -500,6 +517,7 @@ def history_cmd(ctx, template_id, as_json):
         scraper history 1234
         scraper history 1234 --json
     """
+    from . import answers
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -524,6 +542,7 @@ def reextract_cmd(ctx):
     Example:
         scraper reextract
     """
+    from . import answers
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -580,6 +599,7 @@ def stats_cmd(ctx, as_json):
         scraper stats
         scraper stats --json | jq '.node_types[:10]'
     """
+    from . import stats
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -603,6 +623,7 @@ def report_cmd(ctx, output, run_id):
         scraper report --output report.html
         scraper report --run 3 -o run3.html
     """
+    from . import report
     s = _settings(ctx)
     conn = _open_existing(s)
     try:

@@ -1,6 +1,5 @@
 """Pure policy: what kind of failure an answer is, what happens to the job, how long to wait."""
 
-import email.utils
 import random
 from dataclasses import dataclass
 
@@ -69,6 +68,8 @@ def backoff(attempt, base_s=1.0, max_s=600.0, rng=random):
 
 def parse_retry_after(value, now):
     """Seconds to wait from a Retry-After header (delta seconds or an HTTP date), or None."""
+    import email.utils  # only for an answer that carries Retry-After
+
     if not value:
         return None
     value = value.strip()

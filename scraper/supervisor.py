@@ -1,5 +1,6 @@
 """The supervisor: the run lock, N worker processes, their memory, signals, progress, the end."""
 
+import dataclasses
 import fcntl
 import json
 import logging
@@ -9,7 +10,6 @@ import os
 import signal
 import sys
 import time
-import dataclasses
 
 import psutil
 

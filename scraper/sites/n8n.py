@@ -12,8 +12,8 @@ import json
 import logging
 import math
 import re
+from collections.abc import Iterable
 from html.parser import HTMLParser
-from typing import Iterable
 from urllib.parse import urlsplit
 
 from scraper import retry
@@ -413,7 +413,7 @@ class _Fetcher:
         self.s = settings
 
     def fetch(self, job, ctx):
-        from scraper import answers     # answers reads this module: imported at first use
+        from scraper import answers  # answers reads this module: imported at first use
 
         template_id = parse_key(job.key)
         fetched_at = ctx.fetched_at()
