@@ -22,7 +22,7 @@ CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
 
 class Failure(click.ClickException):
-    """One sentence for the user, and the exit code the contract gives it."""
+    """One sentence for the user, and its exit code (`exitcodes`; 2 unless said otherwise)."""
 
     def __init__(self, message, exit_code=exitcodes.USAGE):
         super().__init__(message)
@@ -94,7 +94,8 @@ def _open_existing(s):
               help=f"The User-Agent header; add a contact address, e.g. 'scraper/{__version__} "
                    f"(+mailto:you@example.org)' [env {settings.ENV_USER_AGENT}].")
 @click.option("--youtube-url", envvar=settings.ENV_YOUTUBE_URL, default=settings.YOUTUBE_URL, show_default=True,
-              help=f"Where requests for https://www.youtube.com go, same path and query [env {settings.ENV_YOUTUBE_URL}].")
+              help=f"Where requests for https://www.youtube.com go, same path and query "
+                   f"[env {settings.ENV_YOUTUBE_URL}].")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
@@ -260,7 +261,9 @@ def _check_source(s, adopt):
                    f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
 @click.pass_context
 def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
-    """Work through the pending jobs with N worker processes until none is runnable.
+    """Work through the pending jobs with N worker processes until no job is running and no pending one
+    is left, except those of a domain the run gave up (it waits through backoffs, 429 pauses and open
+    breakers).
 
     Each stored template queues one job per YouTube video it shows (once for the whole library); those
     fetch the video's transcript from youtube.com under that domain's own budget.
@@ -444,7 +447,8 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
         else:
             summary = export.write(conn, fmt, sys.stdout, chosen, redact=not no_redact, live_only=live_only)
             sys.stdout.flush()      # the data first, then the line about it
-            click.echo(logs.stamped(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}"), err=True)
+            click.echo(logs.stamped(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}"),
+                       err=True)
     except ConfigError as e:
         raise Failure(str(e)) from None
     finally:
@@ -548,8 +552,8 @@ def reextract_cmd(ctx):
     try:
         rebuilt, without = answers.reextract(conn)
     except ParseError as e:
-        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.", exitcodes.FAILED) \
-            from None
+        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.",
+                      exitcodes.FAILED) from None
     finally:
         conn.close()
     extra = f"; {without} stored before answers were kept, left as they are" if without else ""

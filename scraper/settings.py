@@ -27,8 +27,7 @@ TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers 
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
 MAX_OPEN_CYCLES = 3         # failed probes in a row after which a run stops trying a domain
 LEASE_S = 90.0              # must outlast one rate-limit wait + one request; extended before each fetch
-BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ...
-BACKOFF_MAX_S = 600.0
+BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ... up to retry.BACKOFF_MAX_S
 PAUSE_429_S = 1.0           # domain pause after a 429 without Retry-After; doubles while 429s continue
 PAUSE_MAX_S = 300.0
 BREAKER_FAILURES = 10       # consecutive failed requests that open a domain's breaker
@@ -151,7 +150,8 @@ def build(**values):
     _check_url("YouTube URL", s.youtube_url)
     _check(bool(s.transcript_languages) and all(re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", c)
                                                 for c in s.transcript_languages),
-           f"--transcript-languages must be language codes such as en or pt-BR (got {','.join(s.transcript_languages)!r}).")
+           f"--transcript-languages must be language codes such as en or pt-BR "
+           f"(got {','.join(s.transcript_languages)!r}).")
     for name, rate, burst in s.domain_rates:
         _check(rate > 0 and math.isfinite(rate), f"--domain-rate {name}: the rate must be above 0 (got {rate:g}).")
         _check(burst >= 1, f"--domain-rate {name}: the burst must be at least 1 (got {burst}).")

@@ -239,7 +239,7 @@ MIGRATIONS = [
         ms INTEGER NOT NULL
     );
     CREATE INDEX requests_at ON requests (at);
-    """,
+    """,  # noqa: E501 - a shipped migration is never edited, not even to wrap its lines
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -280,7 +280,8 @@ def open_db(path):
 
 
 def migrate(conn):
-    """Apply the migrations this file has not seen yet, each in its own transaction."""
+    """Apply the migrations this file has not seen yet, all in one transaction (a failure leaves the
+    schema as it was); returns the schema version."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version >= SCHEMA_VERSION:
         return version

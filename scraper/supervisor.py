@@ -90,7 +90,8 @@ class Supervisor:
     # --- the run ---------------------------------------------------------------------
 
     def run(self):
-        """Work until no job is runnable or a signal stops us; returns the exit code."""
+        """Work until no job is running and no pending one belongs to a domain still tried (`Queue.work_left`),
+        or a signal stops us; returns the exit code."""
         lock = RunLock(self.s.lock_path).acquire()
         conn = store.open_db(self.s.db_path)
         self.queue = Queue(conn)
@@ -285,7 +286,8 @@ class Supervisor:
                          slot.name, used / 2**20, share / 2**20)
                 slot.recycle_asked_at = now
                 os.kill(slot.process.pid, signal.SIGUSR1)
-            elif slot.recycle_asked_at is not None and now - slot.recycle_asked_at > self.s.timeout_s + self.s.stop_grace_s:
+            elif (slot.recycle_asked_at is not None
+                  and now - slot.recycle_asked_at > self.s.timeout_s + self.s.stop_grace_s):
                 log.warning("%s did not recycle in time; killed", slot.name)
                 slot.process.kill()
 
