@@ -77,7 +77,7 @@ class Worker:
         worth asking when the run has more than one domain)."""
         if len(self.domains) < 2:
             return None
-        return {d: self.politeness(d).wait_s() for d in self.domains}
+        return {d: self.politeness_of(d).wait_s() for d in self.domains}
 
     def process(self, job):
         """One job, contained: whatever goes wrong ends this attempt with a reason, never the worker."""
@@ -129,7 +129,7 @@ class Worker:
         """One polite request: renew the lease, wait for the slot (and any 429 pause), fetch.
         HandedBack when a stop came first."""
         self._gate(job, url)
-        polite = self.politeness(job.domain)
+        polite = self.politeness_of(job.domain)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock):
                 body = http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
@@ -142,7 +142,7 @@ class Worker:
     def _gate(self, job, url=None):
         """Ask the job's domain for its turn (lease renewed while waiting); HandedBack, the job released,
         when a stop came first or the domain's breaker opened after the job was taken."""
-        polite = self.politeness(job.domain)
+        polite = self.politeness_of(job.domain)
         verdict = polite.before(job.probe, lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s),
                                 url)
         if verdict == politeness.GO:
@@ -157,7 +157,7 @@ class Worker:
             log.info("%s handed back %s", self.name, job.key)
         raise HandedBack(job.key)
 
-    def politeness(self, domain):
+    def politeness_of(self, domain):
         """The domain's Politeness (one per domain in this process)."""
         polite = self._politeness.get(domain)
         if polite is None:
@@ -244,10 +244,10 @@ class _JobContext:
         self.w._gate(self.job)
 
     def answered(self):
-        self.w.politeness(self.job.domain).answered()
+        self.w.politeness_of(self.job.domain).answered()
 
     def failed(self, error):
-        self.w.politeness(self.job.domain).failed(error)
+        self.w.politeness_of(self.job.domain).failed(error)
 
     def fetched_at(self):
         return _iso(self.w.clock())
