@@ -82,6 +82,13 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
     raise FetchError(retry.HTTP_4XX, f"more than {MAX_REDIRECTS} redirects", url=url)
 
 
+def read_body(resp, url, deadline, timeout_s, max_bytes, clock=time.monotonic):
+    """The decoded body of an answer sent with `stream=True`, under the `deadline` (a `clock()` value)
+    and the size cap; FetchError `timeout` or `too_large` otherwise. For answers `fetch` does not send
+    itself (a library's own requests, e.g. YouTube's)."""
+    return _read(resp, url, deadline, timeout_s, max_bytes, clock)
+
+
 def _read(resp, url, deadline, timeout_s, max_bytes, clock):
     """The decoded body, read chunk by chunk under the deadline and the size cap."""
     declared = resp.headers.get("Content-Length", "")
