@@ -10,10 +10,10 @@ import time
 
 import click
 
-from . import (__version__, answers, export, failures, logs, outcome, report, retry, runstate, search, seed,
-               settings, source, stats, status, store, supervisor, sync)
+# Only what every command needs is imported here: each command imports its own modules, so a quick
+# command (`status`) does not pay for requests, psutil, pyrate-limiter, sqlite-utils or the sites.
+from . import __version__, exitcodes, export, logs, search, settings
 from .errors import ConfigError, FetchError, ParseError, RunLocked
-from .queue import Queue
 
 log = logging.getLogger("scraper")
 
@@ -22,9 +22,9 @@ CLEAR_SCREEN = "\x1b[H\x1b[2J"
 
 
 class Failure(click.ClickException):
-    """One sentence for the user, and the exit code the contract gives it."""
+    """One sentence for the user, and its exit code (`exitcodes`; 2 unless said otherwise)."""
 
-    def __init__(self, message, exit_code=supervisor.EXIT_USAGE):
+    def __init__(self, message, exit_code=exitcodes.USAGE):
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -74,6 +74,7 @@ def _settings(ctx, **values):
 
 def _open_existing(s):
     """The database for reading commands: it must exist already (status never creates one)."""
+    from . import store
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     try:
@@ -93,7 +94,8 @@ def _open_existing(s):
               help=f"The User-Agent header; add a contact address, e.g. 'scraper/{__version__} "
                    f"(+mailto:you@example.org)' [env {settings.ENV_USER_AGENT}].")
 @click.option("--youtube-url", envvar=settings.ENV_YOUTUBE_URL, default=settings.YOUTUBE_URL, show_default=True,
-              help=f"Where requests for https://www.youtube.com go, same path and query [env {settings.ENV_YOUTUBE_URL}].")
+              help=f"Where requests for https://www.youtube.com go, same path and query "
+                   f"[env {settings.ENV_YOUTUBE_URL}].")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
@@ -113,6 +115,7 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
 
 
 def _job_count(s):
+    from .queue import Queue
     conn = _open_existing(s)
     try:
         return sum(Queue(conn).counts().values())
@@ -150,6 +153,8 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         scraper seed --from-search --limit 500
         scraper seed --ids my-templates.txt
     """
+    from . import seed, source, store, sync
+    from .queue import Queue
     if from_search == bool(ids_file):
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
@@ -168,10 +173,10 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         raise Failure(str(e)) from None
     except FetchError as e:
         log.debug("search request failed: %s", e)
-        raise Failure(_fetch_failure(e, s), 1) from None
+        raise Failure(_fetch_failure(e, s), exitcodes.FAILED) from None
     except ParseError as e:
         raise Failure(f"{e.url or s.api_url} did not answer with a page of search results ({e}); check "
-                      f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", 1) from None
+                      f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", exitcodes.FAILED) from None
     conn = store.open_db(s.db_path)
     try:
         source.check(conn, s.api_url, s.site_url, adopt_urls, time.time())
@@ -193,6 +198,7 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
 
 def _fetch_failure(e, s):
     """The sentence for a search request that failed: the URL tried, and what to do next."""
+    from . import retry
     url = e.url or s.api_url
     offline = "check the network or --api-url, or try `make demo` (it needs no internet)"
     if e.kind == retry.TIMEOUT:
@@ -207,6 +213,7 @@ def _fetch_failure(e, s):
 
 def _check_source(s, adopt):
     """Refuse (exit 2) a database seeded from other URLs, unless `adopt`; record them on first use."""
+    from . import source
     conn = _open_existing(s)
     try:
         source.check(conn, s.api_url, s.site_url, adopt, time.time())
@@ -254,7 +261,9 @@ def _check_source(s, adopt):
                    f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
 @click.pass_context
 def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
-    """Work through the pending jobs with N worker processes until none is runnable.
+    """Work through the pending jobs with N worker processes until no job is running and no pending one
+    is left, except those of a domain the run gave up (it waits through backoffs, 429 pauses and open
+    breakers).
 
     Each stored template queues one job per YouTube video it shows (once for the whole library); those
     fetch the video's transcript from youtube.com under that domain's own budget.
@@ -270,6 +279,7 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
         scraper run --transcript-languages en,de --domain-rate youtube.com=0.5/3
         scraper run --no-transcripts
     """
+    from . import outcome, supervisor
     try:
         rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
     except ConfigError as e:
@@ -282,14 +292,16 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
     try:
         code = supervisor.run(s)
     except RunLocked as e:
-        step = outcome.next_step(outcome.LOCKED).removeprefix("next: ")
-        raise Failure(f"{str(e).rstrip('.')}; {step}", supervisor.EXIT_LOCKED) from None
+        step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
+        raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
     log.info("%s", _next_step(s, code))
     ctx.exit(code)
 
 
 def _next_step(s, code):
     """The run's last line: what to do now, from the exit code and what the database holds."""
+    from . import outcome, store
+    from .queue import Queue
     try:
         conn = store.connect(s.db_path)
         try:
@@ -317,6 +329,7 @@ def status_cmd(ctx, as_json, watch):
         scraper status --json | jq .eta_s
         scraper status --watch
     """
+    from . import status
     s = _settings(ctx)
     if not watch:
         report = _status_report(s)
@@ -337,6 +350,8 @@ def status_cmd(ctx, as_json, watch):
 
 
 def _status_report(s):
+    from . import runstate, status
+    from .queue import Queue
     conn = _open_existing(s)
     try:
         return status.report(Queue(conn), time.time(), runstate.current(conn, s.lock_path))
@@ -357,6 +372,7 @@ def retry_cmd(ctx, failed, invalid, all_):
     Example (cron, before the run):
         scraper retry --failed; scraper run
     """
+    from .queue import Queue
     s = _settings(ctx)
     statuses = tuple(name for name, on in (("failed", failed or all_ or not invalid), ("invalid", invalid or all_))
                      if on)
@@ -381,6 +397,8 @@ def failures_cmd(ctx, as_json, limit):
         scraper failures --limit 20
         scraper failures --json | jq -r '.[] | select(.status == "failed") | .key'
     """
+    from . import failures
+    from .queue import Queue
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -429,7 +447,8 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
         else:
             summary = export.write(conn, fmt, sys.stdout, chosen, redact=not no_redact, live_only=live_only)
             sys.stdout.flush()      # the data first, then the line about it
-            click.echo(logs.stamped(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}"), err=True)
+            click.echo(logs.stamped(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}"),
+                       err=True)
     except ConfigError as e:
         raise Failure(str(e)) from None
     finally:
@@ -449,6 +468,7 @@ def refresh_cmd(ctx, older_than_days, limit):
     Example:
         scraper refresh --older-than 30 --limit 500 && scraper run
     """
+    from . import sync
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -470,6 +490,7 @@ def changes_cmd(ctx, since, as_json):
         scraper changes --since 2026-11-01
         scraper changes --since 2026-11-25T02:00:00Z --json
     """
+    from . import answers, sync
     try:
         since = None if since is None else sync.parse_time(since)
     except ValueError:
@@ -500,6 +521,7 @@ def history_cmd(ctx, template_id, as_json):
         scraper history 1234
         scraper history 1234 --json
     """
+    from . import answers
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -524,13 +546,14 @@ def reextract_cmd(ctx):
     Example:
         scraper reextract
     """
+    from . import answers
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
         rebuilt, without = answers.reextract(conn)
     except ParseError as e:
-        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.", 1) \
-            from None
+        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.",
+                      exitcodes.FAILED) from None
     finally:
         conn.close()
     extra = f"; {without} stored before answers were kept, left as they are" if without else ""
@@ -580,6 +603,7 @@ def stats_cmd(ctx, as_json):
         scraper stats
         scraper stats --json | jq '.node_types[:10]'
     """
+    from . import stats
     s = _settings(ctx)
     conn = _open_existing(s)
     try:
@@ -603,6 +627,7 @@ def report_cmd(ctx, output, run_id):
         scraper report --output report.html
         scraper report --run 3 -o run3.html
     """
+    from . import report
     s = _settings(ctx)
     conn = _open_existing(s)
     try:

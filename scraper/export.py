@@ -6,12 +6,8 @@ Each template carries the transcripts of its videos (tables template_videos and 
 import csv
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 
-import sqlite_utils
-
-from . import redact as redaction
 from .errors import ConfigError
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
@@ -71,6 +67,8 @@ def rows(conn, columns=None, live_only=False):
     """The workflows rows (`live_only`: those not removed from n8n.io), one at a time, in id order (never
     the whole table in memory), each with its `transcripts` in the order of its videos (when `columns`
     holds it; by default it does)."""
+    import sqlite_utils  # here, not at the top: every command imports this module for its format list
+
     columns = columns or table_columns(conn)
     stored = [c for c in columns if c != TRANSCRIPTS]
     with_transcripts = TRANSCRIPTS in columns
@@ -124,11 +122,13 @@ def write(conn, fmt, out, columns=None, redact=True, live_only=False):
 
 def write_file(conn, fmt, path, columns=None, redact=True, live_only=False):
     """Write to `path` through a temporary file beside it, so a reader never sees half an export."""
+    import tempfile
+
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ConfigError(f"the output folder {folder} does not exist.")
     if fmt == "parquet":
-        from . import parquet       # pyarrow is an optional extra: import it only when asked for
+        from . import parquet  # pyarrow is an optional extra: import it only when asked for
         parquet.require()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
     try:
@@ -198,6 +198,7 @@ def _prepared(source, redact, summary, decode, keep_text=()):
 def _redact(row, as_text):
     """Redact the row (as read, JSON columns still text) in place; returns how many values. The workflow
     is decoded only when its text might hold a secret; `as_text` keeps a redacted one JSON text (CSV)."""
+    from . import redact as redaction  # imported on first use: its patterns are compiled at import
     n = 0
     for col in REDACTED_COLUMNS:
         value = row.get(col)

@@ -14,10 +14,30 @@ import requests
 
 from . import retry
 from .errors import FetchError
-from .settings import domain_of
+from .politeness import domain_of
 
 MAX_REDIRECTS = 5
 CHUNK_BYTES = 64 * 1024     # urllib3 decompresses at most this much per read: the cap is overshot by one chunk
+
+
+def kind_of_status(status):
+    """The failure kind of an HTTP status, or None when the status is a success."""
+    if 200 <= status < 300:
+        return None
+    if status == 429:
+        return retry.HTTP_429
+    if status >= 500:
+        return retry.HTTP_5XX
+    return retry.HTTP_4XX
+
+
+def kind_of_exception(exc):
+    """The failure kind of an exception raised by requests."""
+    if isinstance(exc, requests.Timeout):
+        return retry.TIMEOUT
+    if isinstance(exc, (ValueError, requests.exceptions.ContentDecodingError)):
+        return retry.PARSE
+    return retry.NETWORK
 
 
 def make_session(user_agent):
@@ -40,7 +60,7 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
         try:
             resp = session.get(url, timeout=left, allow_redirects=False, stream=True)
         except requests.RequestException as e:
-            raise FetchError(retry.kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
+            raise FetchError(kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
         if resp.is_redirect:
             resp.close()
             target = urljoin(url, resp.headers.get("Location", ""))
@@ -48,7 +68,7 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
                 raise FetchError(retry.HTTP_4XX, f"redirect to another domain refused: {target}", url, resp.status_code)
             url = target
             continue
-        kind = retry.kind_of_status(resp.status_code)
+        kind = kind_of_status(resp.status_code)
         if kind is not None:
             resp.close()    # the body of an error is not needed; closing drops the connection, not the pool
             raise FetchError(
@@ -60,6 +80,13 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
             )
         return _read(resp, url, deadline, timeout_s, max_bytes, clock)
     raise FetchError(retry.HTTP_4XX, f"more than {MAX_REDIRECTS} redirects", url=url)
+
+
+def read_body(resp, url, deadline, timeout_s, max_bytes, clock=time.monotonic):
+    """The decoded body of an answer sent with `stream=True`, under the `deadline` (a `clock()` value)
+    and the size cap; FetchError `timeout` or `too_large` otherwise. For answers `fetch` does not send
+    itself (a library's own requests, e.g. YouTube's)."""
+    return _read(resp, url, deadline, timeout_s, max_bytes, clock)
 
 
 def _read(resp, url, deadline, timeout_s, max_bytes, clock):
@@ -89,7 +116,7 @@ def _read(resp, url, deadline, timeout_s, max_bytes, clock):
     except requests.RequestException as e:
         if not cut.is_set():
             resp.close()
-            raise FetchError(retry.kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
+            raise FetchError(kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
     finally:
         timer.cancel()
         timer.join()

@@ -1,8 +1,8 @@
 """One rate-limit bucket per domain, shared by every process on this machine.
 
 pyrate-limiter's SQLiteBucket keeps an exact sliding log in a SQLite file beside the jobs
-database. We drive the bucket ourselves instead of through `Limiter`, for two measured reasons
-(see the project notes on pyrate-limiter 4.5):
+database. We drive the bucket ourselves instead of through `Limiter`, for two reasons measured
+with pyrate-limiter 4.5:
 - the item is stamped while we hold the cross-process lock, just before it is stored; Limiter
   stamps it before waiting for the lock, so real admissions drift past the limit;
 - the wait happens outside the lock, for exactly the time the bucket says, so no process holds

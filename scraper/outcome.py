@@ -1,9 +1,7 @@
 """What the last line of a run tells the operator to do next, for each way a run can end."""
 
+from .exitcodes import CRASHING, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
 from .progress import format_duration
-
-# the exit codes of `scraper run` (the supervisor's names for them live beside its loop)
-OK, FAILED, USAGE, GAVE_UP, CRASHING, LOCKED, SIGINT, SIGTERM = 0, 1, 2, 3, 70, 75, 130, 143
 
 
 def next_step(code, failed=0, domains=(), retry_in_s=None):

@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass
 
-
 RATE_WINDOW_S = 60.0        # the rate looks at most this far back
 MIN_WINDOW_S = 1.0          # a run a few ms old would otherwise show a rate from one or two jobs
 

@@ -280,10 +280,10 @@ class Queue:
 
     def given_up(self):
         """{domain: pending jobs} of the domains this run gave up."""
-        return {d: n for d, n in self.conn.execute(
+        return dict(self.conn.execute(
             """SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
-               WHERE domains.gave_up GROUP BY domains.domain ORDER BY domains.domain""")}
+               WHERE domains.gave_up GROUP BY domains.domain ORDER BY domains.domain"""))
 
     def work_left(self, sites=None):
         """True while a job (of `sites`, default all) runs, or a pending one belongs to a domain that was
@@ -336,7 +336,7 @@ class Queue:
         return out
 
     def counters(self):
-        return {name: value for name, value in self.conn.execute("SELECT name, value FROM counters")}
+        return dict(self.conn.execute("SELECT name, value FROM counters"))
 
 
 def add_jobs(c, rows, now, priority=0):
@@ -353,7 +353,8 @@ def add_jobs(c, rows, now, priority=0):
 
 def _bump(c, name, by=1):
     c.execute(
-        "INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+        "INSERT INTO counters (name, value) VALUES (?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
         (name, by),
     )
 

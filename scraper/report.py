@@ -341,4 +341,4 @@ for (const [k, v] of errs.length ? errs : [["none", 0]]) {
 document.body.dataset.drawn = "yes";
 </script>
 </body></html>
-"""
+"""  # noqa: E501 - the page's CSS and script, one rule or statement a line

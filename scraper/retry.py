@@ -1,10 +1,9 @@
 """Pure policy: what kind of failure an answer is, what happens to the job, how long to wait."""
 
-import email.utils
 import random
 from dataclasses import dataclass
 
-import requests
+BACKOFF_MAX_S = 600.0       # no retry waits longer than 10 minutes, whatever the attempt or Retry-After
 
 # failure kinds (stored in jobs.error_kind and counted in status)
 NETWORK = "network"
@@ -37,27 +36,7 @@ class Outcome:
     counted: bool = True    # whether the attempt counts against --max-attempts
 
 
-def kind_of_status(status):
-    """The failure kind of an HTTP status, or None when the status is a success."""
-    if 200 <= status < 300:
-        return None
-    if status == 429:
-        return HTTP_429
-    if status >= 500:
-        return HTTP_5XX
-    return HTTP_4XX
-
-
-def kind_of_exception(exc):
-    """The failure kind of an exception raised by requests."""
-    if isinstance(exc, requests.Timeout):
-        return TIMEOUT
-    if isinstance(exc, (ValueError, requests.exceptions.ContentDecodingError)):
-        return PARSE
-    return NETWORK
-
-
-def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0, max_s=600.0, rng=random,
+def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0, max_s=BACKOFF_MAX_S, rng=random,
            probe=False):
     """The outcome of the `attempts`-th failed attempt (1-based); `probe`: it tested a half-open domain."""
     if probe and kind in BREAKER_KINDS:
@@ -74,7 +53,8 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
         # "slow down" says nothing against the job: the domain pauses (breaker.on_429) and the job
         # waits without spending an attempt
         return Outcome(RETRY, min(max_s, base_s if retry_after_s is None else retry_after_s), counted=False)
-    # every other failure (other 4xx included, as the contract says) is retried until attempts run out
+    # every other failure (400 and the other 4xx included: not final, unlike 401/403) is retried until
+    # attempts run out
     if attempts >= max_attempts:
         return Outcome(FAILED)
     delay = backoff(attempts, base_s, max_s, rng)
@@ -83,7 +63,7 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
     return Outcome(RETRY, delay)
 
 
-def backoff(attempt, base_s=1.0, max_s=600.0, rng=random):
+def backoff(attempt, base_s=1.0, max_s=BACKOFF_MAX_S, rng=random):
     """base, 2*base, 4*base ... for attempt 1, 2, 3 ..., capped, with +-20% jitter so workers spread out."""
     exponent = min(max(0, attempt - 1), 60)       # 2**60 s is past any cap; no float overflow
     return min(max_s, base_s * (2 ** exponent) * rng.uniform(0.8, 1.2))
@@ -91,6 +71,8 @@ def backoff(attempt, base_s=1.0, max_s=600.0, rng=random):
 
 def parse_retry_after(value, now):
     """Seconds to wait from a Retry-After header (delta seconds or an HTTP date), or None."""
+    import email.utils  # only for an answer that carries Retry-After
+
     if not value:
         return None
     value = value.strip()

@@ -4,8 +4,6 @@ who and since when."""
 import fcntl
 import os
 
-import psutil
-
 
 def lock_held(lock_path):
     """True while some process holds the run lock (a run, or the orphaned workers of a killed one).
@@ -43,6 +41,8 @@ def current(conn, lock_path):
 
 
 def _running(pid):
+    import psutil  # only when a run holds the lock: `status` on an idle database does without it
+
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

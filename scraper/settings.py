@@ -4,11 +4,11 @@ import dataclasses
 import math
 import os
 import re
-import sqlite3
 from urllib.parse import urlsplit
 
-from . import __version__
+from . import __version__, store
 from .errors import ConfigError
+from .politeness import domain_of
 
 # Defaults: one place, units in the names.
 DB_PATH = "jobs.db"
@@ -27,8 +27,7 @@ TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers 
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
 MAX_OPEN_CYCLES = 3         # failed probes in a row after which a run stops trying a domain
 LEASE_S = 90.0              # must outlast one rate-limit wait + one request; extended before each fetch
-BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ...
-BACKOFF_MAX_S = 600.0
+BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ... up to retry.BACKOFF_MAX_S
 PAUSE_429_S = 1.0           # domain pause after a 429 without Retry-After; doubles while 429s continue
 PAUSE_MAX_S = 300.0
 BREAKER_FAILURES = 10       # consecutive failed requests that open a domain's breaker
@@ -113,18 +112,18 @@ class Settings:
         return self.db_path + "-run.lock"
 
     @property
+    def db_files(self):
+        """Every file that sits beside the database: the database with its WAL and shared memory, the
+        limiter's file with its own, the limiter's flock file and the run lock (removing a database
+        means removing all of them)."""
+        db, limiter = self.db_path, self.limiter_path
+        return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
+                limiter + ".lock", self.lock_path)
+
+    @property
     def worker_share_mb(self):
         """Each worker's part of the ceiling once the supervisor's is set aside (planning figure)."""
         return (self.memory_limit_mb - PROCESS_MB) / self.workers
-
-
-def domain_of(url):
-    """The politeness domain of a URL: its host's last two labels (api.n8n.io and n8n.io are one
-    domain, n8n.io); an IP address is its own domain."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    if not host or host.replace(".", "").isdigit() or ":" in host:
-        return host
-    return ".".join(host.split(".")[-2:])
 
 
 def parse_domain_rate(text):
@@ -151,7 +150,8 @@ def build(**values):
     _check_url("YouTube URL", s.youtube_url)
     _check(bool(s.transcript_languages) and all(re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", c)
                                                 for c in s.transcript_languages),
-           f"--transcript-languages must be language codes such as en or pt-BR (got {','.join(s.transcript_languages)!r}).")
+           f"--transcript-languages must be language codes such as en or pt-BR "
+           f"(got {','.join(s.transcript_languages)!r}).")
     for name, rate, burst in s.domain_rates:
         _check(rate > 0 and math.isfinite(rate), f"--domain-rate {name}: the rate must be above 0 (got {rate:g}).")
         _check(burst >= 1, f"--domain-rate {name}: the burst must be at least 1 (got {burst}).")
@@ -195,19 +195,7 @@ def check_db_path(path):
             raise ConfigError(f"the database {path} cannot be read ({e.strerror}).") from e
         _check(head in (b"", SQLITE_HEADER), f"{path} is not a SQLite database.")
         if head:
-            _check_readable(path)
-
-
-def _check_readable(path):
-    """Read the schema through a read-only connection: a damaged file is refused before anything runs."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as e:
-        raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e
+            store.check_readable(path)
 
 
 def _check_url(what, url):

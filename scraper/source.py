@@ -5,7 +5,7 @@ import logging
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
-from .settings import domain_of
+from .politeness import domain_of
 from .store import transaction
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ def report(conn):
                 """SELECT substr(created_at, 1, 7) AS month, COUNT(*) FROM workflows
                    WHERE created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*' GROUP BY month ORDER BY month""")
         ],
-        "created_unknown": one("""SELECT COUNT(*) FROM workflows
-                                  WHERE created_at IS NULL OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*'"""),
+        "created_unknown": one("""SELECT COUNT(*) FROM workflows WHERE created_at IS NULL
+                                  OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*'"""),
         "quality_score": _quality(conn),
         "videos": {
             "templates_with_videos": one("""SELECT COUNT(*) FROM workflows

@@ -3,7 +3,7 @@ each domain's breaker."""
 
 import time
 
-from . import progress, sync
+from . import progress
 
 
 def report(queue, now, run=None):
@@ -33,7 +33,7 @@ def report(queue, now, run=None):
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         "sites": queue.counts_by_site(),
-        **sync.status_fields(queue.conn),
+        **mirror_fields(queue.conn),
     }
 
 
@@ -83,3 +83,10 @@ def render(r):
                   if d["gave_up"] else "")
         lines.append(f"domain    {name}: breaker {d['state']} ({d['failures']} consecutive failures){extra}")
     return "\n".join(lines)
+
+
+def mirror_fields(conn):
+    """The mirror's part of `scraper status`: the last complete walk and the removed count."""
+    last = conn.execute("SELECT finished_at, listed FROM walks WHERE complete = 1 ORDER BY id DESC LIMIT 1").fetchone()
+    removed = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NOT NULL").fetchone()[0]
+    return {"last_complete_walk": last and last[0], "listed": last[1] if last else None, "removed": removed}

@@ -2,6 +2,8 @@
 
 import sqlite3
 
+from .errors import ConfigError
+
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 
 # Each entry moves the schema from version i to i+1; never edit one that has shipped, add another.
@@ -237,7 +239,7 @@ MIGRATIONS = [
         ms INTEGER NOT NULL
     );
     CREATE INDEX requests_at ON requests (at);
-    """,
+    """,  # noqa: E501 - a shipped migration is never edited, not even to wrap its lines
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -257,6 +259,19 @@ def connect(path):
     return conn
 
 
+def check_readable(path):
+    """Read the schema through a read-only connection: a damaged file is refused (ConfigError) before
+    anything runs."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e
+
+
 def open_db(path):
     """Connect and bring the schema up to date."""
     conn = connect(path)
@@ -265,7 +280,8 @@ def open_db(path):
 
 
 def migrate(conn):
-    """Apply the migrations this file has not seen yet, each in its own transaction."""
+    """Apply the migrations this file has not seen yet, all in one transaction (a failure leaves the
+    schema as it was); returns the schema version."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version >= SCHEMA_VERSION:
         return version
@@ -308,6 +324,31 @@ class transaction:
     def __exit__(self, exc_type, exc, tb):
         self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
         return False
+
+
+# --- the runs table: one row per `scraper run`, written by its supervisor --------------------------
+
+def last_run(conn):
+    """The newest row of `runs` (pid, started_at, finished_at), or None before the first run."""
+    return conn.execute("SELECT pid, started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+
+
+def start_run(conn, pid, started_at, workers, settings_json):
+    """Record a run that starts; returns its id."""
+    with transaction(conn) as c:
+        return c.execute(
+            "INSERT INTO runs (pid, started_at, workers, settings) VALUES (?, ?, ?, ?)",
+            (pid, started_at, workers, settings_json),
+        ).lastrowid
+
+
+def finish_run(conn, run_id, finished_at, counts, exit_code):
+    """Record how the run ended: its exit code and the rows done, failed and invalid (`counts`) by then."""
+    with transaction(conn) as c:
+        c.execute(
+            "UPDATE runs SET finished_at = ?, done = ?, failed = ?, invalid = ?, exit_code = ? WHERE id = ?",
+            (finished_at, counts["done"], counts["failed"], counts["invalid"], exit_code, run_id),
+        )
 
 
 def upsert(conn, table, row, pk):

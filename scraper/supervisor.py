@@ -1,5 +1,6 @@
 """The supervisor: the run lock, N worker processes, their memory, signals, progress, the end."""
 
+import dataclasses
 import fcntl
 import json
 import logging
@@ -9,26 +10,15 @@ import os
 import signal
 import sys
 import time
-import dataclasses
 
 import psutil
 
-from . import progress, sites, store, worker
+from . import exitcodes, progress, sites, store, worker
 from .errors import RunLocked
 from .queue import Queue
 from .settings import PROGRESS_EVERY_S
 
 log = logging.getLogger(__name__)
-
-# exit codes of `scraper run`
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_GAVE_UP = 3            # some jobs were left pending because their domain kept failing
-EXIT_CRASHING = 70          # EX_SOFTWARE: workers keep dying at start; restarting them would spin
-EXIT_LOCKED = 75            # EX_TEMPFAIL: cron may simply try again later
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
 
 TICK_S = 0.05               # the loop wakes at least this often, and at once when a worker dies
 SAMPLE_EVERY_S = 1.0        # memory and lease checks
@@ -100,7 +90,8 @@ class Supervisor:
     # --- the run ---------------------------------------------------------------------
 
     def run(self):
-        """Work until no job is runnable or a signal stops us; returns the exit code."""
+        """Work until no job is running and no pending one belongs to a domain still tried (`Queue.work_left`),
+        or a signal stops us; returns the exit code."""
         lock = RunLock(self.s.lock_path).acquire()
         conn = store.open_db(self.s.db_path)
         self.queue = Queue(conn)
@@ -158,12 +149,12 @@ class Supervisor:
             if self.quick_deaths >= MAX_QUICK_DEATHS:
                 log.error("workers keep dying right after they start (see the errors above); giving up")
                 self._kill_all()
-                return EXIT_CRASHING
+                return exitcodes.CRASHING
             if stop_deadline is not None:
                 if all(s.process is None for s in self.slots):
                     self.queue.requeue(self.clock())
                     self._show(final=True)
-                    return EXIT_SIGINT if self.signals[0] == signal.SIGINT else EXIT_SIGTERM
+                    return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
                 continue
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
@@ -194,8 +185,8 @@ class Supervisor:
             log.error("gave up on %s: its breaker stayed open through %d probes in a row; %d job(s) left pending "
                       "for the next run", domain, self.s.max_open_cycles, n)
         if left:
-            return EXIT_GAVE_UP
-        return EXIT_FAILED if self.queue.counts()["failed"] else EXIT_OK
+            return exitcodes.GAVE_UP
+        return exitcodes.FAILED if self.queue.counts()["failed"] else exitcodes.OK
 
     # --- workers -------------------------------------------------------------------------
 
@@ -219,9 +210,9 @@ class Supervisor:
                 continue
             p.join()
             code = p.exitcode
-            if code in (worker.EXIT_RECYCLE, worker.EXIT_STOPPED):
+            if code in (exitcodes.WORKER_RECYCLE, exitcodes.WORKER_STOPPED):
                 self.queue.requeue(self.clock(), workers=[slot.name])    # a clean hand-back is free
-                self.recycles += code == worker.EXIT_RECYCLE
+                self.recycles += code == exitcodes.WORKER_RECYCLE
             else:
                 # it died holding a job: that attempt counts, so one poisoned job cannot kill workers forever
                 again, failed = self.queue.abandon(self.clock(), [slot.name], self.s.max_attempts)
@@ -295,7 +286,8 @@ class Supervisor:
                          slot.name, used / 2**20, share / 2**20)
                 slot.recycle_asked_at = now
                 os.kill(slot.process.pid, signal.SIGUSR1)
-            elif slot.recycle_asked_at is not None and now - slot.recycle_asked_at > self.s.timeout_s + self.s.stop_grace_s:
+            elif (slot.recycle_asked_at is not None
+                  and now - slot.recycle_asked_at > self.s.timeout_s + self.s.stop_grace_s):
                 log.warning("%s did not recycle in time; killed", slot.name)
                 slot.process.kill()
 
@@ -303,7 +295,7 @@ class Supervisor:
 
     def _note_unfinished_run(self, conn):
         """A run killed with -9 (or by a reboot) could not say so: say it now, in the log it left."""
-        last = conn.execute("SELECT pid, started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        last = store.last_run(conn)
         if last is not None and last["finished_at"] is None:
             log.warning("the previous run (pid %d, started %s) ended without finishing (killed or crashed); "
                         "resuming where it stopped", last["pid"],
@@ -329,20 +321,12 @@ class Supervisor:
 
     def _start_run(self, conn):
         self.started_at = self.clock()
-        with store.transaction(conn) as c:
-            settings = {k: v for k, v in dataclasses.asdict(self.s).items() if k != "user_agent"}
-            return c.execute(
-                "INSERT INTO runs (pid, started_at, workers, settings) VALUES (?, ?, ?, ?)",
-                (os.getpid(), self.started_at, self.s.workers, json.dumps(settings)),
-            ).lastrowid
+        settings = {k: v for k, v in dataclasses.asdict(self.s).items() if k != "user_agent"}
+        return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings))
 
     def _finish_run(self, conn, run_id, code):
         counts = self.queue.counts()
-        with store.transaction(conn) as c:
-            c.execute(
-                "UPDATE runs SET finished_at = ?, done = ?, failed = ?, invalid = ?, exit_code = ? WHERE id = ?",
-                (self.clock(), counts["done"], counts["failed"], counts["invalid"], code, run_id),
-            )
+        store.finish_run(conn, run_id, self.clock(), counts, code)
         log.info("run finished: %d done, %d failed, %d invalid, %d pending; %d recycles, %d restarts; exit %d",
                  counts["done"], counts["failed"], counts["invalid"], counts["pending"],
                  self.recycles, self.restarts, code)

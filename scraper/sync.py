@@ -94,13 +94,6 @@ def refresh(conn, older_than_days, limit, now):
     return Queue(conn).refetch(due, now)
 
 
-def status_fields(conn):
-    """The mirror's part of `scraper status`: the last complete walk and the removed count."""
-    last = conn.execute("SELECT finished_at, listed FROM walks WHERE complete = 1 ORDER BY id DESC LIMIT 1").fetchone()
-    removed = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NOT NULL").fetchone()[0]
-    return {"last_complete_walk": last and last[0], "listed": last[1] if last else None, "removed": removed}
-
-
 def iso(ts):
     """Unix seconds as the ISO 8601 UTC text every stored time of the mirror uses."""
     return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")

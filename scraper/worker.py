@@ -9,7 +9,7 @@ import sqlite3
 import sys
 import time
 
-from . import breaker, http, requestlog, retry, sites, store
+from . import exitcodes, http, politeness, requestlog, retry, sites, store
 from .errors import FetchError, HandedBack, JobInvalid, ParseError
 from .limiter import DomainLimiter, NoLimiter
 from .queue import Queue
@@ -18,11 +18,6 @@ log = logging.getLogger(__name__)
 
 FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
-ACQUIRE_SLICE_S = 5.0        # a wait for a rate slot is cut in slices, the lease is renewed between them
-
-# worker exit codes the supervisor tells apart
-EXIT_STOPPED = 0             # asked to stop (signal, or the supervisor went away)
-EXIT_RECYCLE = 3             # finished its quota of jobs or was over its memory share: start a fresh one
 
 
 class Flags:
@@ -50,6 +45,7 @@ class Worker:
         self.fetchers = {}
         self.sites = sites.enabled(settings)
         self.domains = sites.domains(settings)
+        self._politeness = {}
 
     def stopping(self):
         """Asked to stop, or the supervisor is gone (then nobody would watch us)."""
@@ -59,10 +55,10 @@ class Worker:
         """Loop until asked to stop or to recycle; returns the exit code."""
         while True:
             if self.stopping():
-                return EXIT_STOPPED
+                return exitcodes.WORKER_STOPPED
             if self.flags.recycle or self.jobs_done >= self.s.max_jobs_per_worker:
                 log.info("%s recycling after %d jobs", self.name, self.jobs_done)
-                return EXIT_RECYCLE
+                return exitcodes.WORKER_RECYCLE
             if not self.step():
                 time.sleep(IDLE_S)
 
@@ -81,7 +77,7 @@ class Worker:
         worth asking when the run has more than one domain)."""
         if len(self.domains) < 2:
             return None
-        return {d: self.limiter.wait_s(d) for d in self.domains}
+        return {d: self.politeness_of(d).wait_s() for d in self.domains}
 
     def process(self, job):
         """One job, contained: whatever goes wrong ends this attempt with a reason, never the worker."""
@@ -133,85 +129,41 @@ class Worker:
         """One polite request: renew the lease, wait for the slot (and any 429 pause), fetch.
         HandedBack when a stop came first."""
         self._gate(job, url)
+        polite = self.politeness_of(job.domain)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock):
                 body = http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
         except FetchError as e:
-            self._domain_failed(job, e)
+            polite.failed(e)
             raise
-        self._domain_answered(job)
+        polite.answered()
         return body
 
     def _gate(self, job, url=None):
-        """Renew the lease, then wait for the domain's rate slot and any 429 pause. The job is handed
-        back (HandedBack) when a stop comes first.
-
-        Nothing that can wait on a lock sits between the slot and the request: a request that left
-        late would arrive bunched with the next ones and eat the burst margin."""
-        while True:
-            if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
-                raise FetchError(retry.NETWORK, "lease lost before the request", url=url)
-            if not self._wait_for_slot(job):
-                self.queue.release(job, self.name, self.clock())
-                if job.probe:
-                    self.queue.update_domain(job.domain, breaker.on_probe_abandoned, self.clock())
-                log.info("%s handed back %s", self.name, job.key)
-                raise HandedBack(job.key)
-            b = self.queue.domains().get(job.domain, breaker.Breaker())
-            if b.state == breaker.OPEN and not job.probe:
-                # the breaker opened (a block, failures) after we took the job: send nothing, hand it back
-                self.queue.release(job, self.name, self.clock())
-                log.info("%s handed back %s: the breaker of %s is open", self.name, job.key, job.domain)
-                raise HandedBack(job.key)
-            paused_until = b.paused_until
-            if paused_until <= self.clock():
-                return
-            # the domain was paused (429) after we took the job: wait it out, then take a new slot
-            while paused_until > self.clock() and not self.stopping():
-                time.sleep(min(0.25, paused_until - self.clock()))
-                if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
-                    raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
-
-    def _wait_for_slot(self, job):
-        while not self.limiter.acquire(job.domain, ACQUIRE_SLICE_S, self.stopping):
-            if self.stopping():
-                return False
-            if not self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s):
-                return False
-        return True
-
-    def _domain_answered(self, job):
-        b = self.queue.domains().get(job.domain)
-        if b is not None and (b.state != breaker.CLOSED or b.failures or b.pause_s):
-            before, _ = self.queue.update_domain(job.domain, breaker.on_success, self.clock())
-            if before.state != breaker.CLOSED:
-                log.info("%s breaker of %s closed (was %s)", self.name, job.domain, before.state)
-
-    def _domain_failed(self, job, e):
-        now = self.clock()
-        s = self.s
-        if e.kind == retry.BLOCKED:
-            _, b = self.queue.update_domain(job.domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s, s.max_open_cycles), now)
-            log.warning("%s %s blocks this address: breaker open for %.0f s", self.name, job.domain,
-                        b.open_until - now)
-        elif e.kind == retry.HTTP_429:
-            _, b = self.queue.update_domain(
-                job.domain, lambda b: breaker.on_429(b, now, e.retry_after, s.pause_429_s, s.pause_max_s), now
-            )
-            log.warning("%s 429 from %s: domain paused for %.1f s", self.name, job.domain, b.paused_until - now)
-        elif e.kind in retry.BREAKER_KINDS:
-            before, b = self.queue.update_domain(
-                job.domain,
-                lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s, s.max_open_cycles), now
-            )
-            if b.gave_up and not before.gave_up:
-                log.error("%s gave up on %s: %d probes in a row failed (%s); its breaker stays open and its jobs "
-                          "stay pending for the next run", self.name, job.domain, b.open_cycles, e)
-            elif b.state == breaker.OPEN and before.state != breaker.OPEN:
-                log.warning("%s breaker of %s open until +%.0f s (%d failures)",
-                            self.name, job.domain, b.open_until - now, b.failures)
+        """Ask the job's domain for its turn (lease renewed while waiting); HandedBack, the job released,
+        when a stop came first or the domain's breaker opened after the job was taken."""
+        polite = self.politeness_of(job.domain)
+        verdict = polite.before(job.probe, lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s),
+                                url)
+        if verdict == politeness.GO:
+            return
+        self.queue.release(job, self.name, self.clock())
+        if verdict == politeness.OPENED:
+            # the breaker opened (a block, failures) after we took the job: send nothing, hand it back
+            log.info("%s handed back %s: the breaker of %s is open", self.name, job.key, job.domain)
         else:
-            self._domain_answered(job)
+            if job.probe:
+                polite.probe_abandoned()
+            log.info("%s handed back %s", self.name, job.key)
+        raise HandedBack(job.key)
+
+    def politeness_of(self, domain):
+        """The domain's Politeness (one per domain in this process)."""
+        polite = self._politeness.get(domain)
+        if polite is None:
+            polite = self._politeness[domain] = politeness.Politeness(
+                self.s, domain, self.queue, self.limiter, self.name, self.clock, self.stopping)
+        return polite
 
     def _invalid(self, job, kind, message, started):
         """The job has nothing to fetch (no transcript, a removed video): final, with the reason."""
@@ -263,14 +215,14 @@ def main(settings, slot, parent_pid):
                    if settings.limiter else NoLimiter())
     except (OSError, sqlite3.Error) as e:
         log.error("%s cannot start: %s", name, e)
-        sys.exit(1)
+        sys.exit(exitcodes.WORKER_CRASHED)
     session = http.make_session(settings.user_agent)
     w = Worker(settings, name, Queue(conn), limiter, session, flags, parent_pid=parent_pid)
     try:
         code = w.run()
     except Exception:
         log.exception("%s crashed", name)
-        code = 1
+        code = exitcodes.WORKER_CRASHED
     finally:
         w.close()
         session.close()
@@ -292,10 +244,10 @@ class _JobContext:
         self.w._gate(self.job)
 
     def answered(self):
-        self.w._domain_answered(self.job)
+        self.w.politeness_of(self.job.domain).answered()
 
     def failed(self, error):
-        self.w._domain_failed(self.job, error)
+        self.w.politeness_of(self.job.domain).failed(error)
 
     def fetched_at(self):
         return _iso(self.w.clock())

@@ -159,7 +159,7 @@ def test_a_worker_stuck_past_its_lease_is_killed_and_its_job_charged(standin, tm
     # headers trickled a byte at a time: each read gets its byte in time, and no deadline reaches the
     # header phase; the supervisor's lease check is the backstop. The lease has no CLI option, so the
     # supervisor runs in this process (its workers are real forked processes).
-    from scraper import settings, supervisor
+    from scraper import exitcodes, settings, supervisor
 
     site = standin(templates=6, rate=0, faults="stall:0.17", trickle_s=0.2)
     (victim,) = [int(k) for k in site.corpus()["faults"]]
@@ -167,7 +167,7 @@ def test_a_worker_stuck_past_its_lease_is_killed_and_its_job_charged(standin, tm
     scraper(site, db, "seed", "--from-search", check=0)
     s = settings.build(db_path=str(db), api_url=site.api_url, site_url=site.url, workers=2, limiter=False,
                        timeout_s=1, lease_s=2, max_attempts=2)
-    assert supervisor.run(s) == supervisor.EXIT_FAILED
+    assert supervisor.run(s) == exitcodes.FAILED
     (job,) = rows(db, "SELECT * FROM jobs WHERE key = ?", f"n8n:{victim}")
     assert (job["status"], job["error_kind"], job["attempts"]) == ("failed", "abandoned", 2)
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 5

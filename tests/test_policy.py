@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 import requests
 
-from scraper import breaker, limiter, progress, retry
+from scraper import breaker, http, limiter, progress, retry
 from scraper.breaker import Breaker
 
 NOW = 1_700_000_000.0
@@ -23,7 +23,7 @@ NOW = 1_700_000_000.0
     (410, retry.HTTP_4XX), (418, retry.HTTP_4XX),
 ])
 def test_kind_of_status(status, kind):
-    assert retry.kind_of_status(status) == kind
+    assert http.kind_of_status(status) == kind
 
 
 @pytest.mark.parametrize("exc, kind", [
@@ -38,7 +38,7 @@ def test_kind_of_status(status, kind):
     (requests.RequestException("other"), retry.NETWORK),
 ])
 def test_kind_of_exception(exc, kind):
-    assert retry.kind_of_exception(exc) == kind
+    assert http.kind_of_exception(exc) == kind
 
 
 # --- decide --------------------------------------------------------------------------------------
@@ -356,7 +356,7 @@ def test_the_check_itself_catches_a_rate_above_the_bucket():
     ("http://localhost:8000", "localhost"),
 ])
 def test_both_n8n_hosts_are_one_politeness_domain(url, domain):
-    from scraper.settings import domain_of
+    from scraper.politeness import domain_of
     assert domain_of(url) == domain
 
 

@@ -5,7 +5,8 @@ column and knows nothing else about it. A new site is one module plus a line in 
 """
 
 import dataclasses
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 from .. import store
 from ..queue import add_jobs
@@ -72,7 +73,7 @@ class Site(Protocol):
 
 
 def _registry():
-    from . import n8n, youtube     # imported here: the site modules import this package for Result
+    from . import n8n, youtube  # imported here: the site modules import this package for Result
     return {n8n.SITE: n8n.site, youtube.SITE: youtube.site}
 
 

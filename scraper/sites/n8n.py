@@ -2,8 +2,8 @@
 
 Pure functions, and at the end `site`, this module's side of the site seam (scraper/sites/__init__.py):
 its fetcher asks the worker's polite GET for the answer and returns the rows and child jobs to store.
-The answer shapes are described in the project notes (GET {api}/templates/search,
-GET {api}/templates/workflows/{id}).
+The answers it reads are those of GET {api}/templates/search (pages of listing entries) and
+GET {api}/templates/workflows/{id} (one template); tests/fixtures/n8n holds real ones.
 """
 
 import hashlib
@@ -12,8 +12,8 @@ import json
 import logging
 import math
 import re
+from collections.abc import Iterable
 from html.parser import HTMLParser
-from typing import Iterable
 from urllib.parse import urlsplit
 
 from scraper import retry
@@ -413,7 +413,7 @@ class _Fetcher:
         self.s = settings
 
     def fetch(self, job, ctx):
-        from scraper import answers     # answers reads this module: imported at first use
+        from scraper import answers  # answers reads this module: imported at first use
 
         template_id = parse_key(job.key)
         fetched_at = ctx.fetched_at()

@@ -9,15 +9,16 @@ refused.
 
 import json
 import re
+import time
 
 import requests
 from requests.adapters import HTTPAdapter
 from youtube_transcript_api import YouTubeTranscriptApi
 from youtube_transcript_api import _errors as yt
 
-from scraper import retry
+from scraper import http, retry
 from scraper.errors import FetchError, JobInvalid, ParseError
-from scraper.settings import YOUTUBE_DOMAIN, YOUTUBE_URL
+from scraper.settings import MAX_ANSWER_MB, YOUTUBE_DOMAIN, YOUTUBE_URL
 from scraper.sites import Result, children_of, write
 
 SITE = "youtube"
@@ -88,22 +89,24 @@ def classify(exc, status=None):
     if isinstance(exc, yt.VideoUnplayable):
         return JobInvalid(VIDEO_UNPLAYABLE, f"the video cannot be played: {exc.reason or 'no reason given'}")
     if isinstance(exc, yt.YouTubeRequestFailed):
-        kind = retry.kind_of_status(status) if status else retry.HTTP_4XX
+        kind = http.kind_of_status(status) if status else retry.HTTP_4XX
         return FetchError(kind or retry.HTTP_4XX, f"YouTube answered HTTP {status}", status=status)
     if isinstance(exc, requests.RequestException):
-        return FetchError(retry.kind_of_exception(exc), f"{type(exc).__name__}: {exc}")
+        return FetchError(http.kind_of_exception(exc), f"{type(exc).__name__}: {exc}")
     # YouTubeDataUnparsable, PoTokenRequired, a consent page we could not pass, bad JSON or XML
     return FetchError(retry.PARSE, f"YouTube's answer could not be read ({type(exc).__name__})", status=status)
 
 
 class RedirectAdapter(HTTPAdapter):
     """Mounted on every scheme of the library's Session: each request waits for the job's rate slot
-    (`ctx.gate()`), is bounded by `timeout_s`, and goes to `base_url` instead of www.youtube.com."""
+    (`ctx.gate()`), goes to `base_url` instead of www.youtube.com, and is bounded as `http.fetch` bounds
+    ours: `timeout_s` over the whole answer, `max_bytes` of decoded body (FetchError otherwise)."""
 
-    def __init__(self, base_url, timeout_s):
+    def __init__(self, base_url, timeout_s, max_bytes=MAX_ANSWER_MB * 2**20):
         super().__init__()
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
         self.ctx = None             # the current job's Context, set by the fetcher
         self.last_status = None
 
@@ -113,12 +116,21 @@ class RedirectAdapter(HTTPAdapter):
         elif not request.url.startswith(self.base_url + "/"):
             raise requests.exceptions.InvalidURL(f"refused: {request.url} is not a YouTube address")
         self.ctx.gate()
+        deadline = time.monotonic() + self.timeout_s
         kwargs["timeout"] = kwargs.get("timeout") or self.timeout_s   # the library sets none
+        kwargs["stream"] = True     # read below, under the deadline and the size cap
         try:
             resp = super().send(request, **kwargs)
         except requests.RequestException as e:
-            self.ctx.failed(FetchError(retry.kind_of_exception(e), f"{type(e).__name__}: {e}", request.url))
+            self.ctx.failed(FetchError(http.kind_of_exception(e), f"{type(e).__name__}: {e}", request.url))
             raise
+        try:
+            body = http.read_body(resp, request.url, deadline, self.timeout_s, self.max_bytes)
+        except FetchError as e:
+            if e.kind in retry.BREAKER_KINDS:
+                self.ctx.failed(e)
+            raise                   # not a RequestException: the library lets it through to the worker
+        resp._content, resp._content_consumed = body, True     # what requests keeps after a full read
         self.last_status = resp.status_code
         if resp.status_code >= 500:
             self.ctx.failed(FetchError(retry.HTTP_5XX, f"HTTP {resp.status_code}", request.url, resp.status_code))
@@ -130,7 +142,7 @@ class _Fetcher:
         self.s = settings
         self.session = requests.Session()
         self.session.headers["User-Agent"] = settings.user_agent
-        self.adapter = RedirectAdapter(settings.youtube_url, settings.timeout_s)
+        self.adapter = RedirectAdapter(settings.youtube_url, settings.timeout_s, settings.max_answer_bytes)
         for prefix in ("http://", "https://"):
             self.session.mount(prefix, self.adapter)
         self.api = YouTubeTranscriptApi(http_client=self.session)   # one per process: it is not thread-safe

@@ -1,0 +1,18 @@
+"""Every exit code of scraper: the commands', the run's, and the worker processes' (read by the supervisor)."""
+
+# every command
+OK = 0
+FAILED = 1          # `run`: some job in the database is failed; another command: its work could not be done
+USAGE = 2           # usage or configuration error (click's own usage errors exit 2 too)
+
+# `scraper run` only
+GAVE_UP = 3         # some jobs were left pending because their domain kept failing
+CRASHING = 70       # EX_SOFTWARE: workers keep dying at start; restarting them would spin
+LOCKED = 75         # EX_TEMPFAIL: another run holds the database; cron may simply try again later
+SIGINT = 130        # stopped by Ctrl-C (128 + the signal's number, as a shell reports it)
+SIGTERM = 143       # stopped by SIGTERM
+
+# a worker process, as the supervisor reads it
+WORKER_STOPPED = 0  # asked to stop (signal, or the supervisor went away): its job is handed back for free
+WORKER_CRASHED = 1  # could not start, or died on an error: the job it held is charged
+WORKER_RECYCLE = 3  # finished its quota of jobs or was over its memory share: start a fresh one

@@ -1,0 +1,133 @@
+"""Politeness towards one domain: its rate slot, its 429 pause and its circuit breaker, behind one object.
+
+A worker asks its domain's `Politeness` before every request (`before`) and tells it what came of the
+request after (`answered`, `failed`). The rate slot lives in the shared limiter, the pause and the
+breaker in the domain's row of the `domains` table (through the queue); the breaker's rules are the pure
+functions of `breaker`."""
+
+import logging
+import time
+from urllib.parse import urlsplit
+
+from . import breaker, retry
+from .errors import FetchError
+
+log = logging.getLogger(__name__)
+
+ACQUIRE_SLICE_S = 5.0        # a wait for a rate slot is cut in slices, the lease is renewed between them
+PAUSE_NAP_S = 0.25           # the nap inside a 429 pause: a stop request stays responsive
+
+# what `before` tells the worker
+GO = "go"                   # send the request now
+STOPPED = "stopped"         # a stop came (or the lease was lost) while waiting: hand the job back
+OPENED = "opened"           # the breaker opened after the job was taken: send nothing, hand the job back
+
+
+def domain_of(url):
+    """The politeness domain of a URL: its host's last two labels (api.n8n.io and n8n.io are one
+    domain, n8n.io); an IP address is its own domain."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    if not host or host.replace(".", "").isdigit() or ":" in host:
+        return host
+    return ".".join(host.split(".")[-2:])
+
+
+class Politeness:
+    """One domain's politeness for one worker process (opened after the fork, like its limiter).
+
+    `queue` holds the domain's breaker row, `limiter` the shared rate buckets; `name` (the worker's)
+    prefixes the log lines; `stopping()` is true once the worker is asked to stop."""
+
+    def __init__(self, settings, domain, queue, limiter, name="", clock=time.time, stopping=lambda: False):
+        self.s = settings
+        self.domain = domain
+        self.queue = queue
+        self.limiter = limiter
+        self.name = name
+        self.clock = clock
+        self.stopping = stopping
+
+    # --- before a request ----------------------------------------------------------------
+
+    def wait_s(self):
+        """Seconds until the domain's rate slot is free (0.0: now); takes nothing (for fair claims)."""
+        return self.limiter.wait_s(self.domain)
+
+    def before(self, probe, renew, url=None):
+        """Wait for the domain's rate slot and any 429 pause; GO, STOPPED or OPENED.
+
+        `probe`: the job tests a half-open domain (an open breaker does not stop it); `renew()` renews the
+        job's lease and says whether it is still ours. FetchError (network) when the lease is lost
+        before the request or during a pause.
+
+        Nothing that can wait on a lock sits between the slot and the request: a request that left
+        late would arrive bunched with the next ones and eat the burst margin."""
+        while True:
+            if not renew():
+                raise FetchError(retry.NETWORK, "lease lost before the request", url=url)
+            if not self._wait_for_slot(renew):
+                return STOPPED
+            b = self._breaker()
+            if b.state == breaker.OPEN and not probe:
+                return OPENED
+            paused_until = b.paused_until
+            if paused_until <= self.clock():
+                return GO
+            # the domain was paused (429) after the job was taken: wait it out, then take a new slot
+            while paused_until > self.clock() and not self.stopping():
+                time.sleep(min(PAUSE_NAP_S, paused_until - self.clock()))
+                if not renew():
+                    raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
+
+    def _wait_for_slot(self, renew):
+        while not self.limiter.acquire(self.domain, ACQUIRE_SLICE_S, self.stopping):
+            if self.stopping():
+                return False
+            if not renew():
+                return False
+        return True
+
+    def _breaker(self):
+        return self.queue.domains().get(self.domain, breaker.Breaker())
+
+    def probe_abandoned(self):
+        """The probe job was handed back unfinished: another worker may probe at once."""
+        self.queue.update_domain(self.domain, breaker.on_probe_abandoned, self.clock())
+
+    # --- after a request -----------------------------------------------------------------
+
+    def answered(self):
+        """The server answered (any status that speaks of the job, not of the server): close the breaker."""
+        b = self.queue.domains().get(self.domain)
+        if b is not None and (b.state != breaker.CLOSED or b.failures or b.pause_s):
+            before, _ = self.queue.update_domain(self.domain, breaker.on_success, self.clock())
+            if before.state != breaker.CLOSED:
+                log.info("%s breaker of %s closed (was %s)", self.name, self.domain, before.state)
+
+    def failed(self, e):
+        """A request failed with FetchError `e`: a block opens the breaker, a 429 pauses the domain, a sick
+        server (network, timeout, 5xx) counts towards opening it; any other kind is an answer."""
+        now, s, domain = self.clock(), self.s, self.domain
+        if e.kind == retry.BLOCKED:
+            _, b = self.queue.update_domain(
+                domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s, s.max_open_cycles), now
+            )
+            log.warning("%s %s blocks this address: breaker open for %.0f s", self.name, domain, b.open_until - now)
+        elif e.kind == retry.HTTP_429:
+            _, b = self.queue.update_domain(
+                domain, lambda b: breaker.on_429(b, now, e.retry_after, s.pause_429_s, s.pause_max_s), now
+            )
+            log.warning("%s 429 from %s: domain paused for %.1f s", self.name, domain, b.paused_until - now)
+        elif e.kind in retry.BREAKER_KINDS:
+            before, b = self.queue.update_domain(
+                domain, lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s, s.max_open_cycles),
+                now
+            )
+            if b.gave_up and not before.gave_up:
+                log.error("%s gave up on %s: %d probes in a row failed (%s); its breaker stays open and its jobs "
+                          "stay pending for the next run", self.name, domain, b.open_cycles, e)
+            elif b.state == breaker.OPEN and before.state != breaker.OPEN:
+                log.warning("%s breaker of %s open until +%.0f s (%d failures)",
+                            self.name, domain, b.open_until - now, b.failures)
+        else:
+            self.answered()
