@@ -1,5 +1,5 @@
-"""Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export,
-and the CLI's start-up against sqlite-utils'.
+"""Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export.
+(The CLI's start-up against sqlite-utils' is scripts/bench_startup.py.)
 
     .venv/bin/python -m scripts.bench [--quick] [--only efficiency,queue] [--workdir DIR] [--json PATH]
 
@@ -13,7 +13,6 @@ import json
 import multiprocessing
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -279,33 +278,8 @@ def bench_export(work, quick, results):
                "< 1.25", growth < 1.25)
 
 
-# --- 7. start-up: `scraper status` against `sqlite-utils tables` on the same small database -------
-
-def bench_startup(work, quick, results):
-    db = work / "startup.db"
-    fresh_db(db).close()
-    # both as console scripts, as an operator types them
-    def tool(name):
-        return shutil.which(name, path=os.path.dirname(sys.executable)) or shutil.which(name)
-
-    commands = {"scraper status": [tool("scraper"), "status"], "sqlite-utils tables": [tool("sqlite-utils"), "tables",
-                                                                                        str(db)]}
-    medians = {}
-    for what, cmd in commands.items():
-        subprocess.run(cmd, env=env_for(db), check=True, capture_output=True)      # warm the file cache
-        times = []
-        for _ in range(5 if quick else 15):
-            t0 = time.perf_counter()
-            subprocess.run(cmd, env=env_for(db), check=True, capture_output=True)
-            times.append(time.perf_counter() - t0)
-        medians[what] = statistics.median(times)
-        results.add(f"startup {what}", medians[what] * 1000, "ms (median)", "")
-    ratio = medians["scraper status"] / medians["sqlite-utils tables"]
-    results.add("startup_ratio", ratio, "status / sqlite-utils", "<= 0.8", ratio <= 0.8)
-
-
 SECTIONS = {"efficiency": bench_efficiency, "queue": bench_queue, "seed": bench_seed, "status": bench_status,
-            "claim_scale": bench_claim_scale, "export": bench_export, "startup": bench_startup}
+            "claim_scale": bench_claim_scale, "export": bench_export}
 
 
 def main(argv=None):

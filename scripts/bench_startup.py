@@ -4,7 +4,7 @@ Both are whole processes started from their console scripts, timed with Python's
 repeated runs (interleaved, so a busy machine slows both alike); prints the median of each and their
 ratio. The target: `scraper status` takes at most 0.8 times as long.
 
-    .venv/bin/python scripts/bench_startup.py --runs 30
+    .venv/bin/python -m scripts.bench_startup --runs 30
 """
 
 import argparse

@@ -125,7 +125,6 @@ def scraper_cmd(*args):
 
 def remove_db(path):
     """Remove a database and every file beside it (WAL, limiter, locks)."""
-    # NOTE for the merge: Settings.db_files comes with issue 11's scraper part (branch i11a).
     for name in config.build(db_path=str(path)).db_files:
         Path(name).unlink(missing_ok=True)
 

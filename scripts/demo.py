@@ -28,7 +28,6 @@ def main():
     parser.add_argument("--db", default="demo.db")
     args = parser.parse_args()
 
-    # NOTE for the merge: Settings.db_files comes with issue 11's scraper part (branch i11a).
     for name in settings.build(db_path=args.db).db_files:
         Path(name).unlink(missing_ok=True)
     try:
