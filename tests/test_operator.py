@@ -2,6 +2,7 @@
 seconds, a database that knows its site, `failures`, errors that say what to do, timestamped lines."""
 
 import json
+import logging
 import os
 import re
 import signal
@@ -150,6 +151,18 @@ def test_seed_without_network_names_the_url_and_what_to_do(tmp_path):
     assert "http://127.0.0.1:9/api/templates/search?page=1" in message
     assert "check the network or --api-url" in message and "make demo" in message
     assert len(message) < 300 and "urllib3" not in message and "Max retries" not in message
+
+
+def test_seed_retries_say_in_a_few_words_what_failed(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="scraper.seed")
+    result = invoke("seed", "--from-search", "--backoff-base", "0", db=tmp_path / "jobs.db",
+                    api="http://127.0.0.1:9/api", site="http://127.0.0.1:9")
+    assert result.exit_code == 1
+    retries = [r.getMessage() for r in caplog.records if r.name == "scraper.seed"]
+    assert len(retries) == 2          # --max-attempts 3: two retries, then the error
+    for line in retries:
+        assert "http://127.0.0.1:9/api/templates/search?page=1" in line and "network (ConnectionError)" in line
+        assert len(line) < 200 and "Max retries" not in line
 
 
 def test_seed_with_a_wrong_api_url_names_the_url_it_tried(tmp_path):
