@@ -1,5 +1,6 @@
 """The `scraper` command: thin click commands over the library."""
 
+import contextlib
 import io
 import json
 import logging
@@ -72,15 +73,23 @@ def _settings(ctx, **values):
         raise Failure(str(e)) from None
 
 
-def _open_existing(s):
-    """The database for reading commands: it must exist already (status never creates one)."""
+@contextlib.contextmanager
+def _existing_db(s):
+    """`with _existing_db(s) as conn:` the database of a command that needs one already (status never
+    creates one), closed at the end; a ConfigError from the library becomes the command's one sentence."""
     from . import store
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     try:
-        return store.open_db(s.db_path)
+        conn = store.open_db(s.db_path)
     except sqlite3.DatabaseError as e:
         raise Failure(f"{s.db_path} cannot be used as a database ({e}).") from None
+    try:
+        yield conn
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    finally:
+        conn.close()
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -116,11 +125,8 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
 
 def _job_count(s):
     from .queue import Queue
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         return sum(Queue(conn).counts().values())
-    finally:
-        conn.close()
 
 
 @main.command("seed")
@@ -214,13 +220,8 @@ def _fetch_failure(e, s):
 def _check_source(s, adopt):
     """Refuse (exit 2) a database seeded from other URLs, unless `adopt`; record them on first use."""
     from . import source
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         source.check(conn, s.api_url, s.site_url, adopt, time.time())
-    except ConfigError as e:
-        raise Failure(str(e)) from None
-    finally:
-        conn.close()
 
 
 @main.command("run")
@@ -352,11 +353,8 @@ def status_cmd(ctx, as_json, watch):
 def _status_report(s):
     from . import runstate, status
     from .queue import Queue
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         return status.report(Queue(conn), time.time(), runstate.current(conn, s.lock_path))
-    finally:
-        conn.close()
 
 
 @main.command("retry")
@@ -376,11 +374,8 @@ def retry_cmd(ctx, failed, invalid, all_):
     s = _settings(ctx)
     statuses = tuple(name for name, on in (("failed", failed or all_ or not invalid), ("invalid", invalid or all_))
                      if on)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         n = Queue(conn).retry(statuses)
-    finally:
-        conn.close()
     _say(f"moved {n} {'/'.join(statuses)} job(s) back to pending.")
 
 
@@ -400,12 +395,9 @@ def failures_cmd(ctx, as_json, limit):
     from . import failures
     from .queue import Queue
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         rows = failures.listing(conn, limit)
         total = sum(n for st, n in Queue(conn).counts().items() if st in ("failed", "invalid"))
-    finally:
-        conn.close()
     click.echo(json.dumps(rows, indent=2) if as_json else failures.render(rows, total))
 
 
@@ -437,8 +429,7 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
         scraper export --format parquet --output workflows.parquet
     """
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         chosen = export.choose_columns(conn, columns, fmt)
         if output:
             summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact, live_only=live_only)
@@ -449,10 +440,6 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
             sys.stdout.flush()      # the data first, then the line about it
             click.echo(logs.stamped(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}"),
                        err=True)
-    except ConfigError as e:
-        raise Failure(str(e)) from None
-    finally:
-        conn.close()
 
 
 @main.command("refresh")
@@ -470,11 +457,8 @@ def refresh_cmd(ctx, older_than_days, limit):
     """
     from . import sync
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         n = sync.refresh(conn, older_than_days, limit, time.time())
-    finally:
-        conn.close()
     _say(f"queued {n} template(s) for a re-fetch.")
 
 
@@ -497,11 +481,8 @@ def changes_cmd(ctx, since, as_json):
         raise Failure(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-25 or 2026-11-25T02:00:00Z).") \
             from None
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         found = answers.changes(conn, since)
-    finally:
-        conn.close()
     if as_json:
         click.echo(json.dumps(found, indent=2))
     else:
@@ -523,11 +504,8 @@ def history_cmd(ctx, template_id, as_json):
     """
     from . import answers
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         versions = answers.history(conn, template_id)
-    finally:
-        conn.close()
     if not versions:
         raise Failure(f"template {template_id} has no stored version.")
     if as_json:
@@ -548,14 +526,12 @@ def reextract_cmd(ctx):
     """
     from . import answers
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
-        rebuilt, without = answers.reextract(conn)
-    except ParseError as e:
-        raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.",
-                      exitcodes.FAILED) from None
-    finally:
-        conn.close()
+    with _existing_db(s) as conn:
+        try:
+            rebuilt, without = answers.reextract(conn)
+        except ParseError as e:
+            raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.",
+                          exitcodes.FAILED) from None
     extra = f"; {without} stored before answers were kept, left as they are" if without else ""
     _say(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")
 
@@ -581,13 +557,8 @@ def search_cmd(ctx, query, limit, as_json):
         scraper search 'node_types:googleSheets' --json | jq '.[].id'
     """
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         results = search.query(conn, query, limit)
-    except ConfigError as e:
-        raise Failure(str(e)) from None
-    finally:
-        conn.close()
     click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json else search.render(query, results))
 
 
@@ -605,11 +576,8 @@ def stats_cmd(ctx, as_json):
     """
     from . import stats
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         report = stats.report(conn)
-    finally:
-        conn.close()
     click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else stats.render(report))
 
 
@@ -629,11 +597,6 @@ def report_cmd(ctx, output, run_id):
     """
     from . import report
     s = _settings(ctx)
-    conn = _open_existing(s)
-    try:
+    with _existing_db(s) as conn:
         size = report.write(conn, output, time.time(), run_id)
-    except ConfigError as e:
-        raise Failure(str(e)) from None
-    finally:
-        conn.close()
     click.echo(logs.stamped(f"wrote the report to {output} ({size / 1024:.0f} KB)."), err=True)
