@@ -1,4 +1,4 @@
-"""The pure n8n functions, on real answers built from tests/fixtures/n8n."""
+"""The pure n8n functions, on real answers built from scripts/standin/data."""
 
 import hashlib
 import json

@@ -3,7 +3,7 @@
 Pure functions, and at the end `site`, this module's side of the site seam (scraper/sites/__init__.py):
 its fetcher asks the worker's polite GET for the answer and returns the rows and child jobs to store.
 The answers it reads are those of GET {api}/templates/search (pages of listing entries) and
-GET {api}/templates/workflows/{id} (one template); tests/fixtures/n8n holds real ones.
+GET {api}/templates/workflows/{id} (one template); scripts/standin/data holds real ones.
 """
 
 import hashlib
