@@ -19,7 +19,7 @@ from responses import matchers
 
 from scraper import cli, store
 from scraper.sites import n8n
-from scripts.standin.corpus import DATA_DIR
+from scripts.standin.corpus import DATA_DIR, load_json
 
 ROOT = Path(__file__).resolve().parent.parent
 # A closed local port: a test that forgets to point the scraper at the stand-in fails fast
@@ -133,7 +133,7 @@ FIXTURES = DATA_DIR
 
 @cache
 def _load(name):
-    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+    return load_json(FIXTURES, name)
 
 
 def search_items() -> list[dict]:

@@ -2,6 +2,7 @@
 run report. The pure parts in-process; the rest on a library scraped from the stand-in by real processes."""
 
 import csv
+import gzip
 import io
 import json
 import re
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 from scraper import cli, export, redact, report, search, store
 from scraper.sites import n8n
 from scripts.standin import client
+from scripts.standin.corpus import load_json
 from tests.helpers import FIXTURES, NOWHERE, definition_ids, detail_body, rows, scraper
 
 ERROR_LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?Error: (.*)$")   # timestamped, as every CLI line
@@ -224,11 +226,11 @@ def library(tmp_path_factory):
     folder = tmp_path_factory.mktemp("library")
     data = folder / "data"
     shutil.copytree(FIXTURES, data)
-    path = data / "workflow_definitions_20.json"
-    definitions = json.loads(path.read_text())
+    definitions = load_json(data, "workflow_definitions_20.json")
     for k in PLANTED_DEFINITIONS:
         definitions[k]["workflow"] = planted_workflow(definitions[k]["workflow"])
-    path.write_text(json.dumps(definitions))
+    with gzip.open(data / "workflow_definitions_20.json.gz", "wt", encoding="utf-8") as f:
+        json.dump(definitions, f)
     site = client.start(templates=120, rate=200, burst=20, faults="503:0.05,404:0.03", seed=5, data_dir=data)
     db = folder / "jobs.db"
     # a module fixture is set up before the autouse safe_env: point every other host at a closed port here

@@ -7,6 +7,7 @@ import pytest
 
 from scraper.errors import ParseError
 from scraper.sites import n8n
+from scripts.standin.corpus import read_data
 from tests.helpers import (
     FIXTURES,
     definition,
@@ -427,8 +428,7 @@ def test_parse_id_lines_numbers_and_dedup():
 
 
 def test_parse_id_lines_whole_sitemap():
-    with open(FIXTURES / "workflow_urls_6022.jsonl", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
+    rows = [json.loads(line) for line in read_data(FIXTURES, "workflow_urls_6022.jsonl").splitlines()]
     ids, errors = n8n.parse_id_lines([row["url"] for row in rows], SITE)
     assert errors == []
     # The real sitemap dump has one row with an empty URL (7639): a blank line, skipped.

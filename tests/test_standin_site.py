@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 import pytest
 import requests
 
-from scripts.standin.corpus import BLOB_ASSETS, DATA_DIR, plain_text
+from scripts.standin.corpus import BLOB_ASSETS, DATA_DIR, load_json, plain_text, read_data
 from scripts.standin.faults import parse_faults
 from scripts.standin.server import StandinSite
 from tests.helpers import ROOT
@@ -28,8 +28,8 @@ STANDIN = [sys.executable, "-m", "scripts.standin"]
 FAULTS = "503:0.02,500x2:0.02,502:0.02,504:0.02,reset:0.02,truncate:0.02,slow:0.02,404:0.02,403x0:0.02"
 SLOW_S = 0.3
 
-SEARCH_ITEMS = json.loads((DATA_DIR / "search_page1_rows100.json").read_text("utf-8"))
-URL_ROWS = [json.loads(line) for line in (DATA_DIR / "workflow_urls_6022.jsonl").read_text("utf-8").splitlines()]
+SEARCH_ITEMS = load_json(DATA_DIR, "search_page1_rows100.json")
+URL_ROWS = [json.loads(line) for line in read_data(DATA_DIR, "workflow_urls_6022.jsonl").splitlines()]
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ missing and which carry which fault follows from one shuffle by the seed.
 """
 
 import collections
+import gzip
 import hashlib
 import html
 import json
@@ -78,6 +79,16 @@ def _slug_of(url, template_id):
     return tail[len(prefix):] if tail.startswith(prefix) else ""
 
 
+def read_data(data_dir, name):
+    """The text of data file `name`, stored gzipped (`name.gz`, the bytes as they were published)."""
+    with gzip.open(Path(data_dir) / f"{name}.gz", "rt", encoding="utf-8") as fh:
+        return fh.read()
+
+
+def load_json(data_dir, name):
+    return json.loads(read_data(data_dir, name))
+
+
 class Corpus:
     """The deterministic template corpus, with JSON answers precompiled per data combination."""
 
@@ -87,14 +98,11 @@ class Corpus:
             raise ValueError(f"templates must be within 1..{MAX_TEMPLATES}, got {templates}")
         if not 0.0 <= missing_fraction <= 1.0:
             raise ValueError("missing_fraction must be within 0..1")
-        search_items = json.loads((data_dir / "search_page1_rows100.json").read_text("utf-8"))
-        definitions = json.loads((data_dir / "workflow_definitions_20.json").read_text("utf-8"))
-        t6270 = json.loads((data_dir / "workflows_templates_6270.json").read_text("utf-8"))
-        rows = []
-        with open(data_dir / "workflow_urls_6022.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    rows.append(json.loads(line))
+        search_items = load_json(data_dir, "search_page1_rows100.json")
+        definitions = load_json(data_dir, "workflow_definitions_20.json")
+        t6270 = load_json(data_dir, "workflows_templates_6270.json")
+        rows = [json.loads(line) for line in read_data(data_dir, "workflow_urls_6022.jsonl").splitlines()
+                if line.strip()]
         rows.sort(key=lambda row: row["id"])
         self._spare = rows[templates:]      # what /_standin/library adds, in id order
         rows = rows[:templates]
