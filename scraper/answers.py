@@ -158,4 +158,8 @@ def _reextract_one(c, tid):
     row = rebuilt_row(decompress(api["body"]), api["body_fetched_at"],
                       None if page is None else decompress(page["body"]), current)
     upsert(c, "workflows", row, "id")
+    # the videos the extractor finds now; the next run queues the transcripts of new ones (youtube's resume)
+    c.execute("DELETE FROM template_videos WHERE template_id = ?", (tid,))
+    c.executemany("INSERT OR IGNORE INTO template_videos (template_id, video_id) VALUES (?, ?)",
+                  [(tid, v) for v in json.loads(row["videos"])])
     return 1

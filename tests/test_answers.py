@@ -144,3 +144,17 @@ def test_reextract_rebuilds_rows_from_the_answers_with_the_page(make, net):
     assert answers.reextract(q.conn) == (1, 1)       # the row without answers is left as it is
     assert workflow(q) == before and before["page_title"] == "T"
     assert len(net.calls) == calls
+
+
+def test_reextract_brings_the_links_to_videos_in_line_with_the_row(make, net):
+    w, q, clock = make(transcripts=False)
+    net.get(DETAIL, body=detail_body(TID))
+    assert w.step()
+    links = lambda: sorted(r[0] for r in q.conn.execute(  # noqa: E731 - read twice below
+        "SELECT video_id FROM template_videos WHERE template_id = ?", (TID,)))
+    videos = sorted(json.loads(workflow(q)["videos"]))
+    assert videos and links() == videos
+    q.conn.execute("DELETE FROM template_videos")                              # as an older extractor left it
+    q.conn.execute("INSERT INTO template_videos VALUES (?, 'notAVideo00')", (TID,))
+    assert answers.reextract(q.conn) == (1, 0)
+    assert links() == videos
