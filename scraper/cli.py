@@ -172,15 +172,17 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
     if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
         _say("the database already has jobs; nothing seeded.")
         return
-    started = time.time()
+    started, had_db = time.time(), os.path.exists(s.db_path)
     try:
         found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
         raise Failure(str(e)) from None
     except FetchError as e:
         log.debug("search request failed: %s", e)
+        _forget_walk(s, had_db)
         raise Failure(_fetch_failure(e, s), exitcodes.FAILED) from None
     except ParseError as e:
+        _forget_walk(s, had_db)
         raise Failure(f"{e.url or s.api_url} did not answer with a page of search results ({e}); check "
                       f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", exitcodes.FAILED) from None
     conn = store.open_db(s.db_path)
@@ -200,6 +202,17 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         _say(f"listing: {len(found.entries)} template(s) on {found.pages} page(s), {walk}; "
              f"{len(plan.new)} new, {len(plan.changed)} changed, {len(plan.missing)} removed "
              f"(queued to confirm), {len(plan.restored)} restored.")
+
+
+def _forget_walk(s, had_db):
+    """After a walk that seeded nothing into a folder that had no database: take away the rate-limit
+    files it made, so a failed first seed leaves the folder as it found it."""
+    if had_db or os.path.exists(s.db_path):
+        return
+    for path in s.db_files:
+        if path != s.db_path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
 
 def _fetch_failure(e, s):

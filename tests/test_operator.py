@@ -153,6 +153,14 @@ def test_seed_without_network_names_the_url_and_what_to_do(tmp_path):
     assert len(message) < 300 and "urllib3" not in message and "Max retries" not in message
 
 
+def test_a_failed_first_seed_leaves_the_folder_as_it_found_it(tmp_path):
+    folder = tmp_path / "mirror"
+    folder.mkdir()
+    result = invoke("seed", "--from-search", "--backoff-base", "0", db=folder / "jobs.db",
+                    api="http://127.0.0.1:9/api", site="http://127.0.0.1:9")
+    assert result.exit_code == 1 and sorted(os.listdir(folder)) == []
+
+
 def test_seed_retries_say_in_a_few_words_what_failed(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="scraper.seed")
     result = invoke("seed", "--from-search", "--backoff-base", "0", db=tmp_path / "jobs.db",
