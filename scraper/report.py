@@ -14,6 +14,7 @@ import tempfile
 
 from . import stats
 from .errors import ConfigError
+from .politeness import domain_of
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
 TOP_NODE_TYPES = 20
@@ -113,6 +114,7 @@ def _run_figures(conn, r, nxt):
         "id": r["id"], "started": _iso(start), "started_at": start, "end_at": end,
         "finished": r["finished_at"] is not None, "duration_s": round(duration, 1),
         "workers": r["workers"], "rate_per_s": settings.get("rate_per_s") if settings.get("limiter", True) else None,
+        "domain": domain_of(settings.get("site_url") or ""),
         "burst": settings.get("burst"), "exit_code": r["exit_code"],
         "done_in_run": done, "requests": req[0], "ok": req[1] or 0, "http_429": req[2] or 0,
         "errors": req[0] - (req[1] or 0),
@@ -134,8 +136,10 @@ def _run_series(conn, run):
     requests = [0] * n
     latency = [0] * (len(LATENCY_BINS_MS) + 1)
     errors = {}
-    for at, kind, ms in conn.execute("SELECT at, kind, ms FROM requests WHERE at >= ? AND at <= ?", (start, end)):
-        requests[min(int((at - start) // width), n - 1)] += 1
+    rows = conn.execute("SELECT at, domain, kind, ms FROM requests WHERE at >= ? AND at <= ?", (start, end))
+    for at, domain, kind, ms in rows:
+        if domain == run["domain"]:     # --rate is that domain's budget (youtube.com has its own)
+            requests[min(int((at - start) // width), n - 1)] += 1
         latency[next((i for i, edge in enumerate(LATENCY_BINS_MS) if ms < edge), len(LATENCY_BINS_MS))] += 1
         if kind != "ok":
             errors[kind] = errors.get(kind, 0) + 1
@@ -144,7 +148,7 @@ def _run_series(conn, run):
         total += d
         cumulative.append(total)
     return {
-        **{k: run[k] for k in ("id", "started", "duration_s", "rate_per_s", "burst", "workers", "requests",
+        **{k: run[k] for k in ("id", "started", "duration_s", "rate_per_s", "burst", "domain", "workers", "requests",
                                "latency_p50_ms", "latency_p95_ms", "done_in_run")},
         "bucket_s": width,
         "t": [round(i * width, 1) for i in range(1, n + 1)],
@@ -214,7 +218,7 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <figure><h2>Templates done over time</h2><div class="chart" id="chart-done"></div>
 <figcaption>Templates stored during this run, cumulative, against seconds since its start.</figcaption></figure>
 <figure><h2>Request rate against the limit</h2><div class="chart" id="chart-rate"></div>
-<figcaption id="rate-caption">Requests per second sent by the workers; the dashed line is the configured --rate.</figcaption></figure>
+<figcaption id="rate-caption">Requests per second the workers sent to the site's domain; the dashed line is the configured --rate.</figcaption></figure>
 <figure><h2>Errors by kind</h2><div class="chart" id="chart-errors"></div>
 <figcaption>Failed requests of this run by kind (all-time counts are in the table below the charts).</figcaption></figure>
 <figure><h2>Answer latency</h2><div class="chart" id="chart-latency"></div>
@@ -320,8 +324,8 @@ document.getElementById("summary").textContent = "Jobs: " + Object.entries(D.job
 if (R) {
   lineChart("chart-done", R.t, R.done_cumulative, null, "templates done");
   lineChart("chart-rate", R.t, R.request_rate, R.rate_per_s, "requests/s, " + R.bucket_s + " s buckets");
-  document.getElementById("rate-caption").textContent += R.rate_per_s ? " Limit: " + R.rate_per_s + "/s, burst " + R.burst + "."
-    : " The limiter was off for this run.";
+  document.getElementById("rate-caption").textContent += " Domain: " + R.domain + "."
+    + (R.rate_per_s ? " Limit: " + R.rate_per_s + "/s, burst " + R.burst + "." : " The limiter was off for this run.");
   barChart("chart-errors", Object.keys(R.errors), Object.values(R.errors), "error");
   barChart("chart-latency", R.latency_bins, R.latency);
   if (R.latency_p50_ms !== null)

@@ -1,4 +1,5 @@
-"""The compact request log behind `scraper report`: one `requests` row per HTTP request a worker sends.
+"""The compact request log behind `scraper report`: one `requests` row per HTTP request a worker sends
+(its own, and those a site's library sends, such as youtube-transcript-api's).
 
 One INSERT in autocommit mode per request (tens of microseconds under WAL; a run sends a few requests
 a second), written after the answer, so it never sits between a rate slot and its request. A failure

@@ -252,6 +252,9 @@ class _JobContext:
     def fetched_at(self):
         return _iso(self.w.clock())
 
+    def logged(self, kind, status, ms):
+        requestlog.record(self.w.queue.conn, self.w.clock(), self.job.domain, kind, status, ms)
+
 
 def _storable_text(text):
     """`text` with anything UTF-8 cannot carry escaped, so a message quoting a hostile answer can be stored."""

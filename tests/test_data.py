@@ -480,6 +480,24 @@ def test_a_report_without_any_run_still_renders(small_db, tmp_path):
     assert data["run"] is None and data["templates"] == 5 and data["node_types"]
 
 
+def test_the_rate_chart_counts_the_sites_domain_against_its_limit_and_the_history_counts_all(small_db):
+    conn = store.connect(str(small_db))
+    conn.execute("INSERT INTO runs (pid, started_at, finished_at, workers, settings) VALUES (1, 1000, 1010, 2, ?)",
+                 (json.dumps({"site_url": "https://n8n.io", "rate_per_s": 2.0, "burst": 5, "limiter": True}),))
+    for i in range(10):
+        conn.execute("INSERT INTO requests (at, domain, kind, status, ms) VALUES (?, 'n8n.io', 'ok', NULL, 40)",
+                     (1000.5 + i,))
+    for i in range(6):
+        conn.execute("INSERT INTO requests (at, domain, kind, status, ms) VALUES (?, 'youtube.com', 'ok', NULL, 90)",
+                     (1000.5 + i,))
+    data = report.gather(conn, 2000)
+    conn.close()
+    run = data["run"]
+    assert run["domain"] == "n8n.io" and run["rate_per_s"] == 2.0
+    assert round(sum(run["request_rate"]) * run["bucket_s"]) == 10     # youtube.com has its own budget
+    assert data["runs"][0]["requests"] == 16 and sum(run["latency"]) == 16
+
+
 def test_text_from_the_site_cannot_break_out_of_the_reports_data(small_db, tmp_path):
     conn = store.connect(str(small_db))
     hostile = '</script><script>document.title="pwned"</script><!--'

@@ -189,6 +189,16 @@ def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_st
     assert rows(w.s.db_path, "SELECT COUNT(*) AS n FROM transcripts")[0]["n"] == 4
 
 
+def test_the_librarys_requests_are_in_the_request_log_under_youtube_com(make, youtube_standin):
+    yt = youtube_standin(rate=0)
+    w, q, _ = make(yt.url)
+    seed_videos(q, w.s, ["AzOgpdn8ngY", "07-HZZQs5h0"])     # a transcript (3 requests), none (2 requests)
+    drain(w)
+    logged = rows(w.s.db_path, "SELECT domain, kind, COUNT(*) AS n FROM requests GROUP BY domain, kind")
+    assert logged == [{"domain": "youtube.com", "kind": "ok", "n": yt.stats()["requests"]}]
+    assert yt.stats()["requests"] == 5
+
+
 def test_the_session_refuses_anything_but_youtube(make, youtube_standin):
     yt = youtube_standin(rate=0)
     adapter = youtube.RedirectAdapter(yt.url, 5)
@@ -198,6 +208,9 @@ def test_the_session_refuses_anything_but_youtube(make, youtube_standin):
             pass
 
         def failed(self, e):
+            pass
+
+        def logged(self, kind, status, ms):
             pass
 
     adapter.ctx = Gate()

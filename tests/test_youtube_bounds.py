@@ -21,13 +21,16 @@ class Ctx:
     """The worker's side of one job, as the adapter sees it: a gate and what it is told."""
 
     def __init__(self):
-        self.failures = []
+        self.failures, self.log = [], []
 
     def gate(self):
         pass
 
     def failed(self, error):
         self.failures.append(error.kind)
+
+    def logged(self, kind, status, ms):
+        self.log.append((kind, status))
 
 
 def session_on(base, timeout_s=5.0, max_bytes=1000):
@@ -45,6 +48,7 @@ def test_an_answer_within_the_cap_reads_as_usual():
     s, ctx = session_on(BASE)
     resp = s.get("https://www.youtube.com/watch?v=AzOgpdn8ngY")
     assert resp.status_code == 200 and resp.content == b"x" * 1000 and ctx.failures == []
+    assert ctx.log == [("ok", None)]        # the request log has it, as it has ours
 
 
 @responses.activate
@@ -53,7 +57,7 @@ def test_an_answer_over_the_cap_is_too_large_and_not_the_domains_fault():
     s, ctx = session_on(BASE)
     with pytest.raises(FetchError) as e:
         s.get("https://www.youtube.com/watch?v=AzOgpdn8ngY")
-    assert e.value.kind == retry.TOO_LARGE and ctx.failures == []
+    assert e.value.kind == retry.TOO_LARGE and ctx.failures == [] and ctx.log == [(retry.TOO_LARGE, 200)]
 
 
 @pytest.fixture
@@ -88,4 +92,4 @@ def test_a_trickled_answer_ends_at_the_deadline_and_counts_against_the_domain(tr
     s, ctx = session_on(trickle, timeout_s=0.5, max_bytes=10_000)
     with pytest.raises(FetchError) as e:
         s.get("https://www.youtube.com/watch?v=AzOgpdn8ngY")
-    assert e.value.kind == retry.TIMEOUT and ctx.failures == [retry.TIMEOUT]
+    assert e.value.kind == retry.TIMEOUT and ctx.failures == [retry.TIMEOUT] and ctx.log == [(retry.TIMEOUT, 200)]

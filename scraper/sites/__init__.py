@@ -42,6 +42,9 @@ class Context(Protocol):
     def fetched_at(self) -> str:
         """The time to store with a row (ISO 8601, UTC)."""
 
+    def logged(self, kind: str, status, ms: int) -> None:
+        """Add a request a library sent itself to the request log (`ok` or its failure kind)."""
+
 
 class Fetcher(Protocol):
     """A site's per-process side (sessions, library clients), opened after the fork."""

@@ -116,25 +116,35 @@ class RedirectAdapter(HTTPAdapter):
         elif not request.url.startswith(self.base_url + "/"):
             raise requests.exceptions.InvalidURL(f"refused: {request.url} is not a YouTube address")
         self.ctx.gate()
-        deadline = time.monotonic() + self.timeout_s
+        started = time.monotonic()
+        deadline = started + self.timeout_s
         kwargs["timeout"] = kwargs.get("timeout") or self.timeout_s   # the library sets none
         kwargs["stream"] = True     # read below, under the deadline and the size cap
         try:
             resp = super().send(request, **kwargs)
         except requests.RequestException as e:
-            self.ctx.failed(FetchError(http.kind_of_exception(e), f"{type(e).__name__}: {e}", request.url))
+            error = FetchError(http.kind_of_exception(e), f"{type(e).__name__}: {e}", request.url)
+            self._log(error.kind, None, started)
+            self.ctx.failed(error)
             raise
         try:
             body = http.read_body(resp, request.url, deadline, self.timeout_s, self.max_bytes)
         except FetchError as e:
+            self._log(e.kind, resp.status_code, started)
             if e.kind in retry.BREAKER_KINDS:
                 self.ctx.failed(e)
             raise                   # not a RequestException: the library lets it through to the worker
         resp._content, resp._content_consumed = body, True     # what requests keeps after a full read
+        kind = http.kind_of_status(resp.status_code)
+        self._log(kind or "ok", resp.status_code if kind else None, started)
         self.last_status = resp.status_code
         if resp.status_code >= 500:
             self.ctx.failed(FetchError(retry.HTTP_5XX, f"HTTP {resp.status_code}", request.url, resp.status_code))
         return resp
+
+
+    def _log(self, kind, status, started):
+        self.ctx.logged(kind, status, int((time.monotonic() - started) * 1000))
 
 
 class _Fetcher:
