@@ -233,3 +233,24 @@ def assert_one_sentence_error(result, *words):
     for word in words:
         assert word in message, message
     return message
+
+
+def run_on_a_terminal(args, env):
+    """Run `python -m scraper ARGS` with stderr on a pseudo-terminal; (exit code, what the terminal showed)."""
+    import pty
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "scraper", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:          # the terminal closed: the run is over
+            break
+        if not chunk:
+            break
+        seen += chunk
+    code = proc.wait(30)
+    os.close(leader)
+    return code, seen.decode()

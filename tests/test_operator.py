@@ -19,7 +19,17 @@ from responses import matchers
 from scraper import cli, outcome, settings, store
 from scraper.queue import Queue
 from scraper.sites import n8n
-from tests.helpers import jobs_in, rows, scraper, scraper_env, search_items, start_scraper, status_json, wait_until
+from tests.helpers import (
+    jobs_in,
+    rows,
+    run_on_a_terminal,
+    scraper,
+    scraper_env,
+    search_items,
+    start_scraper,
+    status_json,
+    wait_until,
+)
 
 API = "http://api.test/api"
 SITE = "http://site.test"
@@ -362,25 +372,10 @@ def test_transient_retries_are_summarised_not_logged_one_by_one(standin, tmp_pat
 
 @pytest.mark.slow
 def test_on_a_terminal_log_lines_never_land_on_the_progress_bar(standin, tmp_path):
-    import pty
     site, db = seeded(standin, tmp_path, templates=30, rate=30, burst=5, latency_ms=20, faults="503:0.2", seed=3)
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "scraper", "run", "--rate", "30", "--backoff-base", "0.05",
-                             "--max-attempts", "8"],
-                            env=scraper_env(site, db), stdout=subprocess.DEVNULL, stderr=follower)
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    assert proc.wait(30) == 0
-    os.close(leader)
-    text = seen.decode()
+    code, text = run_on_a_terminal(["run", "--rate", "30", "--backoff-base", "0.05", "--max-attempts", "8"],
+                                   scraper_env(site, db))
+    assert code == 0
     stamps = [m.start() for m in re.finditer(STAMP, text)]
     assert len(stamps) >= 3 and "\r[" in text
     for at in stamps:                    # every log line first erases whatever the bar left on its line

@@ -7,7 +7,7 @@ import time
 import psutil
 import pytest
 
-from tests.helpers import jobs_in, rows, scraper, scraper_env, start_scraper, status_json, wait_until
+from tests.helpers import jobs_in, rows, run_on_a_terminal, scraper, scraper_env, start_scraper, status_json, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -164,28 +164,9 @@ def test_workers_that_cannot_start_end_the_run_with_70_not_a_spin(standin, tmp_p
 
 
 def test_on_a_terminal_the_run_draws_a_progress_bar(standin, tmp_path):
-    import pty
-    import subprocess
-    import sys
-
-
     site, db = seeded(standin, tmp_path, templates=30, rate=50, burst=5, latency_ms=20)
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "scraper", "--log-level", "WARNING", "run", "--rate", "50"],
-                            env=scraper_env(site, db), stdout=subprocess.DEVNULL, stderr=follower)
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:          # the terminal closed: the run is over
-            break
-        if not chunk:
-            break
-        seen += chunk
-    assert proc.wait(30) == 0
-    os.close(leader)
-    text = seen.decode()
+    code, text = run_on_a_terminal(["--log-level", "WARNING", "run", "--rate", "50"], scraper_env(site, db))
+    assert code == 0
     assert "\r[" in text and "30/30 (100%)" in text and "ETA" in text and "/min" in text
 
 
