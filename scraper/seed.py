@@ -52,7 +52,7 @@ def _get_page(settings, limiter, session, url, parse, sleep):
     while True:
         limiter.acquire(settings.domain)
         try:
-            return parse(http.fetch(session, url, settings.timeout_s, settings.max_answer_bytes))
+            return _parsed(parse, http.fetch(session, url, settings.timeout_s, settings.max_answer_bytes), url)
         except (FetchError, ParseError) as e:
             kind, status = (e.kind, e.status) if isinstance(e, FetchError) else (retry.PARSE, 200)
             retry_after = getattr(e, "retry_after", None)
@@ -66,6 +66,17 @@ def _get_page(settings, limiter, session, url, parse, sleep):
                 raise
             log.warning("%s: %s; trying again in %.1f s", url, _short(e), outcome.delay_s)
             sleep(outcome.delay_s)
+
+
+def _parsed(parse, body, url):
+    """`parse(body)`, any failure a ParseError: a page is the walk's unit, as a job is the run's, so an
+    answer that makes the parser raise anything (JSON nested too deep: RecursionError) fails that page."""
+    try:
+        return parse(body)
+    except ParseError:
+        raise
+    except Exception as e:
+        raise ParseError(f"the answer could not be parsed ({type(e).__name__}: {str(e)[:200]})", url) from e
 
 
 def _short(e):

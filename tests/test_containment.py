@@ -199,3 +199,36 @@ def test_seeding_gives_up_after_max_attempts_and_never_takes_a_short_walk_for_co
             seed.discover(seed_settings, sleep=lambda s: None)
         assert len(rsps.calls) == 1 + seed_settings.max_attempts
     assert "39 templates, 100 were due" in str(e.value)
+
+
+@pytest.mark.parametrize("hostile, reason", [
+    (b"[" * 200_000 + b"]" * 200_000, "RecursionError"),                # valid JSON, nested past the parser
+    (b"\xff\xfe{\x00\x00 not UTF-8", "not valid JSON"),
+    (b'{"totalWorkflows": "many", "workflows": {"id": 1}}', "no 'workflows' list"),
+    (b'{"totalWorkflows": 1, "workflows": [{"id": "1"}]}', "without an integer id"),
+])
+def test_a_hostile_search_page_fails_that_page_with_a_reason_never_the_seed(seed_settings, hostile, reason):
+    with responses.RequestsMock() as rsps:
+        rsps.get(SEARCH, body=hostile)
+        with pytest.raises(ParseError) as e:
+            seed.discover(seed_settings, sleep=lambda s: None)
+        assert len(rsps.calls) == seed_settings.max_attempts         # retried like any bad page, then given up
+    assert reason in str(e.value)
+
+
+def test_a_search_page_over_the_cap_is_too_large_and_not_retried(seed_settings):
+    small = settings.build(**{**seed_settings.__dict__, "max_answer_mb": 1})
+    with responses.RequestsMock() as rsps:
+        rsps.get(SEARCH, body=b" " * (2**20 + 1))
+        with pytest.raises(FetchError) as e:
+            seed.discover(small, sleep=lambda s: None)
+        assert len(rsps.calls) == 1
+    assert e.value.kind == retry.TOO_LARGE
+
+
+def test_wrong_types_beside_the_id_do_not_stop_the_walk(seed_settings):
+    odd = {"id": 7, "name": ["not", "a", "name"], "nodes": 5, "description": {"x": None}, "totalViews": "many"}
+    with responses.RequestsMock() as rsps:
+        rsps.get(SEARCH, body=json.dumps({"totalWorkflows": 1, "workflows": [odd]}))
+        walk = seed.discover(seed_settings, sleep=lambda s: None)
+    assert list(walk.entries) == [7] and walk.complete        # the detail answer of 7 is vetted by its own job
