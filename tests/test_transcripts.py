@@ -338,3 +338,23 @@ def test_a_run_without_transcripts_neither_claims_nor_waits_for_video_jobs(stand
     by_site = {(r["site"], r["status"]): r["n"] for r in rows(db, "SELECT site, status, COUNT(*) AS n FROM jobs "
                                                                    "GROUP BY site, status")}
     assert by_site == {("n8n", "done"): 12, ("youtube", "pending"): 1}
+
+
+@pytest.mark.parametrize("player, kind, reason", [
+    (b'{"playabilityStatus": "OK", "captions": 5}', retry.INTERNAL, "AttributeError"),        # wrong types
+    (b'{"playabilityStatus": {"status": "OK"}, "captions": {"playerCaptionsTracklistRenderer": '
+     b'{"captionTracks": [{"baseUrl": 7}]}}}', retry.INTERNAL, "AttributeError"),
+    (b"[" * 200_000 + b"]" * 200_000, retry.INTERNAL, "RecursionError"),                   # nested past the parser
+    (b"\xff\xfe not UTF-8 at all", retry.PARSE, "JSONDecodeError"),
+])
+def test_a_hostile_player_answer_ends_its_own_job_with_a_reason(make, player, kind, reason):
+    yt_url = "http://yt.test"
+    w, q, _ = make(yt_url, transcripts=True)
+    seed_videos(q, w.s, ["AzOgpdn8ngY"])
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.get(yt_url + "/watch", body='<html>"INNERTUBE_API_KEY": "k3y"</html>', content_type="text/html")
+        rsps.post(yt_url + "/youtubei/v1/player", body=player, content_type="application/json")
+        assert w.step()                          # the worker goes on: the failure is the job's
+    j = job_of(q, "youtube:AzOgpdn8ngY")
+    assert (j["status"], j["error_kind"], j["attempts"]) == ("pending", kind, 1)   # retried later, then failed
+    assert j["last_error"].startswith(reason)
