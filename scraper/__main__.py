@@ -1,3 +1,3 @@
-from .cli import main
+from scraper.cli import main
 
 main(prog_name="scraper")

@@ -18,10 +18,11 @@ import subprocess
 import sys
 import time
 
-from scraper import seed as seeding
-from scraper import settings as config
-from scraper import status, store
-from scraper.queue import Queue
+from scraper.base import settings as config
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.mirror import seed as seeding
+from scraper.products import status
 from scripts.benchkit import (
     Results,
     RssSampler,

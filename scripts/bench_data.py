@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 
-from scraper import report, requestlog, search, store
+from scraper.db import requestlog, store
+from scraper.products import report, search
 from scripts.benchkit import (
     Results,
     build_export_db,

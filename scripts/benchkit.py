@@ -18,8 +18,8 @@ from pathlib import Path
 
 import psutil
 
-from scraper import settings as config
-from scraper import store
+from scraper.base import settings as config
+from scraper.db import store
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, Corpus
 

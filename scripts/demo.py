@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scraper import settings
+from scraper.base import settings
 from scripts.standin import client
 
 

@@ -6,8 +6,12 @@ import random
 import pytest
 import responses
 
-from scraper import http, limiter, settings, store, worker
-from scraper.queue import Queue
+from scraper.base import settings
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.net import http
+from scraper.politeness import limiter
+from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
 from tests.helpers import API, NOW, NOWHERE, SITE, TID, Clock

@@ -17,7 +17,8 @@ from pathlib import Path
 from click.testing import CliRunner
 from responses import matchers
 
-from scraper import cli, store
+from scraper import cli
+from scraper.db import store
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, load_json
 

@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from scraper import answers, store, sync, worker
-from scraper.queue import Queue
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.mirror import answers, sync
+from scraper.pool import worker
 from scraper.sites import n8n
 from tests.helpers import DETAIL, NOW, TID, detail_answer, detail_body, job, search_items, workflow
 

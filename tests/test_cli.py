@@ -11,9 +11,12 @@ import pytest
 import responses
 from click.testing import CliRunner
 
-from scraper import breaker, cli, settings, store
-from scraper.errors import ConfigError
-from scraper.queue import Queue
+from scraper import cli
+from scraper.base import settings
+from scraper.base.errors import ConfigError
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.policy import breaker
 from scraper.sites import n8n
 from tests.helpers import (
     API,

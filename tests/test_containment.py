@@ -10,9 +10,14 @@ import pytest
 import requests
 import responses
 
-from scraper import breaker, http, progress, retry, seed, settings, status, store
-from scraper.errors import FetchError, ParseError
-from scraper.queue import Queue
+from scraper.base import settings
+from scraper.base.errors import FetchError, ParseError
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.mirror import seed
+from scraper.net import http
+from scraper.policy import breaker, progress, retry
+from scraper.products import status
 from scraper.sites import n8n
 from tests.helpers import API, DETAIL, DOMAIN, NOW, TID, detail_body, job, workflow
 

@@ -16,7 +16,9 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
-from scraper import cli, export, redact, report, search, store
+from scraper import cli
+from scraper.db import store
+from scraper.products import export, redact, report, search
 from scraper.sites import n8n
 from scripts.standin import client
 from scripts.standin.corpus import load_json
@@ -358,7 +360,7 @@ def test_every_csv_cell_fits_a_spreadsheet(library, tmp_path):
 def test_parquet_round_trips_every_row(library, tmp_path, monkeypatch):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    from scraper import parquet
+    from scraper.products import parquet
 
     site, db = library
     monkeypatch.setattr(parquet, "ROW_GROUP_ROWS", 25)        # several row groups from a small library
@@ -452,8 +454,8 @@ def test_the_report_renders_its_charts_in_headless_chromium(library, tmp_path):
 # --- request log and report, in-process -----------------------------------------------------------------
 
 def test_the_request_log_records_answers_and_failures_and_never_fails_a_request(tmp_path):
-    from scraper import requestlog
-    from scraper.errors import FetchError
+    from scraper.base.errors import FetchError
+    from scraper.db import requestlog
 
     conn = store.open_db(str(tmp_path / "jobs.db"))
     with requestlog.timed(conn, "n8n.io", clock=lambda: 100.0):

@@ -159,7 +159,8 @@ def test_a_worker_stuck_past_its_lease_is_killed_and_its_job_charged(standin, tm
     # headers trickled a byte at a time: each read gets its byte in time, and no deadline reaches the
     # header phase; the supervisor's lease check is the backstop. The lease has no CLI option, so the
     # supervisor runs in this process (its workers are real forked processes).
-    from scraper import exitcodes, settings, supervisor
+    from scraper.base import exitcodes, settings
+    from scraper.pool import supervisor
 
     site = standin(templates=6, rate=0, faults="stall:0.17", trickle_s=0.2)
     (victim,) = [int(k) for k in site.corpus()["faults"]]

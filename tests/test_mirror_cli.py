@@ -7,10 +7,11 @@ import time
 import pytest
 import responses
 
-from scraper import answers, store
-from scraper.queue import Queue
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.mirror import answers
+from scraper.mirror.sync import iso
 from scraper.sites import n8n
-from scraper.sync import iso
 from tests.helpers import assert_one_sentence_error, definition_ids, detail_body, invoke, search_items, search_page
 
 IDS = sorted(definition_ids()[:4])

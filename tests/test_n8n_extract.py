@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from scraper.errors import ParseError
+from scraper.base.errors import ParseError
 from scraper.sites import n8n
 from scripts.standin.corpus import read_data
 from tests.helpers import (

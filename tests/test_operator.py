@@ -16,8 +16,11 @@ import responses
 from click.testing import CliRunner
 from responses import matchers
 
-from scraper import cli, outcome, settings, store
-from scraper.queue import Queue
+from scraper import cli
+from scraper.base import settings
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.policy import outcome
 from scraper.sites import n8n
 from tests.helpers import (
     jobs_in,
@@ -172,11 +175,11 @@ def test_a_failed_first_seed_leaves_the_folder_as_it_found_it(tmp_path):
 
 
 def test_seed_retries_say_in_a_few_words_what_failed(tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="scraper.seed")
+    caplog.set_level(logging.WARNING, logger="scraper.mirror.seed")
     result = invoke("seed", "--from-search", "--backoff-base", "0", db=tmp_path / "jobs.db",
                     api="http://127.0.0.1:9/api", site="http://127.0.0.1:9")
     assert result.exit_code == 1
-    retries = [r.getMessage() for r in caplog.records if r.name == "scraper.seed"]
+    retries = [r.getMessage() for r in caplog.records if r.name == "scraper.mirror.seed"]
     assert len(retries) == 2          # --max-attempts 3: two retries, then the error
     for line in retries:
         assert "http://127.0.0.1:9/api/templates/search?page=1" in line and "network (ConnectionError)" in line

@@ -7,8 +7,10 @@ from fractions import Fraction
 import pytest
 import requests
 
-from scraper import breaker, http, limiter, progress, retry
-from scraper.breaker import Breaker
+from scraper.net import http
+from scraper.policy import breaker, progress, retry
+from scraper.policy.breaker import Breaker
+from scraper.politeness import limiter
 
 NOW = 1_700_000_000.0
 
@@ -356,7 +358,7 @@ def test_the_check_itself_catches_a_rate_above_the_bucket():
     ("http://localhost:8000", "localhost"),
 ])
 def test_both_n8n_hosts_are_one_politeness_domain(url, domain):
-    from scraper.politeness import domain_of
+    from scraper.base.urls import domain_of
     assert domain_of(url) == domain
 
 

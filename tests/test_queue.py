@@ -6,8 +6,9 @@ import sqlite3
 
 import pytest
 
-from scraper import breaker, store
-from scraper.queue import Queue
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.policy import breaker
 
 NOW = 1_700_000_000.0
 LEASE = 60.0
@@ -77,7 +78,7 @@ def test_seed_returns_new_and_known(q):
 
 
 def test_seed_over_a_batch_boundary(q, monkeypatch):
-    monkeypatch.setattr("scraper.queue.SEED_BATCH", 7)
+    monkeypatch.setattr("scraper.db.queue.SEED_BATCH", 7)
     assert q.seed(job_rows(range(1, 21)), now=NOW) == (20, 0)
     assert q.seed(job_rows(range(15, 31)), now=NOW) == (10, 6)
 

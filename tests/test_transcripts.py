@@ -10,9 +10,16 @@ import pytest
 import requests
 import responses
 
-from scraper import breaker, cli, http, limiter, retry, settings, status, store, worker
-from scraper.errors import ConfigError
-from scraper.queue import Queue
+from scraper import cli
+from scraper.base import settings
+from scraper.base.errors import ConfigError
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.net import http
+from scraper.policy import breaker, retry
+from scraper.politeness import limiter
+from scraper.pool import worker
+from scraper.products import status
 from scraper.sites import n8n, youtube
 from tests.helpers import Clock, detail_body, rows, scraper
 
@@ -276,7 +283,7 @@ def test_migration_links_templates_stored_before_it(tmp_path):
 
 
 def test_exports_and_status_carry_transcripts_and_sites(tmp_path):
-    from scraper import export
+    from scraper.products import export
     conn = store.open_db(str(tmp_path / "jobs.db"))
     row = n8n.extract(detail_body(6270), "t")
     row["videos"] = json.dumps(["laHIzhsz12E", "AzOgpdn8ngY", "07-HZZQs5h0"])

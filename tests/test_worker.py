@@ -8,8 +8,13 @@ import pytest
 import requests
 import responses
 
-from scraper import __version__, breaker, retry, settings, status, store, worker
-from scraper.queue import Queue
+from scraper import __version__
+from scraper.base import settings
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.policy import breaker, retry
+from scraper.pool import worker
+from scraper.products import status
 from scraper.sites import n8n
 from tests.helpers import API, DETAIL, DOMAIN, NOW, SITE, TID, detail_body, job, workflow
 

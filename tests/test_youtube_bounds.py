@@ -10,8 +10,8 @@ import pytest
 import requests
 import responses
 
-from scraper import retry
-from scraper.errors import FetchError
+from scraper.base.errors import FetchError
+from scraper.policy import retry
 from scraper.sites import youtube
 
 BASE = "http://yt.test"

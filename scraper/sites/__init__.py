@@ -8,8 +8,8 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Protocol
 
-from .. import store
-from ..queue import add_jobs
+from scraper.db import store
+from scraper.db.queue import add_jobs
 
 CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
 
@@ -76,7 +76,7 @@ class Site(Protocol):
 
 
 def _registry():
-    from . import n8n, youtube  # imported here: the site modules import this package for Result
+    from scraper.sites import n8n, youtube  # imported here: the site modules import this package for Result
     return {n8n.SITE: n8n.site, youtube.SITE: youtube.site}
 
 
@@ -87,7 +87,7 @@ def get(name):
 
 def enabled(settings) -> list:
     """Names of the sites this run works on (transcripts can be switched off)."""
-    from . import youtube
+    from scraper.sites import youtube
     return [name for name in _registry() if settings.transcripts or name != youtube.SITE]
 
 
@@ -132,6 +132,6 @@ def check_storable(row: dict):
 
 
 def unstorable(what: str, e: UnicodeEncodeError):
-    from ..errors import ParseError
+    from scraper.base.errors import ParseError
     return ParseError(f"the {what} holds text that is not valid Unicode ({e.reason}: {e.object[e.start:e.end]!a} "
                       f"at character {e.start}); refused rather than stored altered")

@@ -16,9 +16,10 @@ from requests.adapters import HTTPAdapter
 from youtube_transcript_api import YouTubeTranscriptApi
 from youtube_transcript_api import _errors as yt
 
-from scraper import http, retry
-from scraper.errors import FetchError, JobInvalid, ParseError
-from scraper.settings import MAX_ANSWER_MB, YOUTUBE_DOMAIN, YOUTUBE_URL
+from scraper.base.errors import FetchError, JobInvalid, ParseError
+from scraper.base.settings import MAX_ANSWER_MB, YOUTUBE_DOMAIN, YOUTUBE_URL
+from scraper.net import http
+from scraper.policy import retry
 from scraper.sites import Result, children_of, write
 
 SITE = "youtube"

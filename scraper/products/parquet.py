@@ -8,7 +8,7 @@ import datetime
 import json
 import logging
 
-from .errors import ConfigError
+from scraper.base.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from urllib.parse import urljoin
 
 import requests
 
-from . import retry
-from .errors import FetchError
-from .politeness import domain_of
+from scraper.base.errors import FetchError
+from scraper.base.urls import domain_of
+from scraper.policy import retry
 
 MAX_REDIRECTS = 5
 CHUNK_BYTES = 64 * 1024     # urllib3 decompresses at most this much per read: the cap is overshot by one chunk

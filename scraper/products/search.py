@@ -6,8 +6,8 @@ and `template_videos`, in the writer's own transaction; `rebuild()` makes it aga
 
 import sqlite3
 
-from .errors import ConfigError
-from .store import transaction
+from scraper.base.errors import ConfigError
+from scraper.db.store import transaction
 
 COLUMNS = ("name", "description", "explainer", "node_types", "categories", "author", "transcripts")
 # bm25 weight of each column, in COLUMNS order: a word in the name says more than one in a sticky note

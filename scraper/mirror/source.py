@@ -4,9 +4,9 @@
 import logging
 from urllib.parse import urlsplit
 
-from .errors import ConfigError
-from .politeness import domain_of
-from .store import transaction
+from scraper.base.errors import ConfigError
+from scraper.base.urls import domain_of
+from scraper.db.store import transaction
 
 log = logging.getLogger(__name__)
 

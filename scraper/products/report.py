@@ -12,9 +12,9 @@ import math
 import os
 import tempfile
 
-from . import stats
-from .errors import ConfigError
-from .politeness import domain_of
+from scraper.base.errors import ConfigError
+from scraper.base.urls import domain_of
+from scraper.products import stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
 TOP_NODE_TYPES = 20

@@ -1,7 +1,7 @@
 """What the last line of a run tells the operator to do next, for each way a run can end."""
 
-from .exitcodes import CRASHING, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
-from .progress import format_duration
+from scraper.base.exitcodes import CRASHING, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
+from scraper.policy.progress import format_duration
 
 
 def next_step(code, failed=0, domains=(), retry_in_s=None):

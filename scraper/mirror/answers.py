@@ -10,8 +10,8 @@ import hashlib
 import json
 import zlib
 
-from .sites import n8n
-from .store import transaction, upsert
+from scraper.db.store import transaction, upsert
+from scraper.sites import n8n
 
 API, PAGE = "api", "page"
 VIEW_COUNTERS = ("views", "totalViews", "recentViews")   # move daily; never a new version

@@ -3,7 +3,7 @@ each domain's breaker."""
 
 import time
 
-from . import progress
+from scraper.policy import progress
 
 
 def report(queue, now, run=None):

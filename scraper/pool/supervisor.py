@@ -13,10 +13,14 @@ import time
 
 import psutil
 
-from . import exitcodes, progress, sites, store, worker
-from .errors import RunLocked
-from .queue import Queue
-from .settings import PROGRESS_EVERY_S
+from scraper import sites
+from scraper.base import exitcodes
+from scraper.base.errors import RunLocked
+from scraper.base.settings import PROGRESS_EVERY_S
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.policy import progress
+from scraper.pool import worker
 
 log = logging.getLogger(__name__)
 

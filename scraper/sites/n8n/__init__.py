@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
-from scraper import retry
-from scraper.errors import FetchError, ParseError
+from scraper.base.errors import FetchError, ParseError
+from scraper.policy import retry
 from scraper.sites import Result, check_storable, children_of, unstorable, youtube
 
 log = logging.getLogger(__name__)
@@ -413,7 +413,7 @@ class _Fetcher:
         self.s = settings
 
     def fetch(self, job, ctx):
-        from scraper import answers  # answers reads this module: imported at first use
+        from scraper.mirror import answers  # answers reads this module: imported at first use
 
         template_id = parse_key(job.key)
         fetched_at = ctx.fetched_at()
@@ -470,7 +470,7 @@ class _Site:
 
     def gone(self, conn, job, at):
         """A stored template whose detail answer is gone is marked removed; its data and versions stay."""
-        from scraper import answers
+        from scraper.mirror import answers
         answers.mark_removed(conn, parse_key(job.key), at)
 
 

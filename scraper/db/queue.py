@@ -3,8 +3,8 @@
 import dataclasses
 import time
 
-from . import breaker
-from .store import JOB_STATUSES, transaction
+from scraper.db.store import JOB_STATUSES, transaction
+from scraper.policy import breaker
 
 SEED_BATCH = 5_000
 # A domain whose next rate slot is further off than this takes at most one waiting worker: the others

@@ -4,10 +4,11 @@ import logging
 import time
 import typing
 
-from . import http, retry
-from .errors import ConfigError, FetchError, ParseError
-from .limiter import DomainLimiter
-from .sites import n8n
+from scraper.base.errors import ConfigError, FetchError, ParseError
+from scraper.net import http
+from scraper.policy import retry
+from scraper.politeness.limiter import DomainLimiter
+from scraper.sites import n8n
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from .errors import ConfigError
+from scraper.base.errors import ConfigError
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 

@@ -8,7 +8,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from scraper.base.errors import ConfigError
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
@@ -128,7 +128,7 @@ def write_file(conn, fmt, path, columns=None, redact=True, live_only=False):
     if not os.path.isdir(folder):
         raise ConfigError(f"the output folder {folder} does not exist.")
     if fmt == "parquet":
-        from . import parquet  # pyarrow is an optional extra: import it only when asked for
+        from scraper.products import parquet  # pyarrow is an optional extra: import it only when asked for
         parquet.require()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
     try:
@@ -198,7 +198,7 @@ def _prepared(source, redact, summary, decode, keep_text=()):
 def _redact(row, as_text):
     """Redact the row (as read, JSON columns still text) in place; returns how many values. The workflow
     is decoded only when its text might hold a secret; `as_text` keeps a redacted one JSON text (CSV)."""
-    from . import redact as redaction  # imported on first use: its patterns are compiled at import
+    from scraper.products import redact as redaction  # imported on first use: its patterns are compiled at import
     n = 0
     for col in REDACTED_COLUMNS:
         value = row.get(col)

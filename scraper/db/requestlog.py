@@ -10,7 +10,7 @@ import logging
 import sqlite3
 import time
 
-from .errors import FetchError
+from scraper.base.errors import FetchError
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,15 @@ import sqlite3
 import sys
 import time
 
-from . import exitcodes, http, politeness, requestlog, retry, sites, store
-from .errors import FetchError, HandedBack, JobInvalid, ParseError
-from .limiter import DomainLimiter, NoLimiter
-from .queue import Queue
+from scraper import sites
+from scraper.base import exitcodes
+from scraper.base.errors import FetchError, HandedBack, JobInvalid, ParseError
+from scraper.db import requestlog, store
+from scraper.db.queue import Queue
+from scraper.net import http
+from scraper.policy import retry
+from scraper.politeness import domain as politeness
+from scraper.politeness.limiter import DomainLimiter, NoLimiter
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,9 @@ functions of `breaker`."""
 
 import logging
 import time
-from urllib.parse import urlsplit
 
-from . import breaker, retry
-from .errors import FetchError
+from scraper.base.errors import FetchError
+from scraper.policy import breaker, retry
 
 log = logging.getLogger(__name__)
 
@@ -22,14 +21,6 @@ GO = "go"                   # send the request now
 STOPPED = "stopped"         # a stop came (or the lease was lost) while waiting: hand the job back
 OPENED = "opened"           # the breaker opened after the job was taken: send nothing, hand the job back
 
-
-def domain_of(url):
-    """The politeness domain of a URL: its host's last two labels (api.n8n.io and n8n.io are one
-    domain, n8n.io); an IP address is its own domain."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    if not host or host.replace(".", "").isdigit() or ":" in host:
-        return host
-    return ".".join(host.split(".")[-2:])
 
 
 class Politeness:

@@ -12,10 +12,10 @@ import datetime
 import hashlib
 import json
 
-from . import answers, seed
-from .queue import Queue
-from .sites import n8n
-from .store import transaction
+from scraper.db.queue import Queue
+from scraper.db.store import transaction
+from scraper.mirror import answers, seed
+from scraper.sites import n8n
 
 DAY_S = 86_400
 

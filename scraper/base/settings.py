@@ -6,9 +6,9 @@ import os
 import re
 from urllib.parse import urlsplit
 
-from . import __version__, store
-from .errors import ConfigError
-from .politeness import domain_of
+from scraper import __version__
+from scraper.base.errors import ConfigError
+from scraper.base.urls import domain_of
 
 # Defaults: one place, units in the names.
 DB_PATH = "jobs.db"
@@ -183,7 +183,8 @@ def build(**values):
 
 
 def check_db_path(path):
-    """The database must sit in an existing folder and, if it exists, be a SQLite file."""
+    """The database must sit in an existing folder and, if it exists, be a SQLite file (whether its
+    schema can be read is `db.store.check_readable`'s, which the CLI runs next)."""
     folder = os.path.dirname(os.path.abspath(path))
     _check(os.path.isdir(folder), f"the database folder {folder} does not exist.")
     _check(not os.path.isdir(path), f"the database path {path} is a folder, not a file.")
@@ -194,8 +195,6 @@ def check_db_path(path):
         except OSError as e:
             raise ConfigError(f"the database {path} cannot be read ({e.strerror}).") from e
         _check(head in (b"", SQLITE_HEADER), f"{path} is not a SQLite database.")
-        if head:
-            store.check_readable(path)
 
 
 def _check_url(what, url):

@@ -13,8 +13,10 @@ import click
 
 # Only what every command needs is imported here: each command imports its own modules, so a quick
 # command (`status`) does not pay for requests, psutil, pyrate-limiter, sqlite-utils or the sites.
-from . import __version__, exitcodes, export, logs, search, settings
-from .errors import ConfigError, FetchError, ParseError, RunLocked
+from scraper import __version__
+from scraper.base import exitcodes, logs, settings
+from scraper.base.errors import ConfigError, FetchError, ParseError, RunLocked
+from scraper.products import export, search
 
 log = logging.getLogger("scraper")
 
@@ -67,8 +69,12 @@ def _say(text):
 
 def _settings(ctx, **values):
     """Validated settings from the global options plus this command's."""
+    from scraper.db import store
     try:
-        return settings.build(**ctx.obj, **values)
+        s = settings.build(**ctx.obj, **values)
+        if os.path.isfile(s.db_path) and os.path.getsize(s.db_path):
+            store.check_readable(s.db_path)  # a damaged file is refused before anything runs
+        return s
     except ConfigError as e:
         raise Failure(str(e)) from None
 
@@ -77,7 +83,7 @@ def _settings(ctx, **values):
 def _existing_db(s):
     """`with _existing_db(s) as conn:` the database of a command that needs one already (status never
     creates one), closed at the end; a ConfigError from the library becomes the command's one sentence."""
-    from . import store
+    from scraper.db import store
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     try:
@@ -124,7 +130,7 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
 
 
 def _job_count(s):
-    from .queue import Queue
+    from scraper.db.queue import Queue
     with _existing_db(s) as conn:
         return sum(Queue(conn).counts().values())
 
@@ -159,8 +165,9 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         scraper seed --from-search --limit 500
         scraper seed --ids my-templates.txt
     """
-    from . import seed, source, store, sync
-    from .queue import Queue
+    from scraper.db import store
+    from scraper.db.queue import Queue
+    from scraper.mirror import seed, source, sync
     if from_search == bool(ids_file):
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
@@ -217,7 +224,7 @@ def _forget_walk(s, had_db):
 
 def _fetch_failure(e, s):
     """The sentence for a search request that failed: the URL tried, and what to do next."""
-    from . import retry
+    from scraper.policy import retry
     url = e.url or s.api_url
     offline = "check the network or --api-url, or try `make demo` (it needs no internet)"
     if e.kind == retry.TIMEOUT:
@@ -232,7 +239,7 @@ def _fetch_failure(e, s):
 
 def _check_source(s, adopt):
     """Refuse (exit 2) a database seeded from other URLs, unless `adopt`; record them on first use."""
-    from . import source
+    from scraper.mirror import source
     with _existing_db(s) as conn:
         source.check(conn, s.api_url, s.site_url, adopt, time.time())
 
@@ -293,7 +300,8 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
         scraper run --transcript-languages en,de --domain-rate youtube.com=0.5/3
         scraper run --no-transcripts
     """
-    from . import outcome, supervisor
+    from scraper.policy import outcome
+    from scraper.pool import supervisor
     try:
         rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
     except ConfigError as e:
@@ -314,8 +322,9 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
 
 def _next_step(s, code):
     """The run's last line: what to do now, from the exit code and what the database holds."""
-    from . import outcome, store
-    from .queue import Queue
+    from scraper.db import store
+    from scraper.db.queue import Queue
+    from scraper.policy import outcome
     try:
         conn = store.connect(s.db_path)
         try:
@@ -343,7 +352,7 @@ def status_cmd(ctx, as_json, watch):
         scraper status --json | jq .eta_s
         scraper status --watch
     """
-    from . import status
+    from scraper.products import status
     s = _settings(ctx)
     if not watch:
         report = _status_report(s)
@@ -364,8 +373,9 @@ def status_cmd(ctx, as_json, watch):
 
 
 def _status_report(s):
-    from . import runstate, status
-    from .queue import Queue
+    from scraper.db import runstate
+    from scraper.db.queue import Queue
+    from scraper.products import status
     with _existing_db(s) as conn:
         return status.report(Queue(conn), time.time(), runstate.current(conn, s.lock_path))
 
@@ -383,7 +393,7 @@ def retry_cmd(ctx, failed, invalid, all_):
     Example (cron, before the run):
         scraper retry --failed; scraper run
     """
-    from .queue import Queue
+    from scraper.db.queue import Queue
     s = _settings(ctx)
     statuses = tuple(name for name, on in (("failed", failed or all_ or not invalid), ("invalid", invalid or all_))
                      if on)
@@ -405,8 +415,8 @@ def failures_cmd(ctx, as_json, limit):
         scraper failures --limit 20
         scraper failures --json | jq -r '.[] | select(.status == "failed") | .key'
     """
-    from . import failures
-    from .queue import Queue
+    from scraper.db.queue import Queue
+    from scraper.products import failures
     s = _settings(ctx)
     with _existing_db(s) as conn:
         rows = failures.listing(conn, limit)
@@ -468,7 +478,7 @@ def refresh_cmd(ctx, older_than_days, limit):
     Example:
         scraper refresh --older-than 30 --limit 500 && scraper run
     """
-    from . import sync
+    from scraper.mirror import sync
     s = _settings(ctx)
     with _existing_db(s) as conn:
         n = sync.refresh(conn, older_than_days, limit, time.time())
@@ -487,7 +497,7 @@ def changes_cmd(ctx, since, as_json):
         scraper changes --since 2026-11-01
         scraper changes --since 2026-11-25T02:00:00Z --json
     """
-    from . import answers, sync
+    from scraper.mirror import answers, sync
     try:
         since = None if since is None else sync.parse_time(since)
     except ValueError:
@@ -515,7 +525,7 @@ def history_cmd(ctx, template_id, as_json):
         scraper history 1234
         scraper history 1234 --json
     """
-    from . import answers
+    from scraper.mirror import answers
     s = _settings(ctx)
     with _existing_db(s) as conn:
         versions = answers.history(conn, template_id)
@@ -537,7 +547,7 @@ def reextract_cmd(ctx):
     Example:
         scraper reextract
     """
-    from . import answers
+    from scraper.mirror import answers
     s = _settings(ctx)
     with _existing_db(s) as conn:
         try:
@@ -587,7 +597,7 @@ def stats_cmd(ctx, as_json):
         scraper stats
         scraper stats --json | jq '.node_types[:10]'
     """
-    from . import stats
+    from scraper.products import stats
     s = _settings(ctx)
     with _existing_db(s) as conn:
         report = stats.report(conn)
@@ -608,7 +618,7 @@ def report_cmd(ctx, output, run_id):
         scraper report --output report.html
         scraper report --run 3 -o run3.html
     """
-    from . import report
+    from scraper.products import report
     s = _settings(ctx)
     with _existing_db(s) as conn:
         size = report.write(conn, output, time.time(), run_id)
