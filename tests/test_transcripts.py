@@ -15,6 +15,7 @@ from scraper.base import settings
 from scraper.base.errors import ConfigError
 from scraper.db import store
 from scraper.db.queue import Queue
+from scraper.mirror import record
 from scraper.net import http
 from scraper.policy import breaker, retry
 from scraper.politeness import limiter
@@ -141,12 +142,10 @@ def test_without_transcripts_the_links_are_kept_and_a_later_run_queues_them(make
     q.seed([n8n.site.job_row(w.s, 11)], now=NOW - 100)
     drain(w)
     assert [r["key"] for r in rows(w.s.db_path, "SELECT key FROM jobs")] == ["n8n:11"]
-    with store.transaction(q.conn) as c:
-        # the description's video and the one in 6270's sticky note
-        assert youtube.site.resume(c, settings.build(db_path=w.s.db_path), NOW) == 2
+    # the description's video and the one in 6270's sticky note
+    assert record.resume(q.conn, settings.build(db_path=w.s.db_path), NOW) == 2
     assert job_of(q, "youtube:AzOgpdn8ngY")["status"] == job_of(q, "youtube:laHIzhsz12E")["status"] == "pending"
-    with store.transaction(q.conn) as c:
-        assert youtube.site.resume(c, settings.build(db_path=w.s.db_path), NOW) == 0
+    assert record.resume(q.conn, settings.build(db_path=w.s.db_path), NOW) == 0
 
 
 def test_a_blocked_address_opens_the_breaker_at_once_and_costs_no_attempt(make, youtube_standin):

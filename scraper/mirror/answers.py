@@ -13,7 +13,7 @@ import zlib
 from scraper.db.store import transaction, upsert
 from scraper.sites import n8n
 
-API, PAGE = "api", "page"
+API, PAGE = n8n.API, n8n.PAGE
 VIEW_COUNTERS = ("views", "totalViews", "recentViews")   # move daily; never a new version
 SYNC_COLUMNS = ("version", "first_seen_at", "last_seen_at", "removed_at")   # not from an answer
 ZLIB_LEVEL = 9               # answers are small (5-60 KB) and written once per fetch: size wins

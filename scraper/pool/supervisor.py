@@ -19,6 +19,7 @@ from scraper.base.errors import RunLocked
 from scraper.base.settings import PROGRESS_EVERY_S
 from scraper.db import store
 from scraper.db.queue import Queue
+from scraper.mirror import record
 from scraper.policy import progress
 from scraper.pool import worker
 
@@ -317,11 +318,9 @@ class Supervisor:
             log.info("%s", line)
     def _resume_sites(self, conn):
         """Let each site queue what earlier runs left out (videos of templates stored with transcripts off)."""
-        for name in sites.enabled(self.s):
-            with store.transaction(conn) as c:
-                n = sites.get(name).resume(c, self.s, self.clock())
-            if n:
-                log.info("queued %d %s job(s) that earlier runs left out", n, name)
+        n = record.resume(conn, self.s, self.clock())
+        if n:
+            log.info("queued %d youtube job(s) that earlier runs left out", n)
 
     def _start_run(self, conn):
         self.started_at = self.clock()

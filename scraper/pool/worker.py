@@ -14,6 +14,7 @@ from scraper.base import exitcodes
 from scraper.base.errors import FetchError, HandedBack, JobInvalid, ParseError
 from scraper.db import requestlog, store
 from scraper.db.queue import Queue
+from scraper.mirror import record
 from scraper.net import http
 from scraper.policy import retry
 from scraper.politeness import domain as politeness
@@ -112,7 +113,7 @@ class Worker:
         else:
             ms = _ms_since(started)
             now = self.clock()
-            ok = self.queue.complete(job, self.name, now, ms, write=lambda c: sites.write(c, result, now))
+            ok = self.queue.complete(job, self.name, now, ms, write=lambda c: record.write(c, result, now))
             if not ok:
                 log.warning("%s lost the lease of %s; its result was not written", self.name, job.key)
             else:
@@ -193,7 +194,8 @@ class Worker:
             # gone from its site: the site may record that (n8n marks a stored template removed, its data
             # kept), in the same transaction
             site = sites.get(job.site)
-            write = lambda c: site.gone(c, job, _iso(now))  # noqa: E731 - a one-line callback
+            gone = site.gone(job)
+            write = lambda c: record.write(c, gone, now, _iso(now))  # noqa: E731 - a one-line callback
         if not self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at,
                                _ms_since(started), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)

@@ -1,17 +1,13 @@
 """The sites: what a job key means, where its requests go, how an answer becomes rows and child jobs.
 
 Each site module exposes one object that follows `Site`; the worker looks it up by the job's `site`
-column and knows nothing else about it. A new site is one module plus a line in `_REGISTRY`.
+column and knows nothing else about it. A site holds no SQL: it returns a `Result`, which
+`scraper.mirror.record` writes. A new site is one module plus a line in `_REGISTRY`.
 """
 
 import dataclasses
 from collections.abc import Iterable
 from typing import Protocol
-
-from scraper.db import store
-from scraper.db.queue import add_jobs
-
-CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,7 +17,8 @@ class Result:
     rows: tuple = ()        # (table, row dict, primary key column): upserted
     links: tuple = ()       # (table, column, value, rows): the table's rows with column = value are replaced
     children: tuple = ()    # (key, site, url, domain): jobs queued once, known keys left as they are
-    writers: tuple = ()     # callables `write(conn)` for rows that need more than an upsert (n8n's versions)
+    versioned: tuple = ()   # (row, raw answers {kind: bytes}, fetched_at): a template, versioned by the mirror
+    removed: tuple = ()     # template ids whose removal is confirmed (their data and versions are kept)
 
 
 class Context(Protocol):
@@ -68,11 +65,8 @@ class Site(Protocol):
     def open(self, settings) -> Fetcher:
         ...
 
-    def resume(self, conn, settings, now) -> int:
-        """Queue the jobs a run needs that earlier runs did not (0 when none); called before the workers start."""
-
-    def gone(self, conn, job, at: str) -> None:
-        """The job's item answered 404/410 (inside the transaction that ends the job `invalid`)."""
+    def gone(self, job) -> Result:
+        """What to store when the job's item answered 404/410 (in the transaction that ends it `invalid`)."""
 
 
 def _registry():
@@ -95,21 +89,6 @@ def domains(settings) -> list:
     """The politeness domains of the enabled sites."""
     return sorted({get(name).domain(settings) for name in enabled(settings)})
 
-
-def write(conn, result: Result, now: float):
-    """Write a Result inside the caller's transaction."""
-    for table, row, pk in result.rows:
-        store.upsert(conn, table, row, pk)
-    for writer in result.writers:
-        writer(conn)
-    for table, column, value, rows in result.links:
-        conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
-        for row in rows:
-            cols = list(row)
-            conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                         [row[c] for c in cols])
-    if result.children:
-        add_jobs(conn, result.children, now, priority=CHILD_PRIORITY)
 
 
 def children_of(settings, site_name: str, values: Iterable) -> tuple:

@@ -20,7 +20,7 @@ from scraper.base.errors import FetchError, JobInvalid, ParseError
 from scraper.base.settings import MAX_ANSWER_MB, YOUTUBE_DOMAIN, YOUTUBE_URL
 from scraper.net import http
 from scraper.policy import retry
-from scraper.sites import Result, children_of, write
+from scraper.sites import Result
 
 SITE = "youtube"
 _VIDEO_ID_RE = re.compile(r"[A-Za-z0-9_-]{11}")
@@ -197,17 +197,8 @@ class _Site:
     def open(self, settings):
         return _Fetcher(settings)
 
-    def gone(self, conn, job, at):
-        pass                # a video that is gone is simply `invalid`; nothing else records it
-
-    def resume(self, conn, settings, now):
-        """Queue the videos of templates stored while transcripts were off (or before this version)."""
-        videos = [r[0] for r in conn.execute(
-            "SELECT DISTINCT video_id FROM template_videos AS tv WHERE NOT EXISTS "
-            "(SELECT 1 FROM jobs WHERE key = 'youtube:' || tv.video_id)")]
-        before = conn.total_changes
-        write(conn, Result(children=children_of(settings, SITE, videos)), now)
-        return conn.total_changes - before
+    def gone(self, job):
+        return Result()     # a video that is gone is simply `invalid`; nothing else records it
 
 
 site = _Site()

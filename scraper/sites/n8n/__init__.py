@@ -23,6 +23,7 @@ from scraper.sites import Result, check_storable, children_of, unstorable, youtu
 log = logging.getLogger(__name__)
 
 SITE = "n8n"
+API, PAGE = "api", "page"    # the kinds of raw answer a template keeps
 SEARCH_ROWS = 100  # rows per search page; the API answers 400 above 100
 STICKY_NOTE = "n8n-nodes-base.stickyNote"
 
@@ -413,8 +414,6 @@ class _Fetcher:
         self.s = settings
 
     def fetch(self, job, ctx):
-        from scraper.mirror import answers  # answers reads this module: imported at first use
-
         template_id = parse_key(job.key)
         fetched_at = ctx.fetched_at()
         body = ctx.get(detail_url(self.s.api_url, template_id))
@@ -424,12 +423,12 @@ class _Fetcher:
             raise unstorable("answer", e) from None
         if row["id"] != template_id:
             raise ParseError(f"answer is for template {row['id']}, not {template_id}")
-        raw = {answers.API: body}
+        raw = {API: body}
         if self.s.with_page:
             page = self._page(ctx, template_id)
             if page is not None:
                 row.update(extract_page(page.decode("utf-8", "replace")))
-                raw[answers.PAGE] = page
+                raw[PAGE] = page
         check_storable(row)
         videos = json.loads(row["videos"])
         links = [{"template_id": template_id, "video_id": v} for v in videos]
@@ -437,7 +436,7 @@ class _Fetcher:
             links=(("template_videos", "template_id", template_id, links),),
             children=children_of(self.s, youtube.SITE, videos),
             # the row, its version and its raw answers, in the transaction that marks the job done
-            writers=(lambda c: answers.store(c, row, raw, fetched_at),),
+            versioned=((row, raw, fetched_at),),
         )
 
     def _page(self, ctx, template_id):
@@ -465,13 +464,9 @@ class _Site:
     def open(self, settings):
         return _Fetcher(settings)
 
-    def resume(self, conn, settings, now):
-        return 0
-
-    def gone(self, conn, job, at):
+    def gone(self, job):
         """A stored template whose detail answer is gone is marked removed; its data and versions stay."""
-        from scraper.mirror import answers
-        answers.mark_removed(conn, parse_key(job.key), at)
+        return Result(removed=(parse_key(job.key),))
 
 
 site = _Site()

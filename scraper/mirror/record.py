@@ -1,0 +1,43 @@
+"""Where a site's `Result` becomes rows: the core stores what a site returns, in the job's transaction.
+
+Sites hold no SQL (import-linter keeps them away from `db`); they return a `Result` and this module
+writes it: plain rows, link tables, versioned items with their raw answers, removals and child jobs.
+"""
+
+from scraper import sites
+from scraper.db.queue import add_jobs
+from scraper.db.store import transaction, upsert
+from scraper.mirror import answers
+
+CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
+
+
+def write(conn, result: sites.Result, now: float, at: str = "") -> None:
+    """Write a Result inside the caller's transaction; `at` (ISO 8601) dates a removal."""
+    for table, row, pk in result.rows:
+        upsert(conn, table, row, pk)
+    for row, raw, fetched_at in result.versioned:
+        answers.store(conn, row, raw, fetched_at)
+    for table, column, value, rows in result.links:
+        conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
+        for row in rows:
+            cols = list(row)
+            conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                         [row[c] for c in cols])
+    for template_id in result.removed:
+        answers.mark_removed(conn, template_id, at)
+    if result.children:
+        add_jobs(conn, result.children, now, priority=CHILD_PRIORITY)
+
+
+def resume(conn, settings, now: float) -> int:
+    """Queue the videos of templates stored while transcripts were off (or before transcripts existed);
+    called before the workers start. Returns how many jobs were new."""
+    from scraper.sites import youtube
+    with transaction(conn) as c:
+        videos = [r[0] for r in c.execute(
+            "SELECT DISTINCT video_id FROM template_videos AS tv WHERE NOT EXISTS "
+            "(SELECT 1 FROM jobs WHERE key = 'youtube:' || tv.video_id)")]
+        before = c.total_changes
+        write(c, sites.Result(children=sites.children_of(settings, youtube.SITE, videos)), now)
+        return c.total_changes - before
