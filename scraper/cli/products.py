@@ -1,0 +1,122 @@
+"""Commands that publish the mirror: export, search, stats, report."""
+
+import json
+import sys
+import time
+
+import click
+
+from scraper.base import logs
+from scraper.cli.common import _existing_db, _settings
+from scraper.products import export, search
+
+
+@click.command("export")
+@click.option("--format", "fmt", type=click.Choice(export.FORMATS), required=True, help="Output format.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Write to this file (default: stdout; parquet needs a file).")
+@click.option("--columns", help="Comma-separated columns to export, in this order (default: all).")
+@click.option("--no-redact", is_flag=True, help="Keep credentials as stored (by default they become [REDACTED]).")
+@click.option("--live-only", is_flag=True, help="Leave out templates removed from n8n.io.")
+@click.pass_context
+def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
+    """Stream the workflows table as JSON Lines, JSON, CSV or Parquet (needs pyarrow: pip install
+    'scraper[parquet]').
+
+    CSV is made for spreadsheets: formula-safe, without the workflow JSON unless --columns names it,
+    and any cell over 32,767 characters cut with a visible mark.
+
+    Credentials in the workflows (API keys, tokens, Authorization headers, passwords in URLs, pinData)
+    are redacted unless --no-redact is given; stderr says how many.
+
+    JSON Lines, JSON and Parquet give each template its `transcripts` (video_id, language_code,
+    is_generated, text); CSV gives their texts joined in one `transcripts` cell.
+
+    \b
+    Example:
+        scraper export --format jsonl --output workflows.jsonl
+        scraper export --format csv --columns id,name,author,quality_score > workflows.csv
+        scraper export --format parquet --output workflows.parquet
+    """
+    s = _settings(ctx)
+    with _existing_db(s) as conn:
+        chosen = export.choose_columns(conn, columns, fmt)
+        if output:
+            summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact, live_only=live_only)
+            click.echo(logs.stamped(f"exported {summary.rows} workflow(s) to {output}; "
+                                    f"{summary.describe(not no_redact)}"), err=True)
+        else:
+            summary = export.write(conn, fmt, sys.stdout, chosen, redact=not no_redact, live_only=live_only)
+            sys.stdout.flush()      # the data first, then the line about it
+            click.echo(logs.stamped(f"exported {summary.rows} workflow(s); {summary.describe(not no_redact)}"),
+                       err=True)
+
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=1), default=search.LIMIT, show_default=True,
+              help="At most this many templates.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of {id, name, snippet, rank} instead of text.")
+@click.pass_context
+def search_cmd(ctx, query, limit, as_json):
+    """Full-text search of the stored templates (name, description, explainer, node types, categories,
+    author, video transcripts), best match first (bm25; `rank` is lower for a better match), with snippets.
+
+    QUERY is SQLite FTS5 syntax: words (all must match), "a phrase", OR, NOT, prefix*, and
+    column:word for one column (name, description, explainer, node_types, categories, author,
+    transcripts).
+
+    \b
+    Example:
+        scraper search slack
+        scraper search 'telegram AND openai' --limit 5
+        scraper search 'node_types:googleSheets' --json | jq '.[].id'
+    """
+    s = _settings(ctx)
+    with _existing_db(s) as conn:
+        results = search.query(conn, query, limit)
+    click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json else search.render(query, results))
+
+
+@click.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (every row of every ranking) instead of text.")
+@click.pass_context
+def stats_cmd(ctx, as_json):
+    """Statistics of the stored templates: node types and categories by the number of templates that
+    use them, authors, templates created per month, quality scores, videos and transcript coverage.
+
+    \b
+    Example:
+        scraper stats
+        scraper stats --json | jq '.node_types[:10]'
+    """
+    from scraper.products import stats
+    s = _settings(ctx)
+    with _existing_db(s) as conn:
+        report = stats.report(conn)
+    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else stats.render(report))
+
+
+@click.command("report")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), required=True, help="The HTML file to write.")
+@click.option("--run", "run_id", type=int, help="The run whose time charts to show (default: the latest).")
+@click.pass_context
+def report_cmd(ctx, output, run_id):
+    """Write one self-contained HTML page (no network needed to view it) with charts: templates done over
+    time, request rate against the limit, errors by kind, answer latency, quality scores, top node types
+    and the history of runs.
+
+    \b
+    Example:
+        scraper report --output report.html
+        scraper report --run 3 -o run3.html
+    """
+    from scraper.products import report
+    s = _settings(ctx)
+    with _existing_db(s) as conn:
+        size = report.write(conn, output, time.time(), run_id)
+    click.echo(logs.stamped(f"wrote the report to {output} ({size / 1024:.0f} KB)."), err=True)
+
+
+COMMANDS = (export_cmd, search_cmd, stats_cmd, report_cmd,)

@@ -1,0 +1,78 @@
+"""Commands that read the queue: status, failures."""
+
+import json
+import sys
+import time
+
+import click
+
+from scraper.base import logs
+from scraper.cli.common import CLEAR_SCREEN, WATCH_EVERY_S, _existing_db, _settings
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
+@click.option("--watch", is_flag=True, help="Redraw every second until Ctrl-C (with --json: one object a line).")
+@click.pass_context
+def status_cmd(ctx, as_json, watch):
+    """The run holding the database (or none), counts per status (and per site), orphaned rows, rate, ETA,
+    errors by kind, 429s and each domain's breaker.
+
+    \b
+    Example:
+        scraper status
+        scraper status --json | jq .eta_s
+        scraper status --watch
+    """
+    from scraper.products import status
+    s = _settings(ctx)
+    if not watch:
+        report = _status_report(s)
+        click.echo(json.dumps(report, indent=2) if as_json else status.render(report))
+        return
+    terminal = logs.is_terminal(sys.stdout)
+    try:
+        while True:
+            report = _status_report(s)
+            if as_json:
+                click.echo(json.dumps(report))
+            else:
+                click.echo((CLEAR_SCREEN if terminal else "") + f"status at {logs.stamp()}\n" + status.render(report)
+                           + ("" if terminal else "\n"))
+            time.sleep(WATCH_EVERY_S)
+    except KeyboardInterrupt:       # Ctrl-C is how a watch ends: not an error
+        return
+
+
+def _status_report(s):
+    from scraper.db import runstate
+    from scraper.db.queue import Queue
+    from scraper.products import status
+    with _existing_db(s) as conn:
+        return status.report(Queue(conn), time.time(), runstate.current(conn, s.lock_path))
+
+
+
+@click.command("failures")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of {key, status, error_kind, last_error, "
+              "attempts, http_status} instead of text.")
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the newest N.")
+@click.pass_context
+def failures_cmd(ctx, as_json, limit):
+    """The jobs that ended failed or invalid, and why, the newest first.
+
+    \b
+    Example:
+        scraper failures --limit 20
+        scraper failures --json | jq -r '.[] | select(.status == "failed") | .key'
+    """
+    from scraper.db.queue import Queue
+    from scraper.products import failures
+    s = _settings(ctx)
+    with _existing_db(s) as conn:
+        rows = failures.listing(conn, limit)
+        total = sum(n for st, n in Queue(conn).counts().items() if st in ("failed", "invalid"))
+    click.echo(json.dumps(rows, indent=2) if as_json else failures.render(rows, total))
+
+
+COMMANDS = (status_cmd, failures_cmd,)
