@@ -12,7 +12,8 @@ Modes (``MODES``):
 
 Command line: ``--robots MODE --robots-body TEXT --robots-disallow /a,/b --robots-disallow-ids 1
 --robots-allow /x --robots-crawl-delay 2 --robots-request-rate 1/5 --robots-sitemap /sitemap.xml``
-(``\\n`` in ``--robots-body`` is a line break). At run time: ``POST /_standin/robots`` with the same names
+(``\\n`` in ``--robots-body`` is a line break). Note that Python's ``urllib.robotparser`` reads only whole
+seconds in ``Crawl-delay`` (``2.5`` is ignored there). At run time: ``POST /_standin/robots`` with the same names
 as JSON keys (``{"mode": "rules", "disallow_ids": "1", "crawl_delay": 2}``); ``GET /_standin/robots`` shows
 the mode and the body served.
 """
