@@ -13,7 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from scraper.base import exitcodes
 from scraper.policy import breaker, outcome, progress, retry
 
-FAST = settings(max_examples=100, deadline=None)
+FAST = settings(max_examples=80, deadline=None)
 
 rngs = st.integers(0, 2**32 - 1).map(random.Random)
 bases = st.floats(0.001, 1000.0)
@@ -233,7 +233,7 @@ class BreakerMachine(RuleBasedStateMachine):
             raise AssertionError("max_open_cycles failed probes in a row, yet the domain was not given up")
 
 
-BreakerMachine.TestCase.settings = settings(max_examples=120, stateful_step_count=40, deadline=None)
+BreakerMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=40, deadline=None)
 test_breaker_under_any_sequence_of_outcomes = BreakerMachine.TestCase
 
 
