@@ -63,7 +63,8 @@ def on_blocked(b, now, open_s, max_open_cycles=None):
     """The site refuses this address outright: open at once, whatever the count of failures. A probe that
     meets a block is a failed probe (it counts towards giving the domain up)."""
     cycles = b.open_cycles + 1 if b.state == HALF_OPEN else b.open_cycles
-    gave_up = b.state == HALF_OPEN and max_open_cycles is not None and cycles >= max_open_cycles
+    # a block met by a request that was in flight when the domain was given up does not undo that
+    gave_up = b.gave_up or (b.state == HALF_OPEN and max_open_cycles is not None and cycles >= max_open_cycles)
     return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_s, probe_until=0.0,
                    open_cycles=cycles, gave_up=gave_up)
 
