@@ -58,8 +58,9 @@ def test_decide_is_total_and_gives_one_of_the_documented_outcomes(kind, status, 
     # a retry that spends no attempt is for the domain's trouble only (failed probe, block, 429)
     if out.action == retry.RETRY and not out.counted:
         assert (probe and kind in retry.BREAKER_KINDS) or kind in (retry.BLOCKED, retry.HTTP_429)
-    # Retry-After is a minimum (up to the cap) wherever decide waits on it
-    if out.action == retry.RETRY and retry_after is not None and not (probe and kind in retry.BREAKER_KINDS):
+    # Retry-After is a minimum (up to the cap) wherever decide waits on it (a block waits on the breaker instead)
+    if (out.action == retry.RETRY and retry_after is not None and kind != retry.BLOCKED
+            and not (probe and kind in retry.BREAKER_KINDS)):
         assert out.delay_s >= min(cap, retry_after)
     if kind == retry.HTTP_429 and status not in retry.GONE + retry.FORBIDDEN and not probe:
         assert out == retry.Outcome(retry.RETRY, min(cap, base if retry_after is None else retry_after), False)
