@@ -9,7 +9,7 @@ import click
 
 from scraper import __version__
 from scraper.base import logs, settings
-from scraper.cli import jobs, mirror, products, reading
+from scraper.cli import jobs, mirror, products, reading, update
 from scraper.cli.common import Group
 
 
@@ -45,6 +45,6 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
 
 
 
-for _module in (jobs, reading, mirror, products):
+for _module in (jobs, update, reading, mirror, products):
     for _command in _module.COMMANDS:
         main.add_command(_command)

@@ -5,12 +5,13 @@ import contextlib
 import io
 import logging
 import os
+import signal
 import sqlite3
 
 import click
 
 from scraper.base import exitcodes, logs, settings
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, Stopped
 
 log = logging.getLogger("scraper")
 
@@ -91,3 +92,37 @@ def _existing_db(s):
     finally:
         conn.close()
 
+
+
+SIGNAL_NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+SIGNAL_CODES = {signal.SIGINT: exitcodes.SIGINT, signal.SIGTERM: exitcodes.SIGTERM}
+
+
+@contextlib.contextmanager
+def raising_on_signals():
+    """Inside: SIGINT and SIGTERM raise `Stopped` (so every `finally` runs), instead of click's bare
+    `Aborted!` (exit 1) or a silent death (SIGTERM leaves temporary files behind)."""
+    def stop(signum, frame):
+        raise Stopped(signum, SIGNAL_CODES[signum])
+
+    previous = {sig: signal.signal(sig, stop) for sig in SIGNAL_CODES}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def stops_cleanly(what, partial=None):
+    """`with stops_cleanly("export"):` around a command that writes a file through a temporary one (export,
+    report, any coming export): a signal removes the temporary file (the writer's own `finally`), prints
+    one timestamped line saying nothing was written, and exits 130 (Ctrl-C) or 143 (SIGTERM). `partial`:
+    the sentence to say instead, when output already went somewhere it cannot be taken back (stdout)."""
+    try:
+        with raising_on_signals():
+            yield
+    except Stopped as e:
+        said = partial or "nothing was written"
+        click.echo(logs.stamped(f"{what} stopped by {SIGNAL_NAMES[e.signum]}; {said}."), err=True)
+        raise click.exceptions.Exit(e.code) from None

@@ -7,7 +7,7 @@ import time
 import click
 
 from scraper.base import logs
-from scraper.cli.common import _existing_db, _settings
+from scraper.cli.common import _existing_db, _settings, stops_cleanly
 from scraper.products import export, search
 
 
@@ -39,7 +39,7 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
         scraper export --format parquet --output workflows.parquet
     """
     s = _settings(ctx)
-    with _existing_db(s) as conn:
+    with stops_cleanly("export", None if output else "what went to stdout is incomplete"), _existing_db(s) as conn:
         chosen = export.choose_columns(conn, columns, fmt)
         if output:
             summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact, live_only=live_only)
@@ -114,7 +114,7 @@ def report_cmd(ctx, output, run_id):
     """
     from scraper.products import report
     s = _settings(ctx)
-    with _existing_db(s) as conn:
+    with stops_cleanly("report"), _existing_db(s) as conn:
         size = report.write(conn, output, time.time(), run_id)
     click.echo(logs.stamped(f"wrote the report to {output} ({size / 1024:.0f} KB)."), err=True)
 
