@@ -40,7 +40,45 @@ def _stamp_show(e):
 
 
 class Group(click.Group):
-    """The command group; its only addition is the timestamp on click's own `Error:` lines."""
+    """The command group: the timestamp on click's own `Error:` lines, and the global options accepted
+    after the command name too (`scraper status --db PATH`)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, self._globals_first(args))
+
+    def _globals_first(self, args):
+        """`args` with every global option that comes after the command name moved before it; the same
+        option given twice with different values is refused."""
+        takes_value = {opt for p in self.params if isinstance(p, click.Option) and not p.is_flag for opt in p.opts}
+        found, head, rest, command = [], [], [], None
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":                     # everything after it is the command's own
+                (rest if command else head).extend(args[i:])
+                break
+            name = arg.split("=", 1)[0]
+            if name in takes_value:
+                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else None)
+                if value is None:
+                    (rest if command else head).append(arg)     # click says the value is missing
+                    break
+                found.append((name, value))
+                head.extend([name, value])
+                i += 1 if "=" in arg else 2
+                continue
+            if command is None and not arg.startswith("-"):
+                command = arg
+                rest.append(arg)
+            else:
+                (rest if command else head).append(arg)
+            i += 1
+        seen = {}
+        for name, value in found:
+            if seen.setdefault(name, value) != value:
+                raise click.UsageError(f"{name} is given twice with different values ({seen[name]!r} and "
+                                       f"{value!r}); give it once.")
+        return head + rest
 
     def make_context(self, *args, **kwargs):
         try:
@@ -55,6 +93,13 @@ class Group(click.Group):
         except click.ClickException as e:
             _stamp_show(e)
             raise
+
+
+class Choice(click.Choice):
+    """click's Choice whose "missing" message fits on one line (click's own lists one choice a line)."""
+
+    def get_missing_message(self, param, ctx=None):
+        return f"choose one of {', '.join(map(str, self.choices))}"
 
 
 def _say(text):
