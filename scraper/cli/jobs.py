@@ -23,7 +23,7 @@ def _job_count(s):
 @click.option("--ids", "ids_file", type=click.Path(dir_okay=False),
               help="A file of template ids or n8n.io workflow URLs, one per line.")
 @click.option("--limit", type=click.IntRange(min=1), help="With --from-search: stop after this many templates.")
-@click.option("--if-empty", is_flag=True, help="Do nothing when the database already has jobs (for `make scrape`).")
+@click.option("--if-empty", is_flag=True, help="Do nothing when the database already has jobs.")
 @click.option("--rate", "rate_per_s", type=float, default=settings.RATE_PER_S, show_default=True,
               help="Search requests per second (the same shared budget as `run`).")
 @click.option("--burst", type=int, default=settings.BURST, show_default=True,

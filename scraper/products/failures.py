@@ -5,9 +5,9 @@ import datetime
 FIELDS = ("key", "status", "error_kind", "last_error", "attempts", "http_status")
 
 
-def listing(conn, limit=None):
-    """[{key, status, error_kind, last_error, attempts, http_status, failed_at}], the newest end first
-    (`failed_at`: ISO 8601 UTC, when its last attempt ended)."""
+def listing(conn, limit=None, with_time=False):
+    """[{key, status, error_kind, last_error, attempts, http_status}], the newest end first; `with_time`
+    adds `failed_at` (UTC text, when its last attempt ended) for the text listing."""
     sql = (f"SELECT {', '.join(FIELDS)}, finished_at FROM jobs WHERE status IN ('failed', 'invalid') "
            "ORDER BY finished_at DESC, id DESC")
     args = ()
@@ -16,7 +16,8 @@ def listing(conn, limit=None):
     found = []
     for r in conn.execute(sql, args):
         row = {f: r[f] for f in FIELDS}
-        row["failed_at"] = None if r["finished_at"] is None else _iso(r["finished_at"])
+        if with_time:
+            row["failed_at"] = None if r["finished_at"] is None else _iso(r["finished_at"])
         found.append(row)
     return found
 
