@@ -301,7 +301,8 @@ def test_every_option_the_docs_name_exists():
         command = None
         for word in words:
             if word.startswith("--"):
-                if word.split("=")[0] not in (helps[command] if command else global_options):
+                # global options are accepted after the command name too
+                if word.split("=")[0] not in (helps[command] | global_options if command else global_options):
                     problems.append(f"{where}: {word} is not an option of `scraper {command or ''}`")
             elif command is None and word in COMMANDS:
                 command = word
@@ -346,7 +347,7 @@ def option_tables():
 def options_of(command):
     """Every option its --help lists (but --help and --version), with the click parameter."""
     return {opt: p for p in command.params if isinstance(p, click.Option) and p.name != "version"
-            for opt in (*p.opts, *p.secondary_opts) if opt.startswith("--")}
+            for opt in (*p.opts, *p.secondary_opts)}
 
 
 def test_every_option_of_every_command_is_in_the_guides_option_tables():
