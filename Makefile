@@ -29,12 +29,10 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-# the steps of the crontab line in README.md and docs/operations.md: seed (creates the database, or adds
-# new templates), give failed rows another chance, run
+# what the crontab line in README.md and docs/operations.md runs: the walk (creates the database, or
+# queues new, changed and removed templates), failed rows another chance, the run; in one process
 scrape: install
-	$(BIN)/scraper seed --from-search
-	$(BIN)/scraper retry --failed
-	$(BIN)/scraper run --workers $(WORKERS)
+	$(BIN)/scraper update --workers $(WORKERS)
 
 demo: install
 	$(BIN)/python -m scripts.demo --templates $(DEMO_TEMPLATES) --workers $(WORKERS) --db $(DEMO_DB)

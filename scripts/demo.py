@@ -7,6 +7,7 @@ the database is the --db file (removed first, so the demo starts clean).
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,10 @@ def main():
                    SCRAPER_YOUTUBE_URL=youtube.url)
 
         def scraper(*argv):
-            print("$ scraper " + " ".join(argv), flush=True)
+            # the command as it really runs: its database and URLs, copyable into a shell
+            urls = " ".join(f"{k}={shlex.quote(env[k])}" for k in ("SCRAPER_DB", "SCRAPER_API_URL", "SCRAPER_SITE_URL",
+                                                                    "SCRAPER_YOUTUBE_URL"))
+            print(f"$ {urls} scraper " + " ".join(shlex.quote(a) for a in argv), flush=True)
             return subprocess.run([sys.executable, "-m", "scraper", *argv], env=env).returncode
 
         if scraper("seed", "--from-search") != 0:

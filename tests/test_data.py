@@ -487,11 +487,11 @@ def test_the_rate_chart_counts_the_sites_domain_against_its_limit_and_the_histor
     conn.execute("INSERT INTO runs (pid, started_at, finished_at, workers, settings) VALUES (1, 1000, 1010, 2, ?)",
                  (json.dumps({"site_url": "https://n8n.io", "rate_per_s": 2.0, "burst": 5, "limiter": True}),))
     for i in range(10):
-        conn.execute("INSERT INTO requests (at, domain, kind, status, ms) VALUES (?, 'n8n.io', 'ok', NULL, 40)",
-                     (1000.5 + i,))
+        conn.execute("INSERT INTO requests (at, domain, kind, status, ms, run_id) "
+                     "VALUES (?, 'n8n.io', 'ok', NULL, 40, 1)", (1000.5 + i,))
     for i in range(6):
-        conn.execute("INSERT INTO requests (at, domain, kind, status, ms) VALUES (?, 'youtube.com', 'ok', NULL, 90)",
-                     (1000.5 + i,))
+        conn.execute("INSERT INTO requests (at, domain, kind, status, ms, run_id) "
+                     "VALUES (?, 'youtube.com', 'ok', NULL, 90, 1)", (1000.5 + i,))
     data = report.gather(conn, 2000)
     conn.close()
     run = data["run"]

@@ -28,8 +28,8 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
-COMMANDS = ("seed", "run", "status", "retry", "failures", "export", "refresh", "changes", "history", "reextract",
-            "search", "stats", "report")
+COMMANDS = ("seed", "update", "run", "status", "retry", "failures", "export", "refresh", "changes", "history",
+            "reextract", "search", "stats", "report")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")
@@ -149,6 +149,7 @@ OUTPUT_CHECKS = [
     (r"\bretry --failed\b", has("failed job(s) back to pending")),
     (r"\bretry --invalid\b", lambda done, ctx: f"moved {ctx['invalid']} invalid" in done.stdout),
     (r"\bretry --all\b", lambda done, ctx: f"moved {ctx['invalid']} failed/invalid" in done.stdout),
+    (r"scraper update\b", has("update finished: exit 0, set by")),
     (r"scraper run\b", lambda done, ctx: ("another `scraper run`" if ctx["expected"] == 75 else "run finished")
      in done.stderr),
     (r"tables jobs\.db --counts", has('"table": "workflows"')),
@@ -177,7 +178,7 @@ OUTPUT_CHECKS = [
 ]
 
 
-CRON_STEPS = [["seed", "--from-search"], ["retry", "--failed"], ["run", "--workers"]]
+CRON_STEPS = [["update", "--workers"]]
 
 
 def cron_lines(path):
@@ -192,7 +193,7 @@ def test_the_crontab_line_is_the_same_in_the_readme_and_the_guide_and_make_scrap
     assert steps == CRON_STEPS
     recipe = MAKEFILE.read_text().split("\nscrape:", 1)[1].split("\n\n", 1)[0]
     made = [line.split()[1:3] for line in recipe.splitlines() if "/scraper " in line]
-    assert [m[:2] if m[0] != "run" else m[:1] + ["--workers"] for m in made] == CRON_STEPS
+    assert made == CRON_STEPS
 
 
 def test_the_crontab_line_works_from_an_empty_folder_and_logs_with_timestamps(standin, tmp_path):
@@ -212,9 +213,14 @@ def test_the_crontab_line_works_from_an_empty_folder_and_logs_with_timestamps(st
     assert [line for line in log if not stamp.match(line)] == []
     assert sum("seeded 25 new job(s)" in line for line in log) == 1        # the first night seeds
     assert sum("seeded 0 new job(s); 25 already known." in line for line in log) == 1
-    assert sum("failed job(s) back to pending." in line for line in log) == 2
+    assert sum("failed job(s) back to pending;" in line for line in log) == 2
     ends = [line for line in log if " next: " in line]
     assert len(ends) == 2 and all("scraper failures" in line for line in ends)   # the 403s stay failed
+    # the 403s failed within --retry-after (24 h): the second night leaves them alone
+    assert "moved 0 failed job(s) back to pending" in [line for line in log if "back to pending" in line][-1]
+    finals = [line for line in log if "update finished:" in line]
+    assert len(finals) == 2 and all("exit 1, set by the run" in line for line in finals), finals
+    assert log[-1] == finals[-1]
 
 
 def fill(site, db):
@@ -295,7 +301,8 @@ def test_every_option_the_docs_name_exists():
         command = None
         for word in words:
             if word.startswith("--"):
-                if word.split("=")[0] not in (helps[command] if command else global_options):
+                # global options are accepted after the command name too
+                if word.split("=")[0] not in (helps[command] | global_options if command else global_options):
                     problems.append(f"{where}: {word} is not an option of `scraper {command or ''}`")
             elif command is None and word in COMMANDS:
                 command = word
@@ -310,24 +317,96 @@ def test_every_option_the_docs_name_exists():
     assert not problems, "\n".join(problems)
 
 
-def test_the_option_tables_give_the_real_defaults():
-    defaults = {}
-    for command in [cli, *(cli.commands[name] for name in COMMANDS)]:
-        ctx = click.Context(command)
-        for param in command.params:
-            for opt in param.opts:
-                defaults.setdefault(opt, param.get_default(ctx))
+TABLE_LEAD = re.compile(r"^(?:Global options|`scraper (?P<command>[a-z]+)`)")
+TABLE_ROW = re.compile(r"^\| `(?P<options>--[a-z][a-z0-9/-]*)` \| (?P<default>[^|]+?) \|")
+
+
+def option_tables():
+    """{command ('' for the global options): {option: stated default}} from the guide's option tables;
+    a table led by "takes every option of `scraper run`" has run's rows too."""
     section = OPERATIONS.read_text().split("## Options and defaults", 1)[1]
-    table = re.findall(r"^\| `(--[a-z-]+)` \| ([^|]+?) \|", section, re.M)
-    assert len(table) >= 15
-    for option, stated in table:
-        stated, real = stated.strip("` "), defaults[option]
-        if isinstance(real, bool):
-            assert stated == ("on" if real else "off"), option
-        elif isinstance(real, (int, float)):
-            assert float(stated) == float(real), option
-        else:
-            assert stated == str(real), option
+    tables, current = {}, None
+    for line in section.splitlines():
+        lead = TABLE_LEAD.match(line)
+        if lead:
+            current = lead.group("command") or ""
+            rows = tables.setdefault(current, {})
+            if "every option of `scraper run`" in line:
+                rows["inherits"] = "run"
+            continue
+        row = TABLE_ROW.match(line)
+        if row and current is not None:
+            for option in row.group("options").split("/"):
+                tables[current][option] = row.group("default").strip("` ")
+    for rows in tables.values():
+        if rows.pop("inherits", None):
+            rows.update(tables["run"])
+    return tables
+
+
+def options_of(command):
+    """Every option its --help lists (but --help and --version), with the click parameter."""
+    return {opt: p for p in command.params if isinstance(p, click.Option) and p.name != "version"
+            for opt in (*p.opts, *p.secondary_opts)}
+
+
+def test_every_option_of_every_command_is_in_the_guides_option_tables():
+    tables = option_tables()
+    missing = [f"{name or 'global'}: {opt}" for name, command in [("", cli)] + [(n, cli.commands[n]) for n in
+                                                                                  sorted(cli.commands)]
+               for opt in options_of(command) if opt not in tables.get(name, {})]
+    assert not missing, "options missing from the guide's tables:\n" + "\n".join(missing)
+
+
+def test_the_option_tables_give_the_real_defaults():
+    tables = option_tables()
+    assert len(tables) >= 14
+    for name, stated_defaults in tables.items():
+        command = cli.commands[name] if name else cli
+        params, ctx = options_of(command), click.Context(command)
+        for option, stated in stated_defaults.items():
+            assert option in params, f"{name}: the guide names {option}, which it does not have"
+            param = params[option]
+            real = param.get_default(ctx)
+            where = f"scraper {name} {option}"
+            if param.is_flag and not param.secondary_opts:
+                assert stated == ("on" if real else "off"), where
+            elif isinstance(real, bool):
+                assert stated == ("on" if real else "off"), where
+            elif real is None or real == () or "UNSET" in repr(real):
+                assert stated == "none", where
+            elif isinstance(real, (int, float)):
+                assert float(stated) == float(real), where
+            else:
+                assert stated == str(real), where
+
+
+def test_the_guide_shows_how_to_point_the_tool_at_the_standins_by_hand():
+    text = OPERATIONS.read_text()
+    recipe = text.split("### Trying it by hand against the stand-ins", 1)[1].split("\n## ", 1)[0]
+    for needed in ("/api", "SCRAPER_API_URL", "SCRAPER_SITE_URL", "SCRAPER_YOUTUBE_URL", "python -m scripts.standin ",
+                   "python -m scripts.standin.youtube"):
+        assert needed in recipe, needed
+    for module in ("scripts.standin", "scripts.standin.youtube"):
+        real = options_in(subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True,
+                                          text=True).stdout)
+        used = {o for line in recipe.splitlines() if f"-m {module} " in line for o in options_in(line)}
+        assert used and used <= real, (module, used - real)
+
+
+def test_the_cron_log_is_ignored_by_git_and_the_guide_shows_how_to_rotate_it():
+    (line,) = cron_lines(README)
+    log = APPEND_RE.search(line).group(1)
+    ignored = subprocess.run(["git", "check-ignore", "-q", log], cwd=ROOT).returncode == 0
+    assert ignored or log.startswith("/"), f"{log} would be committed"
+    assert "logrotate" in OPERATIONS.read_text() and f"{log} {{" in OPERATIONS.read_text().replace("/srv/scraper/", "")
+
+
+def test_the_readme_has_no_garbled_sentence_about_make_bench():
+    text = " ".join(README.read_text().split())
+    sentence = next(s for s in re.split(r"(?<=\.) ", text) if "make bench" in s)
+    assert "`.venv/bin/python -m scripts.bench_data` that of" not in sentence
+    assert sentence.count("(") == sentence.count(")"), sentence
 
 
 def documented_status_keys():
@@ -379,5 +458,5 @@ def test_the_module_table_names_every_module_and_only_real_ones():
             for p in (ROOT / "scraper").rglob("*.py") if p.name not in ("__main__.py",)}
     real -= {"__init__", "base", "policy", "db", "net", "politeness", "mirror", "pool", "products"}
     assert named - real == set(), "the module table names modules that do not exist"
-    assert real - named - {"cli/common", "cli/jobs", "cli/reading", "cli/mirror", "cli/products"} == set(), \
-        "a module is missing from docs/architecture.md's module table"
+    cli_modules = {f"cli/{name}" for name in ("common", "jobs", "reading", "mirror", "products", "update")}
+    assert real - named - cli_modules == set(), "a module is missing from docs/architecture.md's module table"

@@ -142,9 +142,13 @@ def test_failures_json_lists_every_failed_row_with_its_reason_newest_first(faile
 
 def test_failures_text_and_its_limit(failed_db):
     text = invoke("failures", "--limit", "3", db=failed_db).output.splitlines()
-    assert text[0].startswith("n8n:4  failed  network") and "ConnectionError: reset" in text[0]
+    # the time of each failure, then aligned columns: every row's key, status, kind... start at one place
+    assert re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  n8n:4  failed  network ", text[0]), text[0]
+    assert "ConnectionError: reset" in text[0]
+    full = invoke("failures", db=failed_db).output.splitlines()
+    assert len({line.index(" HTTP ") for line in full}) == 1 and len({line.index("attempt(s)") for line in full}) == 1
     assert text[-1] == "... and 1 more (raise --limit to see them)."
-    assert invoke("failures", db=failed_db).output.count("\n") == 4
+    assert len(full) == 4
 
 
 def test_failures_of_a_clean_database(tmp_path):

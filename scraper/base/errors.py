@@ -45,3 +45,13 @@ class JobInvalid(ScraperError):
 
 class HandedBack(ScraperError):
     """A stop came while the job waited for its turn; the job was handed back unfinished."""
+
+
+class Stopped(BaseException):
+    """SIGINT or SIGTERM arrived (`code` 130 or 143). A BaseException, like KeyboardInterrupt, so that no
+    `except Exception` swallows it and every `finally` on the way out (temporary files) runs."""
+
+    def __init__(self, signum, code):
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum
+        self.code = code

@@ -43,6 +43,7 @@ YOUTUBE_RATE_PER_S = 0.2
 YOUTUBE_BURST = 2
 TRANSCRIPT_LANGUAGES = ("en",)
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
+RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
 ENV_DB = "SCRAPER_DB"
 ENV_API_URL = "SCRAPER_API_URL"

@@ -9,8 +9,8 @@ import click
 
 from scraper import __version__
 from scraper.base import logs, settings
-from scraper.cli import jobs, mirror, products, reading
-from scraper.cli.common import Group
+from scraper.cli import jobs, mirror, products, reading, update
+from scraper.cli.common import Choice, Group
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -26,7 +26,7 @@ from scraper.cli.common import Group
 @click.option("--youtube-url", envvar=settings.ENV_YOUTUBE_URL, default=settings.YOUTUBE_URL, show_default=True,
               help=f"Where requests for https://www.youtube.com go, same path and query "
                    f"[env {settings.ENV_YOUTUBE_URL}].")
-@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+@click.option("--log-level", type=Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
 @click.pass_context
@@ -45,6 +45,6 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
 
 
 
-for _module in (jobs, reading, mirror, products):
+for _module in (jobs, update, reading, mirror, products):
     for _command in _module.COMMANDS:
         main.add_command(_command)

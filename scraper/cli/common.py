@@ -5,12 +5,13 @@ import contextlib
 import io
 import logging
 import os
+import signal
 import sqlite3
 
 import click
 
 from scraper.base import exitcodes, logs, settings
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, Stopped
 
 log = logging.getLogger("scraper")
 
@@ -39,7 +40,45 @@ def _stamp_show(e):
 
 
 class Group(click.Group):
-    """The command group; its only addition is the timestamp on click's own `Error:` lines."""
+    """The command group: the timestamp on click's own `Error:` lines, and the global options accepted
+    after the command name too (`scraper status --db PATH`)."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, self._globals_first(args))
+
+    def _globals_first(self, args):
+        """`args` with every global option that comes after the command name moved before it; the same
+        option given twice with different values is refused."""
+        takes_value = {opt for p in self.params if isinstance(p, click.Option) and not p.is_flag for opt in p.opts}
+        found, head, rest, command = [], [], [], None
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":                     # everything after it is the command's own
+                (rest if command else head).extend(args[i:])
+                break
+            name = arg.split("=", 1)[0]
+            if name in takes_value:
+                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else None)
+                if value is None:
+                    (rest if command else head).append(arg)     # click says the value is missing
+                    break
+                found.append((name, value))
+                head.extend([name, value])
+                i += 1 if "=" in arg else 2
+                continue
+            if command is None and not arg.startswith("-"):
+                command = arg
+                rest.append(arg)
+            else:
+                (rest if command else head).append(arg)
+            i += 1
+        seen = {}
+        for name, value in found:
+            if seen.setdefault(name, value) != value:
+                raise click.UsageError(f"{name} is given twice with different values ({seen[name]!r} and "
+                                       f"{value!r}); give it once.")
+        return head + rest
 
     def make_context(self, *args, **kwargs):
         try:
@@ -54,6 +93,13 @@ class Group(click.Group):
         except click.ClickException as e:
             _stamp_show(e)
             raise
+
+
+class Choice(click.Choice):
+    """click's Choice whose "missing" message fits on one line (click's own lists one choice a line)."""
+
+    def get_missing_message(self, param, ctx=None):
+        return f"choose one of {', '.join(map(str, self.choices))}"
 
 
 def _say(text):
@@ -91,3 +137,37 @@ def _existing_db(s):
     finally:
         conn.close()
 
+
+
+SIGNAL_NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+SIGNAL_CODES = {signal.SIGINT: exitcodes.SIGINT, signal.SIGTERM: exitcodes.SIGTERM}
+
+
+@contextlib.contextmanager
+def raising_on_signals():
+    """Inside: SIGINT and SIGTERM raise `Stopped` (so every `finally` runs), instead of click's bare
+    `Aborted!` (exit 1) or a silent death (SIGTERM leaves temporary files behind)."""
+    def stop(signum, frame):
+        raise Stopped(signum, SIGNAL_CODES[signum])
+
+    previous = {sig: signal.signal(sig, stop) for sig in SIGNAL_CODES}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def stops_cleanly(what, partial=None):
+    """`with stops_cleanly("export"):` around a command that writes a file through a temporary one (export,
+    report, any coming export): a signal removes the temporary file (the writer's own `finally`), prints
+    one timestamped line saying nothing was written, and exits 130 (Ctrl-C) or 143 (SIGTERM). `partial`:
+    the sentence to say instead, when output already went somewhere it cannot be taken back (stdout)."""
+    try:
+        with raising_on_signals():
+            yield
+    except Stopped as e:
+        said = partial or "nothing was written"
+        click.echo(logs.stamped(f"{what} stopped by {SIGNAL_NAMES[e.signum]}; {said}."), err=True)
+        raise click.exceptions.Exit(e.code) from None

@@ -23,7 +23,7 @@ def _job_count(s):
 @click.option("--ids", "ids_file", type=click.Path(dir_okay=False),
               help="A file of template ids or n8n.io workflow URLs, one per line.")
 @click.option("--limit", type=click.IntRange(min=1), help="With --from-search: stop after this many templates.")
-@click.option("--if-empty", is_flag=True, help="Do nothing when the database already has jobs (for `make scrape`).")
+@click.option("--if-empty", is_flag=True, help="Do nothing when the database already has jobs.")
 @click.option("--rate", "rate_per_s", type=float, default=settings.RATE_PER_S, show_default=True,
               help="Search requests per second (the same shared budget as `run`).")
 @click.option("--burst", type=int, default=settings.BURST, show_default=True,
@@ -164,7 +164,7 @@ def _check_source(s, adopt):
               help=f"A domain's own requests per second and burst; repeatable [default youtube.com="
                    f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
 @click.pass_context
-def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
+def run_cmd(ctx, **options):
     """Work through the pending jobs with N worker processes until no job is running and no pending one
     is left, except those of a domain the run gave up (it waits through backoffs, 429 pauses and open
     breakers).
@@ -185,12 +185,7 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
     """
     from scraper.policy import outcome
     from scraper.pool import supervisor
-    try:
-        rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
-    except ConfigError as e:
-        raise Failure(str(e)) from None
-    s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
-                  transcript_languages=settings.parse_languages(transcript_languages), **options)
+    s, adopt_urls = run_settings(ctx, **options)
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     _check_source(s, adopt_urls)
@@ -201,6 +196,17 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
         raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
     log.info("%s", _next_step(s, code))
     ctx.exit(code)
+
+
+def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
+    """(settings, adopt_urls) from `run`'s options (shared with `update`); a bad value is a Failure (exit 2)."""
+    try:
+        rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
+                  transcript_languages=settings.parse_languages(transcript_languages), **options)
+    return s, adopt_urls
 
 
 def _next_step(s, code):

@@ -7,7 +7,9 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import ParseError
-from scraper.cli.common import Failure, _existing_db, _say, _settings
+from scraper.cli.common import Choice, Failure, _existing_db, _say, _settings
+
+CHANGE_KINDS = ("added", "changed", "removed", "restored")
 
 
 @click.command("refresh")
@@ -26,20 +28,27 @@ def refresh_cmd(ctx, older_than_days, limit):
     from scraper.mirror import sync
     s = _settings(ctx)
     with _existing_db(s) as conn:
-        n = sync.refresh(conn, older_than_days, limit, time.time())
-    _say(f"queued {n} template(s) for a re-fetch.")
+        now = time.time()
+        n = sync.refresh(conn, older_than_days, limit, now)
+        why = "" if n else f": {sync.why_none_due(conn, older_than_days, now)}"
+    _say(f"queued {n} template(s) for a re-fetch{why}.")
 
 
 @click.command("changes")
 @click.option("--since", help="Only changes at or after this time (ISO 8601; no offset means UTC).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the newest N (still printed oldest first).")
+@click.option("--kind", "kinds", multiple=True, type=Choice(CHANGE_KINDS),
+              help="Only changes of this kind; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array instead of text.")
 @click.pass_context
-def changes_cmd(ctx, since, as_json):
-    """List what changed, oldest first: added, changed (a new version), removed, restored.
+def changes_cmd(ctx, since, limit, kinds, as_json):
+    """List what changed, oldest first (then by template id): added, changed (a new version), removed,
+    restored.
 
     \b
     Example:
         scraper changes --since 2026-11-01
+        scraper changes --limit 5 --kind added --kind restored
         scraper changes --since 2026-11-25T02:00:00Z --json
     """
     from scraper.mirror import answers, sync
@@ -50,7 +59,7 @@ def changes_cmd(ctx, since, as_json):
             from None
     s = _settings(ctx)
     with _existing_db(s) as conn:
-        found = answers.changes(conn, since)
+        found = answers.changes(conn, since, kinds, limit)
     if as_json:
         click.echo(json.dumps(found, indent=2))
     else:
@@ -59,19 +68,27 @@ def changes_cmd(ctx, since, as_json):
 
 
 @click.command("history")
-@click.argument("template_id", metavar="ID", type=click.IntRange(min=1))
+@click.argument("template", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array instead of text.")
 @click.pass_context
-def history_cmd(ctx, template_id, as_json):
-    """List the stored versions of one template, oldest first.
+def history_cmd(ctx, template, as_json):
+    """List the stored versions of one template, oldest first. ID is a template id, a job key as
+    `failures` prints it (n8n:ID) or a workflow URL, as in a `seed --ids` file.
 
     \b
     Example:
         scraper history 1234
-        scraper history 1234 --json
+        scraper history n8n:1234 --json
     """
     from scraper.mirror import answers
+    from scraper.sites import n8n
     s = _settings(ctx)
+    try:
+        template_id = n8n.parse_id_line(template, s.site_url)
+    except ParseError as e:
+        raise Failure(f"{template!r} {e}; give a template id, n8n:ID or a workflow URL.") from None
+    if template_id is None:
+        raise Failure("give a template id, n8n:ID or a workflow URL.")
     with _existing_db(s) as conn:
         versions = answers.history(conn, template_id)
     if not versions:

@@ -7,12 +7,12 @@ import time
 import click
 
 from scraper.base import logs
-from scraper.cli.common import _existing_db, _settings
+from scraper.cli.common import Choice, _existing_db, _settings, stops_cleanly
 from scraper.products import export, search
 
 
 @click.command("export")
-@click.option("--format", "fmt", type=click.Choice(export.FORMATS), required=True, help="Output format.")
+@click.option("--format", "fmt", type=Choice(export.FORMATS), required=True, help="Output format.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False),
               help="Write to this file (default: stdout; parquet needs a file).")
 @click.option("--columns", help="Comma-separated columns to export, in this order (default: all).")
@@ -39,7 +39,7 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
         scraper export --format parquet --output workflows.parquet
     """
     s = _settings(ctx)
-    with _existing_db(s) as conn:
+    with stops_cleanly("export", None if output else "what went to stdout is incomplete"), _existing_db(s) as conn:
         chosen = export.choose_columns(conn, columns, fmt)
         if output:
             summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact, live_only=live_only)
@@ -76,7 +76,8 @@ def search_cmd(ctx, query, limit, as_json):
     s = _settings(ctx)
     with _existing_db(s) as conn:
         results = search.query(conn, query, limit)
-    click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json else search.render(query, results))
+        total = None if as_json else search.count(conn, query)
+    click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json else search.render(query, results, total))
 
 
 @click.command("stats")
@@ -114,7 +115,7 @@ def report_cmd(ctx, output, run_id):
     """
     from scraper.products import report
     s = _settings(ctx)
-    with _existing_db(s) as conn:
+    with stops_cleanly("report"), _existing_db(s) as conn:
         size = report.write(conn, output, time.time(), run_id)
     click.echo(logs.stamped(f"wrote the report to {output} ({size / 1024:.0f} KB)."), err=True)
 

@@ -70,7 +70,7 @@ def failures_cmd(ctx, as_json, limit):
     from scraper.products import failures
     s = _settings(ctx)
     with _existing_db(s) as conn:
-        rows = failures.listing(conn, limit)
+        rows = failures.listing(conn, limit, with_time=not as_json)
         total = sum(n for st, n in Queue(conn).counts().items() if st in ("failed", "invalid"))
     click.echo(json.dumps(rows, indent=2) if as_json else failures.render(rows, total))
 

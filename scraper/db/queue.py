@@ -27,8 +27,9 @@ class Job:
 class Queue:
     """All job-state changes go through here; each is one short transaction."""
 
-    def __init__(self, conn):
+    def __init__(self, conn, run_id=None):
         self.conn = conn
+        self.run_id = run_id        # a run's workers record each job they finish under it (`run_jobs`)
 
     # --- seeding -------------------------------------------------------------------------
 
@@ -146,9 +147,16 @@ class Queue:
             )
             if cur.rowcount != 1:
                 return False
+            self._record(c, job, "done", now)
             if write is not None:
                 write(c)
             return True
+
+    def _record(self, c, job, status, now):
+        """The run's own record of a job it finished (what `report` counts, whatever happens later)."""
+        if self.run_id is not None:
+            c.execute("INSERT INTO run_jobs (run_id, job_id, status, at) VALUES (?, ?, ?, ?)",
+                      (self.run_id, job.id, status, now))
 
     def fail(self, job, worker, now, status, kind, message, http_status=None, available_at=None, duration_ms=None,
              counted=True, write=None):
@@ -168,6 +176,8 @@ class Queue:
             if cur.rowcount != 1:
                 return False
             _bump(c, "error:" + kind)
+            if finished is not None:
+                self._record(c, job, status, now)
             if write is not None:
                 write(c)
             return True
@@ -232,16 +242,18 @@ class Queue:
             )
             return cur.rowcount
 
-    def retry(self, statuses, now=None):
-        """Move rows of `statuses` back to pending with attempts reset; returns how many."""
+    def retry(self, statuses, now=None, finished_before=None):
+        """Move rows of `statuses` back to pending with attempts reset; returns how many. `finished_before`:
+        only rows whose last attempt ended before that time (`update --retry-after`)."""
         now = time.time() if now is None else now
         marks = ",".join("?" * len(statuses))
+        older = "" if finished_before is None else " AND COALESCE(finished_at, updated_at) < ?"
         with transaction(self.conn) as c:
             cur = c.execute(
                 f"""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
                         worker = NULL, lease_until = NULL, updated_at = ?
-                    WHERE status IN ({marks})""",
-                [now, now, *statuses],
+                    WHERE status IN ({marks}){older}""",
+                [now, now, *statuses, *(() if finished_before is None else (finished_before,))],
             )
             return cur.rowcount
 
@@ -324,6 +336,13 @@ class Queue:
         counts = dict.fromkeys(JOB_STATUSES, 0)
         for status, n in self.conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status"):
             counts[status] = n
+        return counts
+
+    def run_counts(self, run_id):
+        """What run `run_id` itself finished: {done, failed, invalid}."""
+        counts = dict.fromkeys(("done", "failed", "invalid"), 0)
+        counts.update(self.conn.execute("SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status",
+                                        (run_id,)).fetchall())
         return counts
 
     def finished_since(self, since):

@@ -115,13 +115,19 @@ def history(conn, template_id):
         "ORDER BY version", (template_id,))]
 
 
-def changes(conn, since=None):
-    """What changed, in order: [{id, change, at}], from `since` (ISO 8601 UTC text) on."""
-    sql = "SELECT template_id AS id, change, at FROM changes"
-    args = ()
+def changes(conn, since=None, kinds=(), limit=None):
+    """What changed, ordered by time then template id: [{id, change, at}], from `since` (ISO 8601 UTC
+    text) on, of `kinds` only (default all); `limit`: the newest that many, still oldest first."""
+    where, args = [], []
     if since is not None:
-        sql, args = sql + " WHERE at >= ?", (since,)
-    return [dict(r) for r in conn.execute(sql + " ORDER BY at, seq", args)]
+        where, args = where + ["at >= ?"], args + [since]
+    if kinds:
+        where, args = where + [f"change IN ({','.join('?' * len(kinds))})"], args + list(kinds)
+    sql = "SELECT template_id AS id, change, at, seq FROM changes" + (" WHERE " + " AND ".join(where) if where else "")
+    if limit is not None:
+        sql, args = f"SELECT * FROM ({sql} ORDER BY at DESC, id DESC, seq DESC LIMIT ?)", args + [limit]
+    return [{"id": r["id"], "change": r["change"], "at": r["at"]}
+            for r in conn.execute(sql + " ORDER BY at, id, seq", args)]
 
 
 def rebuilt_row(api_body, body_fetched_at, page_body, current):

@@ -101,4 +101,7 @@ def read_ids_file(path, site_url):
         shown = "; ".join(f"line {no}: {text!r} {reason}" for no, text, reason in errors[:20])
         more = f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""
         raise ConfigError(f"{path} has {len(errors)} bad line(s), nothing was seeded: {shown}{more}.")
+    if not ids:
+        raise ConfigError(f"the ids file {path} names no template (it is empty or only blank lines and "
+                          f"comments); nothing was seeded.")
     return ids

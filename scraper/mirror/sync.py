@@ -94,6 +94,17 @@ def refresh(conn, older_than_days, limit, now):
     return Queue(conn).refetch(due, now)
 
 
+def why_none_due(conn, older_than_days, now):
+    """The reason a refresh queued nothing, as the end of a sentence."""
+    oldest = conn.execute(f"SELECT MIN(w.fetched_at) FROM workflows w JOIN jobs j ON j.key = '{n8n.SITE}:' || w.id "
+                          "WHERE j.status = 'done' AND w.removed_at IS NULL").fetchone()[0]
+    if oldest is None:
+        return "no live template is stored and done (a pending or failed one is fetched by `scraper run`)"
+    age_days = max(0.0, now - _epoch(oldest, now)) / DAY_S
+    return (f"none was last fetched more than {older_than_days} day(s) ago (the oldest was fetched "
+            f"{age_days:.1f} day(s) ago, at {oldest}); lower --older-than to queue some")
+
+
 def iso(ts):
     """Unix seconds as the ISO 8601 UTC text every stored time of the mirror uses."""
     return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")

@@ -91,6 +91,7 @@ class Supervisor:
         self.quick_deaths = 0
         self.started_at = None      # wall clock, for the rate window
         self.errors_seen = {}       # error counters at the last summary
+        self.run_id = None          # our row of `runs`; the workers record what they finish under it
 
     # --- the run ---------------------------------------------------------------------
 
@@ -111,9 +112,9 @@ class Supervisor:
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
             self.errors_seen = self._errors()
-            run_id = self._start_run(conn)
+            self.run_id = self._start_run(conn)
             code = self._loop()
-            self._finish_run(conn, run_id, code)
+            self._finish_run(conn, self.run_id, code)
             return code
         finally:
             self._kill_all()
@@ -196,7 +197,8 @@ class Supervisor:
     # --- workers -------------------------------------------------------------------------
 
     def _start(self, slot):
-        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid()), name=f"worker-{slot.index}")
+        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id),
+                             name=f"worker-{slot.index}")
         # a signal that came between fork and the child's handlers would kill the child or be lost:
         # blocked here, it waits (in both processes) until each has its handler
         old = signal.pthread_sigmask(signal.SIG_BLOCK, worker.FORK_BLOCKED)
@@ -328,11 +330,13 @@ class Supervisor:
         return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings))
 
     def _finish_run(self, conn, run_id, code):
-        counts = self.queue.counts()
+        counts, own = self.queue.counts(), self.queue.run_counts(run_id)
         store.finish_run(conn, run_id, self.clock(), counts, code)
-        log.info("run finished: %d done, %d failed, %d invalid, %d pending; %d recycles, %d restarts; exit %d",
-                 counts["done"], counts["failed"], counts["invalid"], counts["pending"],
-                 self.recycles, self.restarts, code)
+        # what this run did (as `report` shows it), then what the database holds
+        log.info("run finished: %d done in this run (%d failed, %d invalid); the database holds %d done, "
+                 "%d failed, %d invalid, %d pending; %d recycles, %d restarts; exit %d",
+                 own["done"], own["failed"], own["invalid"], counts["done"], counts["failed"], counts["invalid"],
+                 counts["pending"], self.recycles, self.restarts, code)
 
     def _show(self, final=False):
         now = self.clock()

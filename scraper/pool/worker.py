@@ -138,7 +138,7 @@ class Worker:
         self._gate(job, url)
         polite = self.politeness_of(job.domain)
         try:
-            with requestlog.timed(self.queue.conn, job.domain, self.clock):
+            with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id):
                 body = http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
         except FetchError as e:
             polite.failed(e)
@@ -207,7 +207,7 @@ class Worker:
                 f" in {outcome.delay_s:.1f} s" if available_at else "")
 
 
-def main(settings, slot, parent_pid):
+def main(settings, slot, parent_pid, run_id=None):
     """Entry point of a worker process: open everything here, after the fork."""
     flags = Flags()
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
@@ -225,7 +225,7 @@ def main(settings, slot, parent_pid):
         log.error("%s cannot start: %s", name, e)
         sys.exit(exitcodes.WORKER_CRASHED)
     session = http.make_session(settings.user_agent)
-    w = Worker(settings, name, Queue(conn), limiter, session, flags, parent_pid=parent_pid)
+    w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, parent_pid=parent_pid)
     try:
         code = w.run()
     except Exception:
@@ -261,7 +261,7 @@ class _JobContext:
         return _iso(self.w.clock())
 
     def logged(self, kind, status, ms):
-        requestlog.record(self.w.queue.conn, self.w.clock(), self.job.domain, kind, status, ms)
+        requestlog.record(self.w.queue.conn, self.w.clock(), self.job.domain, kind, status, ms, self.w.queue.run_id)
 
 
 def _storable_text(text):

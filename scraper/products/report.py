@@ -24,7 +24,9 @@ LATENCY_BINS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)    # uppe
 def gather(conn, now, run_id=None):
     """Every figure of the report, as one JSON-ready dict. `run_id`: the run the time charts show
     (default the latest); ConfigError if there is no such run."""
-    runs = [_run_figures(conn, r, nxt) for r, nxt in _runs_with_next(conn)]
+    runs = [_run_figures(conn, r) for r in conn.execute(
+        "SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, exit_code FROM runs "
+        "ORDER BY id").fetchall()]
     chosen = None
     if run_id is not None:
         chosen = next((r for r in runs if r["id"] == run_id), None)
@@ -85,30 +87,25 @@ def write(conn, path, now, run_id=None):
 # --- figures --------------------------------------------------------------------------------------
 
 
-def _runs_with_next(conn):
-    rows = conn.execute("SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, "
-                        "exit_code FROM runs ORDER BY id").fetchall()
-    return [(r, rows[i + 1] if i + 1 < len(rows) else None) for i, r in enumerate(rows)]
-
-
-def _run_figures(conn, r, nxt):
+def _run_figures(conn, r):
     """One run's row of the history: its settings, its window, and what its requests and jobs did."""
     try:
         settings = json.loads(r["settings"] or "{}")
     except ValueError:
         settings = {}
-    start = r["started_at"]
-    # a run that died keeps finished_at empty: its window ends at its last trace, or at the next run
+    # every figure comes from the run's own record (its requests, the jobs it finished): never from
+    # today's job states, which later runs change
+    run_id, start = r["id"], r["started_at"]
+    # a run that died keeps finished_at empty: its window ends at its last trace
     end = r["finished_at"]
     if end is None:
-        limit = nxt["started_at"] if nxt else math.inf
-        end = conn.execute("SELECT MAX(at) FROM requests WHERE at >= ? AND at < ?", (start, limit)).fetchone()[0]
+        end = conn.execute("SELECT MAX(at) FROM (SELECT at FROM requests WHERE run_id = ? "
+                           "UNION ALL SELECT at FROM run_jobs WHERE run_id = ?)", (run_id, run_id)).fetchone()[0]
         end = max(end or start, start)
     req = conn.execute("""SELECT COUNT(*), SUM(kind = 'ok'), SUM(kind = 'http_429') FROM requests
-                          WHERE at >= ? AND at <= ?""", (start, end)).fetchone()
-    ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE at >= ? AND at <= ? ORDER BY ms", (start, end))]
-    done = conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'done' AND finished_at >= ? AND finished_at <= ?",
-                        (start, end)).fetchone()[0]
+                          WHERE run_id = ?""", (run_id,)).fetchone()
+    ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE run_id = ? ORDER BY ms", (run_id,))]
+    done = conn.execute("SELECT COUNT(*) FROM run_jobs WHERE run_id = ? AND status = 'done'", (run_id,)).fetchone()[0]
     duration = max(end - start, 0.0)
     return {
         "id": r["id"], "started": _iso(start), "started_at": start, "end_at": end,
@@ -130,16 +127,15 @@ def _run_series(conn, run):
     width = max(1.0, math.ceil((end - start) / MAX_BUCKETS))
     n = max(1, math.ceil((end - start) / width))
     done = [0] * n
-    for (t,) in conn.execute("SELECT finished_at FROM jobs WHERE status = 'done' AND finished_at >= ? "
-                             "AND finished_at <= ?", (start, end)):
-        done[min(int((t - start) // width), n - 1)] += 1
+    for (t,) in conn.execute("SELECT at FROM run_jobs WHERE run_id = ? AND status = 'done'", (run["id"],)):
+        done[max(0, min(int((t - start) // width), n - 1))] += 1
     requests = [0] * n
     latency = [0] * (len(LATENCY_BINS_MS) + 1)
     errors = {}
-    rows = conn.execute("SELECT at, domain, kind, ms FROM requests WHERE at >= ? AND at <= ?", (start, end))
+    rows = conn.execute("SELECT at, domain, kind, ms FROM requests WHERE run_id = ?", (run["id"],))
     for at, domain, kind, ms in rows:
         if domain == run["domain"]:     # --rate is that domain's budget (youtube.com has its own)
-            requests[min(int((at - start) // width), n - 1)] += 1
+            requests[max(0, min(int((at - start) // width), n - 1))] += 1
         latency[next((i for i, edge in enumerate(LATENCY_BINS_MS) if ms < edge), len(LATENCY_BINS_MS))] += 1
         if kind != "ok":
             errors[kind] = errors.get(kind, 0) + 1

@@ -51,6 +51,11 @@ def query(conn, text, limit=LIMIT):
     return [{"id": r[0], "name": r[1], "snippet": _one_line(r[2]), "rank": round(r[3], 4)} for r in found]
 
 
+def count(conn, text):
+    """How many stored templates match `text` (the total `--limit` cuts); call after `query()`."""
+    return conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).fetchone()[0]
+
+
 def rebuild(conn):
     """Make the index again from `workflows` and the transcripts of each template's videos, in one
     transaction; returns the number of rows indexed. For a re-extraction and repairs: writes keep it in
@@ -70,11 +75,11 @@ def rebuild(conn):
         return c.execute("SELECT COUNT(*) FROM workflows_fts").fetchone()[0]
 
 
-def render(text, results):
-    """The lines `scraper search` prints."""
+def render(text, results, total):
+    """The lines `scraper search` prints (`total`: every match, of which `results` are the best)."""
     if not results:
         return f"no template matches {text!r}."
-    lines = [f"{len(results)} template(s) match {text!r}, best first:"]
+    lines = [f"showing {len(results)} of {total} matches for {text!r}, best first:"]
     width = max(len(str(r["id"])) for r in results)
     for r in results:
         lines.append(f"{r['id']:>{width}}  {r['name']}")

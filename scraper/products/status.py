@@ -59,9 +59,14 @@ def render(r):
         "0.0/min (no run is going)"
     lines = [
         run_line(r),
+        f"stored    {r['stored']['live'] + r['stored']['removed']} template(s) in the mirror: "
+        f"{r['stored']['live']} live, {r['stored']['removed']} removed (kept whatever their jobs do)",
         f"jobs      {r['total']} total: {r['pending']} pending, {r['running']} running, {r['done']} done, "
         f"{r['failed']} failed, {r['invalid']} invalid",
     ]
+    if r["refreshing"]:
+        lines.append(f"refresh   {r['refreshing']} pending or running job(s) re-fetch a stored template; "
+                     f"its stored data stays until the new answer replaces it")
     if r["stale_running"]:
         lines.append(f"stale     {r['stale_running']} row(s) marked running belong to no live run; "
                      f"the next `scraper run` takes them back")
@@ -88,5 +93,10 @@ def render(r):
 def mirror_fields(conn):
     """The mirror's part of `scraper status`: the last complete walk and the removed count."""
     last = conn.execute("SELECT finished_at, listed FROM walks WHERE complete = 1 ORDER BY id DESC LIMIT 1").fetchone()
-    removed = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NOT NULL").fetchone()[0]
-    return {"last_complete_walk": last and last[0], "listed": last[1] if last else None, "removed": removed}
+    live, removed = conn.execute("SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM workflows").fetchone()
+    # a pending or running job whose template is stored already re-fetches it: its data stays meanwhile
+    refreshing = conn.execute(
+        "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') AND site = 'n8n' "
+        "AND CAST(substr(key, 5) AS INTEGER) IN (SELECT id FROM workflows)").fetchone()[0]
+    return {"last_complete_walk": last and last[0], "listed": last[1] if last else None, "removed": removed,
+            "stored": {"live": live, "removed": removed}, "refreshing": refreshing}

@@ -122,7 +122,8 @@ def _bare_host(host: str | None) -> str:
 
 
 def parse_id_line(line: str, site_url: str) -> int | None:
-    """Template id named by one line of a seed file: an id or a workflow URL on the site's host.
+    """Template id named by one line of a seed file: an id, a job key (`n8n:ID`, as `failures` prints it)
+    or a workflow URL on the site's host.
 
     None for blank lines and '#' comments; ParseError(reason) for anything else.
     """
@@ -131,6 +132,8 @@ def parse_id_line(line: str, site_url: str) -> int | None:
         return None
     if _ID_LINE_RE.fullmatch(text):
         template_id = int(text)
+    elif text.startswith(f"{SITE}:") and _ID_LINE_RE.fullmatch(text[len(SITE) + 1:]):
+        template_id = int(text[len(SITE) + 1:])
     else:
         try:
             parts = urlsplit(text)

@@ -1,0 +1,115 @@
+"""`scraper update`: the cron job in one process: the walk, then `retry --failed` (old failures only), then
+`run`; its exit code is the most serious of its steps."""
+
+import os
+import time
+
+import click
+
+from scraper.base import exitcodes, settings
+from scraper.base.errors import Stopped
+from scraper.cli.common import SIGNAL_NAMES, Failure, _existing_db, _say, log, raising_on_signals
+from scraper.cli.jobs import _check_source, run_cmd, run_settings, seed_cmd
+
+# most serious first: a crashing pool, failed rows, a domain given up, a held lock, success
+SERIOUSNESS = (exitcodes.CRASHING, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED, exitcodes.OK)
+WALK = "the walk (seed --from-search)"
+RETRY = "retry --failed"
+RUN = "the run"
+
+
+def most_serious(steps):
+    """(code, step) of the step whose code comes first in SERIOUSNESS (the earlier step on a tie);
+    `steps` is [(step, code)]."""
+    rank = {code: i for i, code in enumerate(SERIOUSNESS)}
+    step, code = min(steps, key=lambda sc: rank.get(sc[1], 0))
+    return code, step
+
+
+def _outcome(call):
+    """Run one step (a click callback that may exit or fail); its exit code, its failure logged."""
+    try:
+        call()
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except Failure as e:
+        log.error("%s", e.message)
+        return e.exit_code
+    return exitcodes.OK
+
+
+def walk(ctx, run_options):
+    """The walk step: today the whole listing (`seed --from-search`), with run's budget and timeouts;
+    returns its exit code. One function, so a walk of the due sources can take its place."""
+    names = {p.name for p in seed_cmd.params}
+    shared = {k: v for k, v in run_options.items() if k in names}
+    return _outcome(lambda: ctx.invoke(seed_cmd, from_search=True, **shared))
+
+
+def retry_old_failures(s, retry_after_h, now):
+    """The retry step: failed rows whose last failure is older than `retry_after_h` hours go back to
+    pending (a 401/403 is not fetched again every 15 minutes)."""
+    from scraper.db.queue import Queue
+    with _existing_db(s) as conn:
+        queue = Queue(conn)
+        moved = queue.retry(("failed",), now, finished_before=now - retry_after_h * 3600)
+        left = queue.counts()["failed"]
+    _say(f"moved {moved} failed job(s) back to pending; {left} that failed within {retry_after_h:g} h "
+         f"left for a later update.")
+    return exitcodes.OK
+
+
+def _update_options(command):
+    """`update` takes every option of `run` (including those added to run later), then its own."""
+    command.params = [*run_cmd.params, *command.params]
+    return command
+
+
+@_update_options
+@click.command("update")
+@click.option("--retry-after", "retry_after_h", type=click.FloatRange(min=0), default=settings.RETRY_AFTER_H,
+              show_default=True, help="Retry only failed jobs whose last failure is older than this many hours.")
+@click.pass_context
+def update_cmd(ctx, retry_after_h, **run_options):
+    """The walk (new, changed and removed templates), then `retry --failed` for failures older than
+    --retry-after hours, then `run`, in one process: the command for cron. It takes every option of `run`.
+
+    Exit code: the most serious of its steps, in this order: 70, 1, 3, 75, 0. A usage error (2) stops it
+    before anything runs; Ctrl-C/SIGTERM stop it at once (130/143). When the walk fails on a database that
+    does not exist yet nothing else runs. The last line names the step that set the code.
+
+    \b
+    Example (cron):
+        scraper update --workers 4 >> /var/log/scraper/scraper.log 2>&1
+    """
+    s, adopt_urls = run_settings(ctx, **run_options)         # any usage error (2) before anything runs
+    if os.path.exists(s.db_path):
+        _check_source(s, adopt_urls)
+    steps, current = [], WALK
+    try:
+        with raising_on_signals():
+            had_db = os.path.exists(s.db_path)
+            steps.append((WALK, walk(ctx, run_options)))
+            if steps[-1][1] == exitcodes.USAGE:
+                return _finish(ctx, exitcodes.USAGE, WALK)
+            if not had_db and not os.path.exists(s.db_path):
+                log.error("update: the walk made no database, so nothing else runs")
+                return _finish(ctx, steps[-1][1], WALK)
+            current = RETRY
+            steps.append((RETRY, retry_old_failures(s, retry_after_h, time.time())))
+            current = RUN
+            steps.append((RUN, _outcome(lambda: ctx.invoke(run_cmd, **run_options))))
+    except Stopped as e:
+        log.warning("update stopped by %s during %s", SIGNAL_NAMES[e.signum], current)
+        return _finish(ctx, e.code, current)
+    if steps[-1][1] in (exitcodes.SIGINT, exitcodes.SIGTERM, exitcodes.USAGE):
+        return _finish(ctx, steps[-1][1], RUN)
+    return _finish(ctx, *most_serious(steps))
+
+
+def _finish(ctx, code, step):
+    log.info("update finished: exit %d, set by %s", code, step)
+    ctx.exit(code)
+
+
+COMMANDS = (update_cmd,)
