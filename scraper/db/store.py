@@ -3,6 +3,7 @@
 import sqlite3
 
 from scraper.base.errors import ConfigError
+from scraper.db.schema_mirror import MIRROR_CORE
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 
@@ -240,6 +241,8 @@ MIGRATIONS = [
     );
     CREATE INDEX requests_at ON requests (at);
     """,  # noqa: E501 - a shipped migration is never edited, not even to wrap its lines
+    # 7: one mirror core for every kind (issue 16): items; answers and changes keyed by (source, key)
+    MIRROR_CORE,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

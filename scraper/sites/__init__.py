@@ -19,6 +19,8 @@ class Result:
     children: tuple = ()    # (key, site, url, domain): jobs queued once, known keys left as they are
     versioned: tuple = ()   # (row, raw answers {kind: bytes}, fetched_at): a template, versioned by the mirror
     removed: tuple = ()     # template ids whose removal is confirmed (their data and versions are kept)
+    items: tuple = ()       # (source, key, url, record, raw answers {kind: bytes}, fetched_at, volatile fields)
+    removed_items: tuple = ()   # (source, key) of catalogue items whose removal is confirmed
 
 
 class Context(Protocol):
@@ -70,8 +72,8 @@ class Site(Protocol):
 
 
 def _registry():
-    from scraper.sites import n8n, youtube  # imported here: the site modules import this package for Result
-    return {n8n.SITE: n8n.site, youtube.SITE: youtube.site}
+    from scraper.sites import catalogue, n8n, youtube  # here: the site modules import this package for Result
+    return {n8n.SITE: n8n.site, youtube.SITE: youtube.site, catalogue.SITE: catalogue.site}
 
 
 def get(name):
@@ -87,7 +89,12 @@ def enabled(settings) -> list:
 
 def domains(settings) -> list:
     """The politeness domains of the enabled sites."""
-    return sorted({get(name).domain(settings) for name in enabled(settings)})
+    found = set()
+    for name in enabled(settings):
+        site = get(name)
+        # a site of many sources (catalogue) has a domain per source
+        found.update(site.domains(settings) if hasattr(site, "domains") else [site.domain(settings)])
+    return sorted(d for d in found if d)
 
 
 
