@@ -14,8 +14,10 @@ from scraper.cli.common import Failure, _existing_db, _say, _settings
 @click.option("--older-than", "older_than_days", type=click.IntRange(min=0), default=settings.REFRESH_DAYS,
               show_default=True, help="Queue templates last fetched more than this many days ago (0: all).")
 @click.option("--limit", type=click.IntRange(min=1), help="Queue at most this many, the oldest first.")
+@click.option("--source", "source_name", metavar="NAME",
+              help="Queue the items of this catalogue source instead of the templates.")
 @click.pass_context
-def refresh_cmd(ctx, older_than_days, limit):
+def refresh_cmd(ctx, older_than_days, limit, source_name):
     """Queue done templates for a re-fetch, oldest first: catches edits the listing does not show
     (a changed workflow JSON). The next `scraper run` fetches them; a changed one gets a new version.
 
@@ -23,9 +25,13 @@ def refresh_cmd(ctx, older_than_days, limit):
     Example:
         scraper refresh --older-than 30 --limit 500 && scraper run
     """
-    from scraper.mirror import sync
+    from scraper.mirror import items, sync
     s = _settings(ctx)
     with _existing_db(s) as conn:
+        if source_name is not None:
+            n = items.refresh(conn, source_name, older_than_days, limit, time.time())
+            _say(f"queued {n} item(s) of {source_name} for a re-fetch.")
+            return
         n = sync.refresh(conn, older_than_days, limit, time.time())
     _say(f"queued {n} template(s) for a re-fetch.")
 
@@ -59,23 +65,36 @@ def changes_cmd(ctx, since, as_json):
 
 
 @click.command("history")
-@click.argument("template_id", metavar="ID", type=click.IntRange(min=1))
+@click.argument("key", metavar="KEY")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array instead of text.")
 @click.pass_context
-def history_cmd(ctx, template_id, as_json):
-    """List the stored versions of one template, oldest first.
+def history_cmd(ctx, key, as_json):
+    """List the stored versions of one template (KEY: its id) or of one catalogue item (KEY:
+    SOURCE:URL or SOURCE:/path), oldest first.
 
     \b
     Example:
         scraper history 1234
         scraper history 1234 --json
+        scraper history events:/events/jazz-night-42
     """
-    from scraper.mirror import answers
+    from scraper.mirror import answers, items
     s = _settings(ctx)
+    name, sep, rest = key.partition(":")
+    if key.isdigit() and int(key) >= 1:
+        what = f"template {key}"
+    elif sep and rest:
+        what = f"item {key}"
+    else:
+        raise Failure(f"{key!r} is neither a template id nor SOURCE:URL-or-path (e.g. events:/events/jazz-night-42).")
     with _existing_db(s) as conn:
-        versions = answers.history(conn, template_id)
+        if key.isdigit():
+            versions = answers.history(conn, int(key))
+        else:
+            found = items.find_key(conn, name, rest)
+            versions = [] if found is None else items.history(conn, name, found)
     if not versions:
-        raise Failure(f"template {template_id} has no stored version.")
+        raise Failure(f"{what} has no stored version.")
     if as_json:
         click.echo(json.dumps(versions, indent=2))
     else:
@@ -92,16 +111,22 @@ def reextract_cmd(ctx):
     Example:
         scraper reextract
     """
-    from scraper.mirror import answers
+    from scraper.mirror import answers, items
+    from scraper.sites import catalogue
     s = _settings(ctx)
+    sources = {src.name: src for src in s.sources if src.kind == catalogue.SITE}
     with _existing_db(s) as conn:
         try:
             rebuilt, without = answers.reextract(conn)
+            rebuilt_items, skipped = items.reextract(conn, sources, catalogue.extract)
         except ParseError as e:
             raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.",
                           exitcodes.FAILED) from None
     extra = f"; {without} stored before answers were kept, left as they are" if without else ""
     _say(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")
+    if rebuilt_items or skipped:
+        _say(f"rebuilt {rebuilt_items} catalogue item(s) from stored pages"
+             + (f"; {skipped} of sources not in the sources file left as they are." if skipped else "."))
 
 
 COMMANDS = (refresh_cmd, changes_cmd, history_cmd, reextract_cmd,)

@@ -21,6 +21,25 @@ MIRROR_CORE = """
         PRIMARY KEY (source, key)
     );
     CREATE INDEX items_fetched ON items (source, fetched_at);
+    -- full-text search over items (`search --source`): name, description, and every text in the record
+    CREATE VIRTUAL TABLE items_fts USING fts5(
+        name, description, text,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
+        INSERT INTO items_fts (rowid, name, description, text)
+        VALUES (new.rowid, json_extract(new.record, '$.name'), json_extract(new.record, '$.description'),
+                (SELECT group_concat(value, ' ') FROM json_tree(new.record) WHERE type = 'text'));
+    END;
+    CREATE TRIGGER items_fts_update AFTER UPDATE OF record ON items BEGIN
+        UPDATE items_fts SET name = json_extract(new.record, '$.name'),
+            description = json_extract(new.record, '$.description'),
+            text = (SELECT group_concat(value, ' ') FROM json_tree(new.record) WHERE type = 'text')
+        WHERE rowid = new.rowid;
+    END;
+    CREATE TRIGGER items_fts_delete AFTER DELETE ON items BEGIN
+        DELETE FROM items_fts WHERE rowid = old.rowid;
+    END;
     CREATE TABLE answers_new (
         template_id INTEGER,
         version INTEGER NOT NULL,

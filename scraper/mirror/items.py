@@ -71,6 +71,26 @@ def find_key(conn, source, url_or_path):
     return row and row["key"]
 
 
+def refresh(conn, source, older_than_days, limit, now):
+    """Queue the done, live items of `source` last fetched more than `older_than_days` ago (0: all),
+    oldest first. Returns how many were queued."""
+    from scraper.db.queue import Queue
+    sql = ("SELECT i.source || ':' || i.key FROM items i JOIN jobs j ON j.key = i.source || ':' || i.key "
+           "WHERE i.source = ? AND j.status = 'done' AND i.removed_at IS NULL")
+    args = [source]
+    if older_than_days > 0:
+        sql, args = sql + " AND i.fetched_at < ?", args + [answers_iso(now - older_than_days * 86_400)]
+    sql += " ORDER BY i.fetched_at, i.key"
+    if limit is not None:
+        sql, args = sql + " LIMIT ?", args + [limit]
+    return Queue(conn).refetch([r[0] for r in conn.execute(sql, args)], now)
+
+
+def answers_iso(ts):
+    import datetime
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 def reextract(conn, sources, extract):
     """Rebuild the record of every item of the `sources` given ({name: Source}) from its stored page,
     sending nothing; `extract(source, url, body)` is the kind's extractor. Returns (rebuilt, skipped):
