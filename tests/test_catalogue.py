@@ -96,7 +96,8 @@ def index(*locs):
 
 def test_sitemaps_gzip_lastmod_and_refusals():
     sm = sitemaps.parse(gzip.compress(urlset((f"{SITE}/a", "2026-01-10T08:00:00+02:00"), (f"{SITE}/b", "junk"))))
-    assert sm.kind == sitemaps.URLSET and sm.entries == ((f"{SITE}/a", "2026-01-10T06:00:00+00:00"), (f"{SITE}/b", None))
+    assert sm.kind == sitemaps.URLSET
+    assert sm.entries == ((f"{SITE}/a", "2026-01-10T06:00:00+00:00"), (f"{SITE}/b", None))
     bomb = gzip.compress(b"<urlset>" + b" " * (2 * 2**20) + b"</urlset>")
     with pytest.raises(ParseError, match="decompresses to more than"):
         sitemaps.parse(bomb, max_bytes=2**20)
@@ -184,7 +185,7 @@ def items_changes(conn):
 def test_record_write_keeps_a_version_per_change(tmp_path):
     conn = store.open_db(str(tmp_path / "jobs.db"))
     from scraper.sites import Result
-    for n, (name, at) in enumerate((("A", "2026-01-01"), ("A", "2026-01-02"), ("B", "2026-01-03"))):
+    for name, at in (("A", "2026-01-01"), ("A", "2026-01-02"), ("B", "2026-01-03")):
         with store.transaction(conn) as c:
             record.write(c, Result(items=(("shop", "/p", f"{SITE}/p", {"name": name}, {"page": name.encode()}, at,
                                            ()),)), 0)
