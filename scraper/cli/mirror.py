@@ -61,7 +61,7 @@ def changes_cmd(ctx, since, as_json):
         click.echo(json.dumps(found, indent=2))
     else:
         for c in found:
-            click.echo(f"{c['at']}  {c['change']:<8}  {c['id']}")
+            click.echo(f"{c['at']}  {c['change']:<8}  {c['id'] if 'id' in c else c['key']}")
 
 
 @click.command("history")
