@@ -191,3 +191,17 @@ def test_record_write_keeps_a_version_per_change(tmp_path):
                                            ()),)), 0)
     assert [v["version"] for v in items.history(conn, "shop", "/p")] == [1, 2]
     assert items.find_key(conn, "shop", f"{SITE}/p") == "/p"
+
+
+def test_reextract_rebuilds_items_from_their_stored_pages_sending_nothing(tmp_path):
+    conn = store.open_db(str(tmp_path / "jobs.db"))
+    body = page(PRODUCT, '<span class="brand">Acme</span>')
+    with store.transaction(conn) as c:
+        items.store(c, "shop", "/p", f"{SITE}/p", {"name": "stale"}, {"page": body}, "2026-01-01T00:00:00+00:00")
+        items.store(c, "gone", "/q", f"{SITE}/q", {"name": "kept"}, {"page": body}, "2026-01-01T00:00:00+00:00")
+    src = source(type="Product", fields={"brand": "css:span.brand::text"})
+    assert items.reextract(conn, {"shop": src}, catalogue.extract) == (1, 1)
+    rec = json.loads(conn.execute("SELECT record FROM items WHERE source = 'shop'").fetchone()[0])
+    assert rec["name"] == "Lamp" and rec["brand"] == "Acme"
+    assert json.loads(conn.execute("SELECT record FROM items WHERE source = 'gone'").fetchone()[0]) == {"name": "kept"}
+    conn.close()
