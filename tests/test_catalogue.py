@@ -205,3 +205,10 @@ def test_reextract_rebuilds_items_from_their_stored_pages_sending_nothing(tmp_pa
     assert rec["name"] == "Lamp" and rec["brand"] == "Acme"
     assert json.loads(conn.execute("SELECT record FROM items WHERE source = 'gone'").fetchone()[0]) == {"name": "kept"}
     conn.close()
+
+
+def test_check_options_names_what_is_wrong():
+    assert catalogue.check_options(source()) is None
+    assert "site" in catalogue.check_options(Source(name="x", kind="catalogue"))
+    assert "css:SELECTOR" in catalogue.check_options(source(fields={"a": "xpath://a"}))
+    assert "fetcher" in catalogue.check_options(source(fetcher="browser"))

@@ -115,3 +115,23 @@ def test_a_walk_after_the_calendar_changed_catches_new_edited_and_removed_events
     removed_jobs = conn.execute("SELECT status, http_status FROM jobs WHERE key LIKE 'events:%-' || ?",
                                 (removed[0],)).fetchall()
     assert [tuple(r) for r in removed_jobs] == [("invalid", 404)]
+
+
+def test_script_rendered_pages_end_incomplete_over_http(calendar, tmp_path):
+    """/live/ pages build their JSON-LD in a script: over plain HTTP they lack the required fields and
+    end `failed` with `incomplete`, once each (the browser fetcher is another issue's)."""
+    source = events_source(calendar.url, include=["^/live/"])
+    s = dataclasses.replace(settings.build(db_path=str(tmp_path / "jobs.db"), transcripts=False), sources=(source,))
+    conn = store.open_db(s.db_path)
+    session = http.make_session(s.user_agent)
+    result = walker.walk(conn, s, source, lambda u: http.fetch(session, u, 10, 10**7), time.time())
+    w = worker.Worker(s, "w1", Queue(conn), limiter.NoLimiter(), session, rng=random.Random(1))
+    while w.step():
+        pass
+    failed = conn.execute("SELECT status, error_kind, attempts, last_error FROM jobs").fetchall()
+    assert result.new == len(failed) > 0
+    assert {(r["status"], r["error_kind"], r["attempts"]) for r in failed} == {("failed", "incomplete", 1)}
+    assert all("name, startDate" in r["last_error"] for r in failed)
+    assert conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 0
+    session.close()
+    conn.close()
