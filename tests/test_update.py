@@ -149,7 +149,7 @@ def test_a_runs_done_in_run_stays_what_its_last_line_said(standin, tmp_path):
 def test_the_migration_gives_earlier_runs_a_record_and_loses_nothing(tmp_path):
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
-    version = len(store.MIGRATIONS) - 1
+    version = 6                 # the schema before migration 7 (each run's own record)
     for number in range(version):
         for statement in store._statements(store.MIGRATIONS[number]):
             conn.execute(statement)
@@ -217,12 +217,14 @@ def stored_db(tmp_path):
             c.execute("INSERT INTO workflows (id, name, description, version, fetched_at, removed_at) "
                       "VALUES (?, ?, 'telegram bot', 1, '2026-11-20T00:00:00+00:00', ?)",
                       (i, f"telegram {i}", "2026-11-21T00:00:00+00:00" if i > 6 else None))
-            c.execute("INSERT INTO answers VALUES (?, 1, 'api', ?, '2026-11-20T00:00:00+00:00', "
-                      "'2026-11-20T00:00:00+00:00', 1, x'00')", (i, f"h{i}"))
+            c.execute("INSERT INTO answers (template_id, version, kind, content_hash, fetched_at, body_fetched_at, "
+                      "size, body, source, key) VALUES (?, 1, 'api', ?, '2026-11-20T00:00:00+00:00', "
+                      "'2026-11-20T00:00:00+00:00', 1, x'00', 'n8n', ?)", (i, f"h{i}", str(i)))
         for i in (1, 4, 3, 11, 8, 2, 9):
-            c.execute("INSERT INTO changes (template_id, change, at) VALUES (?, 'added', '2026-11-20T00:00:00+00:00')",
-                      (i,))
-        c.execute("INSERT INTO changes (template_id, change, at) VALUES (7, 'removed', '2026-11-21T00:00:00+00:00')")
+            c.execute("INSERT INTO changes (template_id, key, change, at) "
+                      "VALUES (?, ?, 'added', '2026-11-20T00:00:00+00:00')", (i, str(i)))
+        c.execute("INSERT INTO changes (template_id, key, change, at) "
+                  "VALUES (7, '7', 'removed', '2026-11-21T00:00:00+00:00')")
     conn.close()
     return db
 

@@ -85,6 +85,7 @@ class Settings:
     transcripts: bool = True
     transcript_languages: tuple = TRANSCRIPT_LANGUAGES
     domain_rates: tuple = ()    # ((domain, rate_per_s, burst), ...) from --domain-rate
+    sources: tuple = ()         # scraper.base.sources.Source, one per source (branch `sources` fills it)
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else youtube.com's own, else --rate."""

@@ -16,8 +16,10 @@ CHANGE_KINDS = ("added", "changed", "removed", "restored")
 @click.option("--older-than", "older_than_days", type=click.IntRange(min=0), default=settings.REFRESH_DAYS,
               show_default=True, help="Queue templates last fetched more than this many days ago (0: all).")
 @click.option("--limit", type=click.IntRange(min=1), help="Queue at most this many, the oldest first.")
+@click.option("--source", "source_name", metavar="NAME",
+              help="Queue the items of this catalogue source instead of the templates.")
 @click.pass_context
-def refresh_cmd(ctx, older_than_days, limit):
+def refresh_cmd(ctx, older_than_days, limit, source_name):
     """Queue done templates for a re-fetch, oldest first: catches edits the listing does not show
     (a changed workflow JSON). The next `scraper run` fetches them; a changed one gets a new version.
 
@@ -25,10 +27,14 @@ def refresh_cmd(ctx, older_than_days, limit):
     Example:
         scraper refresh --older-than 30 --limit 500 && scraper run
     """
-    from scraper.mirror import sync
+    from scraper.mirror import items, sync
     s = _settings(ctx)
     with _existing_db(s) as conn:
         now = time.time()
+        if source_name is not None:
+            n = items.refresh(conn, source_name, older_than_days, limit, now)
+            _say(f"queued {n} item(s) of {source_name} for a re-fetch.")
+            return
         n = sync.refresh(conn, older_than_days, limit, now)
         why = "" if n else f": {sync.why_none_due(conn, older_than_days, now)}"
     _say(f"queued {n} template(s) for a re-fetch{why}.")
@@ -64,35 +70,51 @@ def changes_cmd(ctx, since, limit, kinds, as_json):
         click.echo(json.dumps(found, indent=2))
     else:
         for c in found:
-            click.echo(f"{c['at']}  {c['change']:<8}  {c['id']}")
+            click.echo(f"{c['at']}  {c['change']:<8}  {c['id'] if 'id' in c else c['key']}")
 
 
 @click.command("history")
-@click.argument("template", metavar="ID")
+@click.argument("key", metavar="KEY")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array instead of text.")
 @click.pass_context
-def history_cmd(ctx, template, as_json):
-    """List the stored versions of one template, oldest first. ID is a template id, a job key as
-    `failures` prints it (n8n:ID) or a workflow URL, as in a `seed --ids` file.
+def history_cmd(ctx, key, as_json):
+    """List the stored versions of one template or catalogue item, oldest first. KEY is a template id, a
+    job key as `failures` prints it (n8n:ID), a workflow URL (as in a `seed --ids` file), or an item's
+    SOURCE:URL or SOURCE:/path.
 
     \b
     Example:
         scraper history 1234
         scraper history n8n:1234 --json
+        scraper history events:/events/jazz-night-42
     """
-    from scraper.mirror import answers
+    from scraper.mirror import answers, items
     from scraper.sites import n8n
     s = _settings(ctx)
-    try:
-        template_id = n8n.parse_id_line(template, s.site_url)
-    except ParseError as e:
-        raise Failure(f"{template!r} {e}; give a template id, n8n:ID or a workflow URL.") from None
-    if template_id is None:
-        raise Failure("give a template id, n8n:ID or a workflow URL.")
+    name, sep, rest = key.partition(":")
+    template_id = None
+    if key.isdigit() or name == n8n.SITE or key.startswith(("http://", "https://")) or not sep:
+        try:
+            template_id = n8n.parse_id_line(key, s.site_url)
+        except ParseError as e:
+            raise Failure(f"{key!r} {e}; give a template id, n8n:ID, a workflow URL or SOURCE:URL-or-path.") from None
+        if template_id is None:
+            raise Failure("give a template id, n8n:ID, a workflow URL or SOURCE:URL-or-path.")
+        what = f"template {template_id}"
+    elif rest:
+        what = f"item {key}"
+    else:
+        raise Failure(f"{key!r} is neither a template id nor SOURCE:URL-or-path (e.g. events:/events/jazz-night-42).")
     with _existing_db(s) as conn:
-        versions = answers.history(conn, template_id)
+        if template_id is not None:
+            versions = answers.history(conn, template_id)
+        else:
+            found = items.find_key(conn, name, rest)
+            versions = [] if found is None else items.history(conn, name, found)
     if not versions:
-        raise Failure(f"template {template_id} has no stored version.")
+        hint = ("" if template_id is not None
+                else " (KEY is a template id, n8n:ID, a workflow URL or SOURCE:URL-or-path)")
+        raise Failure(f"{what} has no stored version{hint}.")
     if as_json:
         click.echo(json.dumps(versions, indent=2))
     else:
@@ -109,16 +131,22 @@ def reextract_cmd(ctx):
     Example:
         scraper reextract
     """
-    from scraper.mirror import answers
+    from scraper.mirror import answers, items
+    from scraper.sites import catalogue
     s = _settings(ctx)
+    sources = {src.name: src for src in s.sources if src.kind == catalogue.SITE}
     with _existing_db(s) as conn:
         try:
             rebuilt, without = answers.reextract(conn)
+            rebuilt_items, skipped = items.reextract(conn, sources, catalogue.extract)
         except ParseError as e:
             raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.",
                           exitcodes.FAILED) from None
     extra = f"; {without} stored before answers were kept, left as they are" if without else ""
     _say(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")
+    if rebuilt_items or skipped:
+        _say(f"rebuilt {rebuilt_items} catalogue item(s) from stored pages"
+             + (f"; {skipped} of sources not in the sources file left as they are." if skipped else "."))
 
 
 COMMANDS = (refresh_cmd, changes_cmd, history_cmd, reextract_cmd,)

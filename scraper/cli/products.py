@@ -7,7 +7,7 @@ import time
 import click
 
 from scraper.base import logs
-from scraper.cli.common import Choice, _existing_db, _settings, stops_cleanly
+from scraper.cli.common import Choice, Failure, _existing_db, _settings, stops_cleanly
 from scraper.products import export, search
 
 
@@ -18,8 +18,10 @@ from scraper.products import export, search
 @click.option("--columns", help="Comma-separated columns to export, in this order (default: all).")
 @click.option("--no-redact", is_flag=True, help="Keep credentials as stored (by default they become [REDACTED]).")
 @click.option("--live-only", is_flag=True, help="Leave out templates removed from n8n.io.")
+@click.option("--source", "source_name", metavar="NAME",
+              help="Export the items of this catalogue source instead of the templates.")
 @click.pass_context
-def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
+def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name):
     """Stream the workflows table as JSON Lines, JSON, CSV or Parquet (needs pyarrow: pip install
     'scraper[parquet]').
 
@@ -37,8 +39,16 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
         scraper export --format jsonl --output workflows.jsonl
         scraper export --format csv --columns id,name,author,quality_score > workflows.csv
         scraper export --format parquet --output workflows.parquet
+        scraper export --source events --format csv > events.csv
+
+    With --source, each row is an item: source, key, url, version, first_seen_at, last_seen_at,
+    removed_at and record (nested in JSON and JSON Lines; one `record.<field>` column each in CSV and
+    Parquet).
     """
     s = _settings(ctx)
+    if source_name is not None:
+        with stops_cleanly("export", None if output else "what went to stdout is incomplete"):
+            return _export_items(s, fmt, output, columns, live_only, source_name)
     with stops_cleanly("export", None if output else "what went to stdout is incomplete"), _existing_db(s) as conn:
         chosen = export.choose_columns(conn, columns, fmt)
         if output:
@@ -52,14 +62,30 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only):
                        err=True)
 
 
+def _export_items(s, fmt, output, columns, live_only, source_name):
+    from scraper.products import export_items
+    if columns is not None:
+        raise Failure("--columns applies to the templates; an item export has every field of its source.")
+    with _existing_db(s) as conn:
+        export_items.check_source(conn, source_name)
+        if output:
+            summary = export_items.write_file(conn, fmt, output, source_name, live_only)
+            click.echo(logs.stamped(f"exported {summary.rows} item(s) of {source_name} to {output}."), err=True)
+        else:
+            summary = export_items.write(conn, fmt, sys.stdout, source_name, live_only)
+            sys.stdout.flush()
+            click.echo(logs.stamped(f"exported {summary.rows} item(s) of {source_name}."), err=True)
+
 
 @click.command("search")
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), default=search.LIMIT, show_default=True,
               help="At most this many templates.")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of {id, name, snippet, rank} instead of text.")
+@click.option("--source", "source_name", metavar="NAME",
+              help="Search the items of this catalogue source instead (JSON gives each its `key`).")
 @click.pass_context
-def search_cmd(ctx, query, limit, as_json):
+def search_cmd(ctx, query, limit, as_json, source_name):
     """Full-text search of the stored templates (name, description, explainer, node types, categories,
     author, video transcripts), best match first (bm25; `rank` is lower for a better match), with snippets.
 
@@ -74,6 +100,12 @@ def search_cmd(ctx, query, limit, as_json):
         scraper search 'node_types:googleSheets' --json | jq '.[].id'
     """
     s = _settings(ctx)
+    if source_name is not None:
+        with _existing_db(s) as conn:
+            results = search.query_items(conn, source_name, query, limit)
+        click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json
+                   else search.render_items(source_name, query, results))
+        return
     with _existing_db(s) as conn:
         results = search.query(conn, query, limit)
         total = None if as_json else search.count(conn, query)

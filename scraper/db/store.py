@@ -3,6 +3,7 @@
 import sqlite3
 
 from scraper.base.errors import ConfigError
+from scraper.db.schema_mirror import MIRROR_CORE
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 
@@ -262,6 +263,8 @@ MIGRATIONS = [
     WHERE j.status IN ('done', 'failed', 'invalid') AND j.finished_at IS NOT NULL
       AND EXISTS (SELECT 1 FROM runs WHERE runs.started_at <= j.finished_at);
     """,
+    # 8: one mirror core for every kind (issue 16): items; answers and changes keyed by (source, key)
+    MIRROR_CORE,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

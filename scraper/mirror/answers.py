@@ -1,4 +1,5 @@
-"""Raw answers and versions: every answer that made a `workflows` row, kept compressed, one per version.
+"""Raw answers and versions: the mirror core of every kind (templates here, catalogue items in
+scraper/mirror/items.py), each answer kept compressed, one per version, keyed by (source, key).
 
 A template's version is 1 at its first fetch and goes up by one each time its content changes; view
 counters changing alone is not a change. The current version's stored body is the latest one served
@@ -14,6 +15,7 @@ from scraper.db.store import transaction, upsert
 from scraper.sites import n8n
 
 API, PAGE = n8n.API, n8n.PAGE
+N8N = n8n.SITE                # the source of the templates (at most one source of kind n8n)
 VIEW_COUNTERS = ("views", "totalViews", "recentViews")   # move daily; never a new version
 SYNC_COLUMNS = ("version", "first_seen_at", "last_seen_at", "removed_at")   # not from an answer
 ZLIB_LEVEL = 9               # answers are small (5-60 KB) and written once per fetch: size wins
@@ -65,30 +67,41 @@ def store(conn, row, raw, fetched_at):
     api_hash = content_hash(raw[API])
     old = conn.execute("SELECT version, first_seen_at, removed_at, content_hash FROM workflows WHERE id = ?",
                        (tid,)).fetchone()
-    last = conn.execute("SELECT content_hash FROM answers WHERE template_id = ? AND kind = 'api' "
-                        "ORDER BY version DESC LIMIT 1", (tid,)).fetchone()
-    version, change = next_version(old and old["version"], last and last["content_hash"], api_hash,
+    last = last_hash(conn, N8N, str(tid), API)
+    version, change = next_version(old and old["version"], last, api_hash,
                                    old and old["content_hash"], row["content_hash"])
     for kind, body in raw.items():
-        _keep(conn, tid, version, kind, api_hash if kind == API else content_hash(body), fetched_at, body)
+        keep(conn, N8N, str(tid), version, kind, api_hash if kind == API else content_hash(body), fetched_at, body,
+             template_id=tid)
     row = dict(row, version=version, first_seen_at=(old and old["first_seen_at"]) or fetched_at,
                last_seen_at=fetched_at, removed_at=None)
     upsert(conn, "workflows", row, "id")
     if change:
-        record_change(conn, tid, change, fetched_at, version)
+        record_change(conn, N8N, str(tid), change, fetched_at, version, template_id=tid)
     if old is not None and old["removed_at"] is not None:
-        record_change(conn, tid, "restored", fetched_at, version)
+        record_change(conn, N8N, str(tid), "restored", fetched_at, version, template_id=tid)
     return version
 
 
-def _keep(conn, tid, version, kind, digest, fetched_at, body):
-    # a new version gets its row; the same version gets the latest body (only counters differ)
+# --- the generic core: raw answers, versions and changes of any item, keyed by (source, key) ----------
+
+def last_hash(conn, source, key, kind):
+    """The content hash of the item's newest stored answer of `kind`, or None."""
+    last = conn.execute("SELECT content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
+                        "ORDER BY version DESC LIMIT 1", (source, key, kind)).fetchone()
+    return last and last["content_hash"]
+
+
+def keep(conn, source, key, version, kind, digest, fetched_at, body, template_id=None):
+    """Store one raw answer: a new version gets its row; the same version gets the latest body (only
+    volatile fields differ)."""
     conn.execute(
-        """INSERT INTO answers (template_id, version, kind, content_hash, fetched_at, body_fetched_at, size, body)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (template_id, version, kind) DO UPDATE SET content_hash = excluded.content_hash,
+        """INSERT INTO answers (source, key, template_id, version, kind, content_hash, fetched_at, body_fetched_at,
+                               size, body)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (source, key, version, kind) DO UPDATE SET content_hash = excluded.content_hash,
                body_fetched_at = excluded.body_fetched_at, size = excluded.size, body = excluded.body""",
-        (tid, version, kind, digest, fetched_at, fetched_at, len(body), compress(body)),
+        (source, key, template_id, version, kind, digest, fetched_at, fetched_at, len(body), compress(body)),
     )
 
 
@@ -99,35 +112,49 @@ def mark_removed(conn, template_id, at):
     if cur.rowcount != 1:
         return False
     version = conn.execute("SELECT version FROM workflows WHERE id = ?", (template_id,)).fetchone()[0]
-    record_change(conn, template_id, "removed", at, version)
+    record_change(conn, N8N, str(template_id), "removed", at, version, template_id=template_id)
     return True
 
 
-def record_change(conn, template_id, change, at, version=None):
-    conn.execute("INSERT INTO changes (template_id, change, at, version) VALUES (?, ?, ?, ?)",
-                 (template_id, change, at, version))
+def template_change(conn, template_id, change, at, version=None):
+    record_change(conn, N8N, str(template_id), change, at, version, template_id=template_id)
 
 
-def history(conn, template_id):
-    """The template's versions, oldest first: [{version, fetched_at, content_hash}]."""
+def record_change(conn, source, key, change, at, version=None, template_id=None):
+    conn.execute("INSERT INTO changes (source, key, template_id, change, at, version) VALUES (?, ?, ?, ?, ?, ?)",
+                 (source, key, template_id, change, at, version))
+
+
+def history(conn, template_id=None, source=N8N, key=None, kind=API):
+    """An item's versions, oldest first: [{version, fetched_at, content_hash}] (a template by its id)."""
+    key = str(template_id) if key is None else key
     return [dict(r) for r in conn.execute(
-        "SELECT version, fetched_at, content_hash FROM answers WHERE template_id = ? AND kind = 'api' "
-        "ORDER BY version", (template_id,))]
+        "SELECT version, fetched_at, content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
+        "ORDER BY version", (source, key, kind))]
 
 
 def changes(conn, since=None, kinds=(), limit=None):
-    """What changed, ordered by time then template id: [{id, change, at}], from `since` (ISO 8601 UTC
-    text) on, of `kinds` only (default all); `limit`: the newest that many, still oldest first."""
+    """What changed, ordered by time then key: a template as {id, change, at}, an item as {source, key,
+    change, at} (its key is `SOURCE:PATH`); from `since` (ISO 8601 UTC text) on, of `kinds` only (default
+    all); `limit`: the newest that many, still oldest first."""
     where, args = [], []
     if since is not None:
         where, args = where + ["at >= ?"], args + [since]
     if kinds:
         where, args = where + [f"change IN ({','.join('?' * len(kinds))})"], args + list(kinds)
-    sql = "SELECT template_id AS id, change, at, seq FROM changes" + (" WHERE " + " AND ".join(where) if where else "")
+    sql = ("SELECT template_id, source, key, change, at, seq FROM changes"
+           + (" WHERE " + " AND ".join(where) if where else ""))
     if limit is not None:
-        sql, args = f"SELECT * FROM ({sql} ORDER BY at DESC, id DESC, seq DESC LIMIT ?)", args + [limit]
-    return [{"id": r["id"], "change": r["change"], "at": r["at"]}
-            for r in conn.execute(sql + " ORDER BY at, id, seq", args)]
+        sql, args = (f"SELECT * FROM ({sql} ORDER BY at DESC, source DESC, template_id DESC, key DESC, seq DESC "
+                     "LIMIT ?)"), args + [limit]
+    out = []
+    for r in conn.execute(sql + " ORDER BY at, source, template_id, key, seq", args):
+        if r["template_id"] is not None:
+            out.append({"id": r["template_id"], "change": r["change"], "at": r["at"]})
+        else:
+            out.append({"source": r["source"], "key": f"{r['source']}:{r['key']}", "change": r["change"],
+                        "at": r["at"]})
+    return out
 
 
 def rebuilt_row(api_body, body_fetched_at, page_body, current):
@@ -154,13 +181,13 @@ def reextract(conn):
 
 def _reextract_one(c, tid):
     current = c.execute("SELECT * FROM workflows WHERE id = ?", (tid,)).fetchone()
-    api = c.execute("SELECT body, body_fetched_at FROM answers WHERE template_id = ? AND version = ? "
-                    "AND kind = 'api'", (tid, current["version"])).fetchone()
+    api = c.execute("SELECT body, body_fetched_at FROM answers WHERE source = ? AND key = ? AND version = ? "
+                    "AND kind = 'api'", (N8N, str(tid), current["version"])).fetchone()
     if api is None:
         return 0
     # the page columns come from the latest page fetched, as a run without --with-page leaves them
-    page = c.execute("SELECT body FROM answers WHERE template_id = ? AND kind = 'page' AND version <= ? "
-                     "ORDER BY version DESC LIMIT 1", (tid, current["version"])).fetchone()
+    page = c.execute("SELECT body FROM answers WHERE source = ? AND key = ? AND kind = 'page' AND version <= ? "
+                     "ORDER BY version DESC LIMIT 1", (N8N, str(tid), current["version"])).fetchone()
     row = rebuilt_row(decompress(api["body"]), api["body_fetched_at"],
                       None if page is None else decompress(page["body"]), current)
     upsert(c, "workflows", row, "id")

@@ -7,7 +7,7 @@ writes it: plain rows, link tables, versioned items with their raw answers, remo
 from scraper import sites
 from scraper.db.queue import add_jobs
 from scraper.db.store import transaction, upsert
-from scraper.mirror import answers
+from scraper.mirror import answers, items
 
 CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
 
@@ -24,8 +24,12 @@ def write(conn, result: sites.Result, now: float, at: str = "") -> None:
             cols = list(row)
             conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                          [row[c] for c in cols])
+    for source, key, url, rec, raw, fetched_at, volatile in result.items:
+        items.store(conn, source, key, url, rec, raw, fetched_at, volatile)
     for template_id in result.removed:
         answers.mark_removed(conn, template_id, at)
+    for source, key in result.removed_items:
+        items.mark_removed(conn, source, key, at)
     if result.children:
         add_jobs(conn, result.children, now, priority=CHILD_PRIORITY)
 

@@ -71,7 +71,7 @@ def apply(conn, settings, walk, started_at, now):
         for tid in p.restored:
             c.execute("UPDATE workflows SET removed_at = NULL WHERE id = ?", (tid,))
             version = c.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).fetchone()[0]
-            answers.record_change(c, tid, "restored", at, version)
+            answers.template_change(c, tid, "restored", at, version)
         c.execute("INSERT INTO walks (started_at, finished_at, complete, pages, listed, new, changed, removed, "
                   "restored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                   (iso(started_at), at, int(walk.complete), walk.pages, len(listed), len(p.new), len(p.changed),

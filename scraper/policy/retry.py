@@ -16,7 +16,8 @@ BLOCKED = "blocked"          # the site refuses this address (YouTube's bot chec
 TOO_LARGE = "too_large"     # over --max-answer-mb once decoded: final, the same answer would come again
 INTERNAL = "internal"       # anything else that went wrong while one job was processed (a bug, a hostile answer)
 ABANDONED = "abandoned"     # the worker died holding the job (killed, crashed, over memory)
-KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED, TOO_LARGE, INTERNAL, ABANDONED)
+INCOMPLETE = "incomplete"   # a catalogue page lacks a required field: final, the same page would come again
+KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED, TOO_LARGE, INTERNAL, ABANDONED, INCOMPLETE)
 
 GONE = (404, 410)            # the template is not there: final, `invalid`
 FORBIDDEN = (401, 403)       # retrying will not help: final, `failed` with the reason kept
@@ -44,7 +45,7 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
         return Outcome(RETRY, 0.0, counted=False)
     if status in GONE:
         return Outcome(INVALID)
-    if status in FORBIDDEN or kind == TOO_LARGE:
+    if status in FORBIDDEN or kind in (TOO_LARGE, INCOMPLETE):
         return Outcome(FAILED)
     if kind == BLOCKED:
         # the domain's breaker is open (breaker.on_blocked) and holds the job back; no attempt is spent

@@ -110,7 +110,8 @@ class Worker:
         except FetchError as e:
             self._failed(job, e.kind, str(e), e.status, e.retry_after, started, probe=job.probe)
         except ParseError as e:
-            self._failed(job, retry.PARSE, str(e), 200, None, started)
+            # a site may name its own final kind (catalogue's `incomplete`)
+            self._failed(job, getattr(e, "kind", retry.PARSE), str(e), 200, None, started)
         else:
             ms = _ms_since(started)
             now = self.clock()

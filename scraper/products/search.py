@@ -56,6 +56,38 @@ def count(conn, text):
     return conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).fetchone()[0]
 
 
+def query_items(conn, source, text, limit=LIMIT):
+    """[{key, source, url, name, snippet, rank}] of one catalogue source's items, best first."""
+    if not text.strip():
+        raise ConfigError("the search query is empty; give one or more words.")
+    sql = f"""
+        SELECT i.source, i.key, i.url, json_extract(i.record, '$.name') AS name,
+               snippet(items_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet, bm25(items_fts, 10.0, 4.0, 1.0) AS rank
+        FROM items_fts JOIN items i ON i.rowid = items_fts.rowid
+        WHERE items_fts MATCH ? AND i.source = ?
+        ORDER BY rank, i.key
+        LIMIT ?"""
+    try:
+        found = conn.execute(sql, (MARK_START, MARK_END, ELLIPSIS, text, source, limit)).fetchall()
+    except sqlite3.OperationalError as e:
+        if any(s in str(e).lower() for s in _QUERY_ERRORS):
+            raise ConfigError(f"the search query {text!r} is not valid FTS5 syntax ({e}); put words with "
+                              "punctuation in double quotes.") from None
+        raise
+    return [{"key": f"{r[0]}:{r[1]}", "source": r[0], "url": r[2], "name": r[3], "snippet": _one_line(r[4]),
+             "rank": round(r[5], 4)} for r in found]
+
+
+def render_items(source, text, results):
+    if not results:
+        return f"no item of {source} matches {text!r}."
+    lines = [f"{len(results)} item(s) of {source} match {text!r}, best first:"]
+    for r in results:
+        lines.append(f"{r['key']}  {r['name'] or ''}".rstrip())
+        lines.append(f"  {r['snippet']}")
+    return "\n".join(lines)
+
+
 def rebuild(conn):
     """Make the index again from `workflows` and the transcripts of each template's videos, in one
     transaction; returns the number of rows indexed. For a re-extraction and repairs: writes keep it in

@@ -34,6 +34,10 @@ class Result:
     versioned: tuple[tuple[dict[str, Any], dict[str, bytes], str], ...] = ()
     # template ids whose removal is confirmed (their data and versions are kept)
     removed: tuple[int, ...] = ()
+    # (source, key, url, record, raw answers {kind: bytes}, fetched_at, volatile fields): a catalogue item
+    items: tuple[tuple[str, str, str, dict[str, Any], dict[str, bytes], str, Sequence[str]], ...] = ()
+    # (source, key) of catalogue items whose removal is confirmed
+    removed_items: tuple[tuple[str, str], ...] = ()
 
 
 class Context(Protocol):
@@ -76,6 +80,9 @@ class Site(Protocol):
     def domain(self, settings: Settings) -> str:
         """The politeness domain of this site's jobs (its rate bucket and breaker)."""
 
+    def domains(self, settings: Settings) -> list[str]:
+        """Every politeness domain of this site's jobs (a catalogue has one per source)."""
+
     def job_row(self, settings: Settings, key_value: Any) -> JobRow:
         """(key, site, url, domain) of the job for one item (a template id, a video id)."""
 
@@ -98,8 +105,8 @@ class JobRef(Protocol):
 
 
 def _registry() -> dict[str, Site]:
-    from scraper.sites import n8n, youtube  # imported here: the site modules import this package for Result
-    return {n8n.SITE: n8n.site, youtube.SITE: youtube.site}
+    from scraper.sites import catalogue, n8n, youtube  # here: the site modules import this package for Result
+    return {n8n.SITE: n8n.site, youtube.SITE: youtube.site, catalogue.SITE: catalogue.site}
 
 
 def get(name: str) -> Site | None:
@@ -116,7 +123,8 @@ def enabled(settings: Settings) -> list[str]:
 def domains(settings: Settings) -> list[str]:
     """The politeness domains of the enabled sites."""
     registry = _registry()
-    return sorted({registry[name].domain(settings) for name in enabled(settings)})
+    # a site of many sources (catalogue) has a domain per source
+    return sorted({d for name in enabled(settings) for d in registry[name].domains(settings) if d})
 
 
 def children_of(settings: Settings, site_name: str, values: Iterable[Any]) -> tuple[JobRow, ...]:

@@ -191,6 +191,9 @@ class _Site:
         # the real host's domain, even when the requests go to a stand-in: youtube.com's budget applies
         return YOUTUBE_DOMAIN
 
+    def domains(self, settings):
+        return [self.domain(settings)]
+
     def job_row(self, settings, video_id):
         return job_key(video_id), SITE, watch_url(video_id), YOUTUBE_DOMAIN
 

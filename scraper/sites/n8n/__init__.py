@@ -232,6 +232,9 @@ class _Site:
     def domain(self, settings):
         return settings.domain
 
+    def domains(self, settings):
+        return [self.domain(settings)]
+
     def job_row(self, settings, template_id):
         return job_key(template_id), SITE, page_url(settings.site_url, template_id), settings.domain
 

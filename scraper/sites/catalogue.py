@@ -1,0 +1,225 @@
+"""The `catalogue` kind: any site with a sitemap. A page becomes a record (pure: no SQL, no requests
+but the worker's polite GET): the page's JSON-LD (the first object of the source's `type`, @graph
+included), else its microdata item of that type; its OpenGraph tags as `og:*`; then the source's
+`fields` (`css:SELECTOR` with parsel, `::text` / `::attr(x)`; `jsonld:dotted.path`). A record without
+one of the source's `required` fields is refused (`incomplete`, final). The sitemaps are read by
+scraper/sites/sitemaps.py and walked by scraper/mirror/catalogue.py.
+"""
+
+import json
+from urllib.parse import urlsplit
+
+from scraper.base.errors import JobInvalid, ParseError
+from scraper.base.urls import domain_of
+from scraper.policy import retry
+from scraper.sites import Result, unstorable
+
+SITE = "catalogue"
+PAGE = "page"                 # the kind of raw answer an item keeps
+FETCHERS = ("http",)          # "browser"/"auto" come with the browser fetcher (another issue)
+MAX_RECORD_CHARS = 1_000_000  # a record is a page's facts, not the page: bigger is a hostile page
+SYNTAXES = ["json-ld", "opengraph", "microdata"]
+
+
+class Incomplete(ParseError):
+    """The page lacks a required field: final (the same page would come again)."""
+
+    kind = retry.INCOMPLETE
+
+
+def job_key(source_name: str, path: str) -> str:
+    """Queue key of one page: `SOURCE:PATH` (the path with its query, as the sitemap lists it)."""
+    return f"{source_name}:{path}"
+
+
+def path_of(url: str) -> str:
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """(source name, path) of a job key; ParseError for another key."""
+    source, sep, path = key.partition(":")
+    if not sep or not path.startswith("/"):
+        raise ParseError(f"{key!r} is not a catalogue job key (SOURCE:/path)")
+    return source, path
+
+
+def source_of(settings, name):
+    """The catalogue Source named `name`, or None."""
+    for source in getattr(settings, "sources", ()):
+        if source.name == name and source.kind == SITE:
+            return source
+    return None
+
+
+def check_options(source) -> str | None:
+    """What is wrong with a catalogue source's own keys (one sentence, for the sources file's
+    validation), or None."""
+    if not source.opt("site"):
+        return "needs `site`, its home URL"
+    fields = dict(source.opt("fields") or {})
+    for name, spec in fields.items():
+        if not isinstance(spec, str) or not spec.startswith(("css:", "jsonld:")):
+            return f"field {name!r} must be \"css:SELECTOR\" or \"jsonld:dotted.path\""
+    if (source.opt("fetcher") or "http") not in FETCHERS:
+        return f"fetcher must be one of {', '.join(FETCHERS)}"
+    return None
+
+
+# --- a page to a record (pure) ----------------------------------------------------------------
+
+def decode(body: bytes) -> str:
+    """The page's text: its declared or sniffed encoding (w3lib, as parsel does); ParseError when it is
+    not an HTML page at all."""
+    from w3lib.encoding import html_to_unicode
+    if b"\x00" in body[:4096]:
+        raise ParseError("the page is binary (NUL bytes), not HTML")
+    _, text = html_to_unicode(None, body)
+    return text
+
+
+def extract(source, url: str, body: bytes) -> dict:
+    """The record of one page for `source`; ParseError (Incomplete when a required field is missing)."""
+    text = decode(body)
+    try:
+        record = _extract(source, url, text)
+        size = len(json.dumps(record, ensure_ascii=False))
+    except RecursionError:
+        raise ParseError("the page nests its markup or JSON-LD too deeply to read") from None
+    except UnicodeEncodeError as e:
+        raise unstorable("page", e) from None
+    if size > MAX_RECORD_CHARS:
+        raise ParseError(f"the page's record is {size:,} characters (at most {MAX_RECORD_CHARS:,})")
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise unstorable("page", e) from None
+    missing = [f for f in source.opt("required") or () if _empty(record.get(f))]
+    if missing:
+        raise Incomplete(f"the page lacks the required field(s) {', '.join(missing)}")
+    return record
+
+
+def _extract(source, url, text):
+    import extruct
+    from parsel import Selector
+    wanted = source.opt("type")
+    try:
+        data = extruct.extract(text, base_url=url, syntaxes=SYNTAXES, uniform=True, errors="ignore")
+    except (ValueError, TypeError) as e:
+        raise ParseError(f"the page's structured data cannot be read ({type(e).__name__}: {e})") from None
+    obj = first_of_type(data.get("json-ld") or [], wanted)
+    record = {}
+    if obj is not None:
+        record.update({k: v for k, v in obj.items() if k != "@context"})
+    else:
+        item = first_of_type(data.get("microdata") or [], wanted)
+        if item is not None:
+            record.update({k: v for k, v in item.items() if k != "@context"})
+    for og in data.get("opengraph") or []:
+        for k, v in og.items():
+            if k.startswith("og:"):
+                record.setdefault(k, v)
+    fields = dict(source.opt("fields") or {})
+    if fields:
+        selector = Selector(text=text)
+        for name, spec in sorted(fields.items()):
+            value = _field(selector, obj, spec)
+            if not _empty(value):
+                record[name] = value
+    return record
+
+
+def first_of_type(objects, wanted):
+    """The first object whose @type is `wanted` (or the first object when no type is given), looking
+    inside @graph too."""
+    for obj in _flatten(objects):
+        if not isinstance(obj, dict):
+            continue
+        types = obj.get("@type")
+        types = types if isinstance(types, list) else [types]
+        if wanted is None or wanted in types or f"http://schema.org/{wanted}" in types \
+                or f"https://schema.org/{wanted}" in types:
+            return obj
+    return None
+
+
+def _flatten(objects):
+    for obj in objects:
+        if isinstance(obj, dict) and isinstance(obj.get("@graph"), list):
+            yield from obj["@graph"]
+        if isinstance(obj, dict) and obj.get("@type") is not None:
+            yield obj
+
+
+def _field(selector, obj, spec):
+    how, _, what = spec.partition(":")
+    if how == "css":
+        try:
+            found = selector.css(what).get()
+        except Exception as e:      # cssselect's SelectorError and friends: the source's selector is wrong
+            raise ParseError(f"css selector {what!r} cannot be used ({e})") from None
+        return None if found is None else " ".join(found.split())
+    value = obj
+    for part in what.split("."):
+        if isinstance(value, list):
+            value = value[int(part)] if part.isdigit() and int(part) < len(value) else None
+        elif isinstance(value, dict):
+            value = value.get(part)
+        else:
+            return None
+    return value
+
+
+def _empty(value):
+    return value is None or value == "" or value == [] or value == {}
+
+
+# --- the site seam (see scraper/sites/__init__.py) ------------------------------------------------
+
+class _Fetcher:
+    def __init__(self, settings):
+        self.s = settings
+
+    def fetch(self, job, ctx):
+        name, path = split_key(job.key)
+        source = source_of(self.s, getattr(job, "source", None) or name)
+        if source is None:
+            raise JobInvalid("unknown_source", f"no catalogue source {name!r} in the sources file")
+        fetched_at = ctx.fetched_at()
+        body = ctx.get(job.url)
+        record = extract(source, job.url, body)
+        volatile = tuple(source.opt("volatile") or ())
+        return Result(items=((source.name, path, job.url, record, {PAGE: body}, fetched_at, volatile),))
+
+    def close(self):
+        pass
+
+
+class _Site:
+    name = SITE
+
+    def domain(self, settings):
+        """The first catalogue source's domain (each job carries its own in `jobs.domain`)."""
+        found = self.domains(settings)
+        return found[0] if found else ""
+
+    def domains(self, settings):
+        return sorted({domain_of(s.opt("site")) for s in getattr(settings, "sources", ())
+                       if s.kind == SITE and s.enabled and s.opt("site")})
+
+    def job_row(self, settings, value):
+        """`value`: (source name, page URL)."""
+        name, url = value
+        return job_key(name, path_of(url)), SITE, url, domain_of(url)
+
+    def open(self, settings):
+        return _Fetcher(settings)
+
+    def gone(self, job):
+        """A page that answers 404/410 is a removed item; its record and versions stay."""
+        return Result(removed_items=(split_key(job.key),))
+
+
+site = _Site()
