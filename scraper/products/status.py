@@ -33,6 +33,7 @@ def report(queue, now, run=None):
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         "sites": queue.counts_by_site(),
+        "sources": queue.counts_by_source(),
         **mirror_fields(queue.conn),
     }
 
@@ -75,6 +76,9 @@ def render(r):
     ]
     for name, c in r["sites"].items():
         lines.append(f"site      {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
+                     f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
+    for name, c in r["sources"].items():
+        lines.append(f"source    {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
                      f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
