@@ -352,3 +352,10 @@ def test_help_of_the_sources_command_names_its_json():
     from click.testing import CliRunner
     result = CliRunner().invoke(cli.main, ["sources", "--help"])
     assert result.exit_code == 0 and "--json" in result.output
+
+
+def test_the_shipped_example_is_valid_and_the_readme_shows_it():
+    from tests.helpers import ROOT
+    example = (ROOT / "sources.example.toml").read_text()
+    assert [s.kind for s in sources.load(str(ROOT / "sources.example.toml"))] == ["n8n", "catalogue"]
+    assert example in (ROOT / "README.md").read_text()
