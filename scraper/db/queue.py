@@ -134,7 +134,8 @@ class Queue:
                                  WHERE source = ? AND status = 'pending' AND available_at <= ? AND {where}
                                  ORDER BY priority DESC, available_at, id LIMIT 1)""")
                 pick_args += [name, now, *args]
-            pick = " UNION ALL ".join(parts) + " ORDER BY priority DESC, available_at, id LIMIT 1"
+            pick = parts[0] if len(parts) == 1 else \
+                " UNION ALL ".join(parts) + " ORDER BY priority DESC, available_at, id LIMIT 1"
             job = self._take(c, f"SELECT id FROM ({pick})", pick_args, worker, now, lease_s, probe)
             if job is not None:
                 return job
