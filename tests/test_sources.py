@@ -1,6 +1,7 @@
 """Issue 16, the sources side: the sources file, `scraper sources`, walks on a cadence, claims by source
 priority, disabled and removed sources, the jobs.source migration."""
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -359,3 +360,24 @@ def test_the_shipped_example_is_valid_and_the_readme_shows_it():
     example = (ROOT / "sources.example.toml").read_text()
     assert [s.kind for s in sources.load(str(ROOT / "sources.example.toml"))] == ["n8n", "catalogue"]
     assert example in (ROOT / "README.md").read_text()
+
+
+def test_status_and_the_report_break_the_counts_down_per_source(tmp_path, db):
+    from scraper.products import report
+    conn = store.open_db(str(db))
+    _two_sources(conn, jobs=2)
+    data = report.gather(conn, NOW)
+    conn.close()
+    assert data["jobs_by_source"]["events"]["pending"] == 2 and data["jobs_by_source"]["n8n"]["pending"] == 2
+    result = invoke("status", "--json", db=db)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["sources"]["events"] == {"pending": 2, "running": 0, "done": 0, "failed": 0,
+                                                              "invalid": 0}
+    assert "source    events: 2 total: 2 pending" in invoke("status", db=db).output
+
+
+def test_a_worker_waits_on_the_domains_of_the_catalogue_sources_too(tmp_path):
+    from scraper import sites
+    s = _settings(tmp_path, transcripts=False)
+    assert sites.domains(s) == ["127.0.0.2", "site.test"]
+    assert sites.domains(dataclasses.replace(s, run_sources=("n8n",))) == ["site.test"]

@@ -114,9 +114,12 @@ def enabled(settings: Settings) -> list[str]:
 
 
 def domains(settings: Settings) -> list[str]:
-    """The politeness domains of the enabled sites."""
+    """The politeness domains of the enabled sites, and those of the sources this run works that are not
+    n8n (a catalogue's site), so that claims are fair between all of them."""
     registry = _registry()
-    return sorted({registry[name].domain(settings) for name in enabled(settings)})
+    own = {registry[name].domain(settings) for name in enabled(settings)}
+    return sorted(own | {d for src in settings.working_sources if src.kind != "n8n"
+                         for d in settings.source_domains(src)})
 
 
 def children_of(settings: Settings, site_name: str, values: Iterable[Any]) -> tuple[JobRow, ...]:
