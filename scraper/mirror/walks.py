@@ -7,15 +7,16 @@ on failure). The n8n kind's walk is the listing walk of `seed --from-search`; th
 """
 
 import dataclasses
-import datetime
 import importlib
 import logging
 import time
 
 from scraper.base.errors import ConfigError, ScraperError
 from scraper.base.urls import domain_of
-from scraper.db.store import transaction
-from scraper.policy import cadence
+from scraper.db.walklog import iso, last_walks, next_due, record
+
+__all__ = ["PoliteGet", "WalkResult", "Outcome", "WalkFailed", "walk_due", "walk_one", "iso", "last_walks",
+           "next_due", "record"]
 
 log = logging.getLogger(__name__)
 
@@ -98,41 +99,7 @@ class PoliteGet:
         self.limiter.close()
 
 
-# --- the record of the walks ------------------------------------------------------------------
-
-def iso(ts):
-    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def _epoch(text):
-    return None if text is None else datetime.datetime.fromisoformat(text).timestamp()
-
-
-def record(conn, name, started_at, finished_at, result=None, error=None):
-    """Add one walk of the source `name` (times in Unix seconds)."""
-    r = result or WalkResult()
-    with transaction(conn) as c:
-        c.execute("INSERT INTO source_walks (source, started_at, finished_at, complete, new, changed, removed, "
-                  "restored, requests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  (name, iso(started_at), iso(finished_at), int(r.complete and error is None), r.new, r.changed,
-                   r.removed, r.restored, r.requests, error))
-
-
-def last_walks(conn):
-    """{source: (last walk's finish, last complete walk's finish)} in Unix seconds (None: never)."""
-    out = {}
-    for name, last, complete in conn.execute(
-            "SELECT source, MAX(finished_at), MAX(CASE WHEN complete THEN finished_at END) FROM source_walks "
-            "GROUP BY source"):
-        out[name] = (_epoch(last), _epoch(complete))
-    return out
-
-
-def next_due(conn, source, now, walks=None):
-    """Unix time the source's next walk is due (`now` when it is due already)."""
-    walks = last_walks(conn) if walks is None else walks
-    return max(now, cadence.next_due_at(source.every_s, walks.get(source.name, (None, None))[1], now))
-
+# --- the record of the walks: scraper.db.walklog (read by products without importing this module) ---
 
 # --- walking ----------------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 its jobs by status and its items (live, removed)."""
 
 from scraper.base.settings import YOUTUBE_BURST, YOUTUBE_DOMAIN, YOUTUBE_RATE_PER_S
+from scraper.db import walklog as walks
 from scraper.db.store import JOB_STATUSES
-from scraper.mirror import walks
 
 
 def report(conn, settings, now):
