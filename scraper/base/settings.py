@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from scraper import __version__
 from scraper.base.errors import ConfigError
 from scraper.base.sources import BUILTIN as BUILTIN_SOURCES
+from scraper.base.sources import Source
 from scraper.base.urls import domain_of
 
 # Defaults: one place, units in the names.
@@ -111,7 +112,7 @@ class Settings:
             return None
         return min(r for r, _ in found), min(b for _, b in found)
 
-    def source_domains(self, source):
+    def source_domains(self, source: Source) -> tuple[str, ...]:
         """The politeness domains of a source's own site (its `rate` and `burst` apply to them)."""
         if source.kind == "n8n":
             return (self.domain,)
@@ -128,7 +129,7 @@ class Settings:
         return next((s.name for s in self.sources if s.kind == "n8n"), "n8n")
 
     @property
-    def working_sources(self):
+    def working_sources(self) -> tuple[Source, ...]:
         """The sources whose jobs this run works: enabled, and named by `run --source` when given."""
         return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources))
 

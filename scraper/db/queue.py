@@ -4,6 +4,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
+from scraper.db import claims
 from scraper.db.store import JOB_STATUSES, transaction
 from scraper.policy import breaker
 
@@ -116,27 +117,9 @@ class Queue:
                 probes.append(r["domain"])
         return blocked, probes
 
-    # Without ANALYZE statistics SQLite prefers jobs_status and sorts every pending row (measured: 176 ms
-    # a claim at 1M pending); the claim index reads rows in claim order and stops at the first (56 us).
     def _claim_where(self, c, where, args, worker, now, lease_s, probe=False):
-        if self._levels is None:
-            pick, pick_args = (f"""SELECT id FROM jobs INDEXED BY jobs_claim
-                                   WHERE status = 'pending' AND available_at <= ? AND {where}
-                                   ORDER BY priority DESC, available_at, id LIMIT 1""", [now, *args])
-            return self._take(c, pick, pick_args, worker, now, lease_s, probe)
-        # Sources: the first priority level with a runnable job wins. One source's rows are read from its
-        # own claim index in claim order (a lookup, not a sort); a level of several sources takes the best
-        # of each source's first row.
-        for level in self._levels:
-            parts, pick_args = [], []
-            for name in level:
-                parts.append(f"""SELECT * FROM (SELECT id, priority, available_at FROM jobs INDEXED BY jobs_claim_source
-                                 WHERE source = ? AND status = 'pending' AND available_at <= ? AND {where}
-                                 ORDER BY priority DESC, available_at, id LIMIT 1)""")
-                pick_args += [name, now, *args]
-            pick = parts[0] if len(parts) == 1 else \
-                " UNION ALL ".join(parts) + " ORDER BY priority DESC, available_at, id LIMIT 1"
-            job = self._take(c, f"SELECT id FROM ({pick})", pick_args, worker, now, lease_s, probe)
+        for pick, pick_args in claims.picks(self._levels, where, args, now):
+            job = self._take(c, pick, pick_args, worker, now, lease_s, probe)
             if job is not None:
                 return job
         return None
@@ -361,13 +344,6 @@ class Queue:
     def finished_since(self, since):
         return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).fetchone()[0]
 
-    def counts_by_source(self):
-        """{source: {status: rows}} (every status present, zero when none)."""
-        out = {}
-        for name, status, n in self.conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
-            out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))[status] = n
-        return out
-
     def counts_by_site(self):
         """{site: {status: rows}} (every status present, zero when none)."""
         out = {}
@@ -394,14 +370,6 @@ def add_jobs(c, rows, now, priority=0, source=DEFAULT_SOURCE):
 def _with_source(row, source=DEFAULT_SOURCE):
     """(key, site, url, domain, source): a row of four gets `source`."""
     return tuple(row) if len(row) == 5 else (*row, source)
-
-
-def source_levels(sources):
-    """[[names of priority 1], [names of priority 2], ...] of `sources` (base.sources.Source), for claims."""
-    levels = {}
-    for s in sorted(sources, key=lambda s: (s.priority, s.name)):
-        levels.setdefault(s.priority, []).append(s.name)
-    return list(levels.values())
 
 
 def _bump(c, name, by=1):

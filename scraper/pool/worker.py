@@ -14,7 +14,8 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import FetchError, HandedBack, JobInvalid, ParseError
 from scraper.db import requestlog, store
-from scraper.db.queue import Queue, source_levels
+from scraper.db.claims import source_levels
+from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.net import http
 from scraper.policy import retry

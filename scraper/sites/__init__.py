@@ -95,6 +95,8 @@ class JobRef(Protocol):
     def url(self) -> str: ...
     @property
     def domain(self) -> str: ...
+    @property
+    def source(self) -> str: ...     # the source of the sources file it belongs to (a catalogue finds its config)
 
 
 def _registry() -> dict[str, Site]:
