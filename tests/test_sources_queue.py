@@ -123,3 +123,20 @@ def test_status_and_the_report_break_the_counts_down_per_source(tmp_path, db):
     assert json.loads(result.output)["sources"]["events"] == {"pending": 2, "running": 0, "done": 0, "failed": 0,
                                                               "invalid": 0}
     assert "source    events: 2 total: 2 pending" in invoke("status", db=db).output
+
+
+@pytest.mark.slow
+def test_a_renamed_n8n_source_seeds_and_runs_end_to_end_in_real_processes(standin, tmp_path):
+    from tests.helpers import scraper
+    site = standin(templates=30, rate=50, burst=10)
+    db = tmp_path / "jobs.db"
+    path = write(tmp_path, f'[[source]]\nname = "templates"\nkind = "n8n"\nevery = "1d"\napi_url = "{site.api_url}"\n'
+                           f'site_url = "{site.url}"\n')
+    env = {"SCRAPER_SOURCES": path, "SCRAPER_API_URL": "http://127.0.0.1:9/api", "SCRAPER_SITE_URL": "http://127.0.0.1:9"}
+    done = scraper(site, db, "seed", check=0, env=env)
+    assert "templates: walked (complete" in done.stdout + done.stderr
+    scraper(site, db, "run", "--workers", "2", "--rate", "40", "--burst", "10", check=0, env=env)
+    assert count(db, "SELECT COUNT(*) FROM jobs WHERE source = 'templates' AND status = 'done'") == 30
+    assert "not due until" in (lambda d: d.stdout + d.stderr)(scraper(site, db, "seed", check=0, env=env))
+    [row] = json.loads(scraper(site, db, "sources", "--json", check=0, env=env).stdout)
+    assert row["jobs"]["done"] == 30 and row["items"] == {"live": 30, "removed": 0}
