@@ -234,28 +234,33 @@ def bench_status(work, quick, results):
 
 def bench_claim_scale(work, quick, results):
     big = 100_000 if quick else 1_000_000
-    calls, budget_s, per_claim = 2_000, 15.0, {}
-    for pending in (1_000, big):
-        conn = fresh_db(work / f"claim{pending}.db")
-        # `calls` more rows than `pending`, so at least `pending` wait during the whole loop
-        bulk_jobs(conn, pending_rows(pending + calls, time.time()))
-        queue, claim_s, done = Queue(conn), 0.0, 0
-        t_all = time.perf_counter()
-        # a time budget keeps the whole bench bounded when claims are slow (then fewer calls are timed)
-        while done < calls and time.perf_counter() - t_all < budget_s:
-            t0 = time.perf_counter()
-            job = queue.claim("bench", time.time(), 60.0)
-            claim_s += time.perf_counter() - t0
-            queue.complete(job, "bench", time.time(), 1)
-            done += 1
-        pair = (time.perf_counter() - t_all) / done * 1e6
-        conn.close()
-        per_claim[pending] = claim_s / done * 1e6
-        results.add(f"claim_us_{label(pending)}", per_claim[pending], "us/claim", "")
-        results.note(f"claim_scale {label(pending)} pending: {done} calls, claim {per_claim[pending]:.0f} us, "
-             f"claim+complete {pair:.0f} us")
-    ratio = per_claim[big] / per_claim[1_000]
-    results.add("claim_ratio", ratio, f"{label(big)} / 1k", "< 2", ratio < 2)
+    calls, budget_s = 2_000, 15.0
+    # plain: a claim without sources (as before issue 16); sources: a worker's claim across two priority
+    # levels whose first (`events`) has nothing runnable, so every claim reads both levels
+    for mode, levels in (("", None), ("sources_", [["events"], ["n8n"]])):
+        per_claim = {}
+        for pending in (1_000, big):
+            conn = fresh_db(work / f"claim{mode}{pending}.db")
+            # `calls` more rows than `pending`, so at least `pending` wait during the whole loop
+            bulk_jobs(conn, pending_rows(pending + calls, time.time()))
+            queue, claim_s, done = Queue(conn), 0.0, 0
+            t_all = time.perf_counter()
+            # a time budget keeps the whole bench bounded when claims are slow (then fewer calls are timed)
+            while done < calls and time.perf_counter() - t_all < budget_s:
+                t0 = time.perf_counter()
+                job = queue.claim("bench", time.time(), 60.0, sources=levels)
+                claim_s += time.perf_counter() - t0
+                queue.complete(job, "bench", time.time(), 1)
+                done += 1
+            pair = (time.perf_counter() - t_all) / done * 1e6
+            conn.close()
+            (work / f"claim{mode}{pending}.db").unlink()
+            per_claim[pending] = claim_s / done * 1e6
+            results.add(f"claim_{mode}us_{label(pending)}", per_claim[pending], "us/claim", "")
+            results.note(f"claim_scale {mode}{label(pending)} pending: {done} calls, "
+                         f"claim {per_claim[pending]:.0f} us, claim+complete {pair:.0f} us")
+        ratio = per_claim[big] / per_claim[1_000]
+        results.add(f"claim_{mode}ratio", ratio, f"{label(big)} / 1k", "< 2", ratio < 2)
 
 
 # --- 6. export: rows/s and memory that does not grow with the rows ---------------------------

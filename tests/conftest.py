@@ -25,6 +25,7 @@ def safe_env(monkeypatch, tmp_path):
     monkeypatch.setenv("SCRAPER_YOUTUBE_URL", NOWHERE)
     # the n8n-only tests run without transcripts; the transcript tests switch them on with a YouTube stand-in
     monkeypatch.setenv("SCRAPER_TRANSCRIPTS", "0")
+    monkeypatch.delenv("SCRAPER_SOURCES", raising=False)     # the built-in n8n source unless a test gives a file
 
 
 def _factory(youtube):

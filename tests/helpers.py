@@ -255,3 +255,33 @@ def run_on_a_terminal(args, env):
     code = proc.wait(30)
     os.close(leader)
     return code, seen.decode()
+
+
+# --- sources files (issue 16) ---------------------------------------------------------------
+
+EVENTS = """
+[[source]]
+name = "n8n"
+kind = "n8n"
+every = "2h"
+
+[[source]]
+name = "events"
+kind = "catalogue"
+priority = 2
+every = "1d"
+rate = 1.5
+burst = 3
+site = "http://127.0.0.2:8001/"
+include = ["^/events/"]
+type = "Event"
+required = ["name", "startDate"]
+fields = { organizer = "css:.organizer::text", venue = "jsonld:location.name" }
+"""
+
+
+def write(tmp_path, text, name="sources.toml"):
+    """Write a sources file into `tmp_path`; returns its path."""
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)

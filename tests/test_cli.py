@@ -65,8 +65,9 @@ def test_version():
     (["run", "--max-attempts", "0"], ["--max-attempts"]),
     (["run", "--timeout", "0"], ["--timeout"]),
     (["export", "--format", "xml"], ["xml"]),
-    (["seed"], ["--from-search", "--ids"]),
-    (["seed", "--from-search", "--ids", "ids.txt"], ["exactly one"]),
+    (["seed", "--source", "nope"], ["--source nope", "no such source"]),   # issue 16: a bare seed walks
+    (["seed", "--from-search", "--ids", "ids.txt"], ["at most one"]),
+    (["seed", "--source", "n8n", "--ids", "ids.txt"], ["at most one"]),
     (["seed", "--ids", "missing.txt"], ["missing.txt", "does not exist"]),
     (["seed", "--ids", "missing.txt", "--limit", "5"], ["--limit"]),
     (["status"], ["no database"]),

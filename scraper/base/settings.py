@@ -8,6 +8,8 @@ from urllib.parse import urlsplit
 
 from scraper import __version__
 from scraper.base.errors import ConfigError
+from scraper.base.sources import BUILTIN as BUILTIN_SOURCES
+from scraper.base.sources import Source
 from scraper.base.urls import domain_of
 
 # Defaults: one place, units in the names.
@@ -85,16 +87,52 @@ class Settings:
     transcripts: bool = True
     transcript_languages: tuple = TRANSCRIPT_LANGUAGES
     domain_rates: tuple = ()    # ((domain, rate_per_s, burst), ...) from --domain-rate
-    sources: tuple = ()         # scraper.base.sources.Source, one per source (branch `sources` fills it)
+    sources: tuple = BUILTIN_SOURCES    # base.sources.Source, from the sources file (or the built-in n8n)
+    sources_path: str = None    # the sources file read, None without one
+    run_sources: tuple = ()     # `run --source NAME`: only these sources' jobs (empty: every enabled one)
 
     def rate_for(self, domain):
-        """(rate_per_s, burst) of a politeness domain: --domain-rate, else youtube.com's own, else --rate."""
+        """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
+        rate of the sources on that domain: they share its bucket), else youtube.com's own, else --rate."""
         for name, rate, burst in self.domain_rates:
             if name == domain:
                 return rate, burst
+        configured = self.configured_rate(domain)
+        if configured is not None:
+            return configured
         if domain == YOUTUBE_DOMAIN:
             return YOUTUBE_RATE_PER_S, YOUTUBE_BURST
         return self.rate_per_s, self.burst
+
+    def configured_rate(self, domain, sources=None):
+        """(rate_per_s, burst) the sources file gives `domain` (the lowest of `sources`, default all that
+        name it), or None when none does; a source's missing half is the default's."""
+        found = [(s.rate or self.rate_per_s, s.burst or self.burst) for s in (sources or self.sources)
+                 if (s.rate is not None or s.burst is not None) and domain in self.source_domains(s)]
+        if not found:
+            return None
+        return min(r for r, _ in found), min(b for _, b in found)
+
+    def source_domains(self, source: Source) -> tuple[str, ...]:
+        """The politeness domains of a source's own site (its `rate` and `burst` apply to them)."""
+        if source.kind == "n8n":
+            return (self.domain,)
+        hosts = [source.opt("site")] + [f"http://{d}/" for d in source.opt("allow_domains", ())]
+        return tuple(dict.fromkeys(domain_of(h) for h in hosts if h))
+
+    def source(self, name):
+        """The source called `name`, or None."""
+        return next((s for s in self.sources if s.name == name), None)
+
+    @property
+    def n8n_source(self):
+        """The name of the n8n source (its jobs and their youtube jobs are its), `n8n` without one."""
+        return next((s.name for s in self.sources if s.kind == "n8n"), "n8n")
+
+    @property
+    def working_sources(self) -> tuple[Source, ...]:
+        """The sources whose jobs this run works: enabled, and named by `run --source` when given."""
+        return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources))
 
     @property
     def domain(self):
@@ -145,6 +183,12 @@ def build(**values):
     """Validate `values` and return frozen Settings; ConfigError (one sentence) on the first bad one."""
     values = {k: v for k, v in values.items() if v is not None}
     s = Settings(**values)
+    n8n = next((src for src in s.sources if src.kind == "n8n"), None)
+    if n8n is not None:     # the file's n8n URLs win over --api-url/--site-url, which are their defaults
+        s = dataclasses.replace(s, api_url=n8n.opt("api_url", s.api_url), site_url=n8n.opt("site_url", s.site_url))
+    unknown = [name for name in s.run_sources if s.source(name) is None]
+    _check(not unknown, f"--source {unknown[0] if unknown else ''}: no such source"
+                        f"{' in ' + s.sources_path if s.sources_path else ' (the only one is n8n)'}.")
     _check_url("API URL", s.api_url)
     _check_url("site URL", s.site_url)
     _check(bool(s.user_agent.strip()) and s.user_agent.isprintable() and s.user_agent.isascii(),

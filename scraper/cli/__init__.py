@@ -8,7 +8,7 @@ the sites.
 import click
 
 from scraper import __version__
-from scraper.base import logs, settings
+from scraper.base import logs, settings, sources
 from scraper.cli import jobs, mirror, products, reading, update
 from scraper.cli.common import Choice, Group
 
@@ -26,11 +26,15 @@ from scraper.cli.common import Choice, Group
 @click.option("--youtube-url", envvar=settings.ENV_YOUTUBE_URL, default=settings.YOUTUBE_URL, show_default=True,
               help=f"Where requests for https://www.youtube.com go, same path and query "
                    f"[env {settings.ENV_YOUTUBE_URL}].")
+@click.option("--sources", "sources_path", envvar=sources.ENV_SOURCES, type=click.Path(dir_okay=False),
+              help=f"The sources file: one [[source]] table per site to mirror; without it, ./"
+                   f"{sources.DEFAULT_PATH} when that exists, else the built-in n8n source "
+                   f"[env {sources.ENV_SOURCES}].")
 @click.option("--log-level", type=Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
 @click.pass_context
-def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
+def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, sources_path, log_level):
     """Collect the n8n.io workflow library into one SQLite file, politely and resumably.
 
     \b
@@ -41,7 +45,7 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
     """
     logs.setup(log_level.upper())
     ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url, "user_agent": user_agent,
-               "youtube_url": youtube_url}
+               "youtube_url": youtube_url, "sources_path": sources.default_path(sources_path)}
 
 
 

@@ -10,7 +10,7 @@ import sqlite3
 
 import click
 
-from scraper.base import exitcodes, logs, settings
+from scraper.base import exitcodes, logs, settings, sources
 from scraper.base.errors import ConfigError, Stopped
 
 log = logging.getLogger("scraper")
@@ -111,7 +111,8 @@ def _settings(ctx, **values):
     """Validated settings from the global options plus this command's."""
     from scraper.db import store
     try:
-        s = settings.build(**ctx.obj, **values)
+        loaded = sources.load(ctx.obj["sources_path"])    # validated once, before anything runs
+        s = settings.build(**ctx.obj, sources=loaded, **values)
         if os.path.isfile(s.db_path) and os.path.getsize(s.db_path):
             store.check_readable(s.db_path)  # a damaged file is refused before anything runs
         return s

@@ -19,48 +19,62 @@ def _job_count(s):
 
 
 @click.command("seed")
-@click.option("--from-search", is_flag=True, help="Page through the search API and add every template id.")
+@click.option("--from-search", is_flag=True, help="Walk the n8n source now: page through the search API and add "
+                                                  "every template id.")
 @click.option("--ids", "ids_file", type=click.Path(dir_okay=False),
               help="A file of template ids or n8n.io workflow URLs, one per line.")
+@click.option("--source", "source_names", multiple=True, metavar="NAME",
+              help="Walk this source now, whatever its cadence; repeatable.")
 @click.option("--limit", type=click.IntRange(min=1), help="With --from-search: stop after this many templates.")
 @click.option("--if-empty", is_flag=True, help="Do nothing when the database already has jobs.")
 @click.option("--rate", "rate_per_s", type=float, default=settings.RATE_PER_S, show_default=True,
-              help="Search requests per second (the same shared budget as `run`).")
+              help="Requests per second of a walk (the same shared budget as `run`).")
 @click.option("--burst", type=int, default=settings.BURST, show_default=True,
               help="Requests the site allows at once above the rate.")
 @click.option("--timeout", "timeout_s", type=float, default=settings.TIMEOUT_S, show_default=True,
-              help="Seconds to wait for a connection or for data, per search page.")
+              help="Seconds to wait for a connection or for data, per request of a walk.")
 @click.option("--max-attempts", type=int, default=settings.MAX_ATTEMPTS, show_default=True,
-              help="With --from-search: attempts per search page before nothing is seeded.")
+              help="Attempts per n8n search page before nothing is seeded.")
 @click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
-              help="With --from-search: first retry delay of a failing page in seconds; it doubles.")
+              help="First retry delay of a failing n8n search page in seconds; it doubles.")
 @click.option("--adopt-urls", is_flag=True,
-              help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
+              help="Move a database seeded from other --api-url/--site-url (or a catalogue walked from "
+                   "another site) to these (deliberately).")
 @click.pass_context
-def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, timeout_s, max_attempts, backoff_base_s,
-             adopt_urls):
-    """Add one pending job per template. --from-search walks the whole listing and also queues a
-    re-fetch of templates whose listing entry changed, of stored templates missing from a complete walk
-    (the fetch confirms the removal) and of removed templates listed again (restored).
+def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per_s, burst, timeout_s, max_attempts,
+             backoff_base_s, adopt_urls):
+    """Queue jobs. Without an option, walk every enabled source that is due (never walked, or its last
+    complete walk is older than its `every`); a source that is not due sends nothing. --source NAME walks
+    that source now. --from-search walks the n8n source's listing now and also queues a re-fetch of
+    templates whose listing entry changed, of stored templates missing from a complete walk (the fetch
+    confirms the removal) and of removed templates listed again (restored).
 
     \b
     Example:
+        scraper seed
+        scraper seed --source events
         scraper seed --from-search --limit 500
         scraper seed --ids my-templates.txt
     """
     from scraper.db import store
     from scraper.db.queue import Queue
     from scraper.mirror import seed, source, sync
-    if from_search == bool(ids_file):
-        raise Failure("give exactly one of --from-search or --ids FILE.")
+    if sum((from_search, bool(ids_file), bool(source_names))) > 1:
+        raise Failure("give at most one of --from-search, --ids FILE or --source NAME.")
     if limit is not None and not from_search:
         raise Failure("--limit goes with --from-search.")
     s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
                   backoff_base_s=backoff_base_s)
-    if os.path.exists(s.db_path):
+    if (from_search or ids_file) and not any(src.kind == "n8n" for src in s.sources):
+        raise Failure(f"{'--from-search' if from_search else '--ids'} needs an n8n source, and "
+                      f"{s.sources_path} has none.")
+    if os.path.exists(s.db_path) and (from_search or ids_file):
         _check_source(s, adopt_urls)     # before any request: a database of another site is refused first
     if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
         _say("the database already has jobs; nothing seeded.")
+        return
+    if not (from_search or ids_file):
+        _walk_sources(ctx, s, source_names or None, adopt_urls)
         return
     started, had_db = time.time(), os.path.exists(s.db_path)
     try:
@@ -78,10 +92,15 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
     conn = store.open_db(s.db_path)
     try:
         source.check(conn, s.api_url, s.site_url, adopt_urls, time.time())
+        source.own_n8n_jobs(conn, s)
         if ids_file:
             new, known = Queue(conn).seed(seed.job_rows(s, found))
         else:
+            from scraper.mirror import walks
             plan, new, known = sync.apply(conn, s, found, started, time.time())
+            walks.record(conn, s.n8n_source, started, time.time(), walks.WalkResult(
+                len(plan.new), len(plan.changed), len(plan.missing), len(plan.restored), found.complete,
+                found.pages))
     except ConfigError as e:
         raise Failure(str(e)) from None
     finally:
@@ -92,6 +111,54 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         _say(f"listing: {len(found.entries)} template(s) on {found.pages} page(s), {walk}; "
              f"{len(plan.new)} new, {len(plan.changed)} changed, {len(plan.missing)} removed "
              f"(queued to confirm), {len(plan.restored)} restored.")
+
+
+def _walk_sources(ctx, s, names, adopt):
+    """`seed` without --from-search or --ids: walk the due sources (or those named); exit 1 when a walk
+    failed, after the others were walked."""
+    from scraper.db import store
+    from scraper.mirror import walks
+    had_db = os.path.exists(s.db_path)
+    conn = store.open_db(s.db_path)
+    try:
+        outcomes = walks.walk_due(conn, s, time.time(), names, adopt)
+    except ConfigError as e:
+        conn.close()
+        _forget_db(s, had_db)
+        raise Failure(str(e)) from None
+    conn.close()
+    failed = [o for o in outcomes if o.error]
+    if not outcomes:
+        _say("no source is enabled; nothing sent.")
+    for o in outcomes:
+        name = o.source.name
+        if o.error:
+            _say(f"{name}: the walk failed: {o.error}.")
+        elif o.result is None:
+            _say(f"{name}: not due until {walks.iso(o.next_due_at)} (every {o.source.every}); nothing sent.")
+        else:
+            r = o.result
+            state = "complete" if r.complete else "incomplete, so nothing is taken as removed"
+            _say(f"{name}: walked ({state}, {r.requests} request(s)): {r.new} new, {r.changed} changed, "
+                 f"{r.removed} removed (queued to confirm), {r.restored} restored.")
+    if failed and len(failed) == len(outcomes):
+        _forget_db(s, had_db)
+    if failed:
+        ctx.exit(exitcodes.FAILED)
+
+
+def _forget_db(s, had_db):
+    """A first walk that seeded nothing leaves the folder as it found it (no database, no limiter files)."""
+    if had_db:
+        return
+    from scraper.db.queue import Queue
+    if os.path.exists(s.db_path):
+        with _existing_db(s) as conn:
+            if sum(Queue(conn).counts().values()):
+                return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(s.db_path)
+    _forget_walk(s, had_db)
 
 
 def _forget_walk(s, had_db):
@@ -121,10 +188,15 @@ def _fetch_failure(e, s):
 
 
 def _check_source(s, adopt):
-    """Refuse (exit 2) a database seeded from other URLs, unless `adopt`; record them on first use."""
+    """Refuse (exit 2) a database seeded from other URLs (the n8n source's, or a catalogue's site), unless
+    `adopt`; record them on first use."""
     from scraper.mirror import source
     with _existing_db(s) as conn:
-        source.check(conn, s.api_url, s.site_url, adopt, time.time())
+        if any(src.kind == "n8n" for src in s.sources):
+            source.check(conn, s.api_url, s.site_url, adopt, time.time())
+        for src in s.sources:
+            if src.kind == "catalogue" and src.enabled:
+                source.check_site(conn, src, adopt, time.time())
 
 
 @click.command("run")
@@ -161,13 +233,18 @@ def _check_source(s, adopt):
               help="Preferred transcript languages, comma-separated; without a match any manual transcript, "
                    "then any generated one, is taken.")
 @click.option("--domain-rate", "domain_rates", multiple=True, metavar="DOMAIN=RATE/BURST",
-              help=f"A domain's own requests per second and burst; repeatable [default youtube.com="
-                   f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
+              help=f"A domain's own requests per second and burst (wins over the sources file); repeatable "
+                   f"[default youtube.com={settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other "
+                   f"domain its sources' rate, else --rate/--burst].")
+@click.option("--source", "run_sources", multiple=True, metavar="NAME",
+              help="Work only this source's pending jobs; repeatable [default: every enabled source].")
 @click.pass_context
 def run_cmd(ctx, **options):
-    """Work through the pending jobs with N worker processes until no job is running and no pending one
-    is left, except those of a domain the run gave up (it waits through backoffs, 429 pauses and open
-    breakers).
+    """Work through the pending jobs of every enabled source (or those of --source) with N worker
+    processes until no job is running and no pending one is left, except those of a domain the run gave
+    up (it waits through backoffs, 429 pauses and open breakers). A job of a source with a lower
+    priority number goes first whenever its domain can send; the pending jobs of a disabled or removed
+    source are neither worked nor waited for.
 
     Each stored template queues one job per YouTube video it shows (once for the whole library); those
     fetch the video's transcript from youtube.com under that domain's own budget.
@@ -182,6 +259,7 @@ def run_cmd(ctx, **options):
         scraper run --workers 4 --rate 2 --burst 5
         scraper run --transcript-languages en,de --domain-rate youtube.com=0.5/3
         scraper run --no-transcripts
+        scraper run --source events
     """
     from scraper.policy import outcome
     from scraper.pool import supervisor
@@ -198,13 +276,13 @@ def run_cmd(ctx, **options):
     ctx.exit(code)
 
 
-def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
+def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, run_sources=(), **options):
     """(settings, adopt_urls) from `run`'s options (shared with `update`); a bad value is a Failure (exit 2)."""
     try:
         rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
     except ConfigError as e:
         raise Failure(str(e)) from None
-    s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
+    s = _settings(ctx, limiter=not no_limit, domain_rates=rates, run_sources=tuple(dict.fromkeys(run_sources)),
                   transcript_languages=settings.parse_languages(transcript_languages), **options)
     return s, adopt_urls
 

@@ -1,6 +1,7 @@
-"""Commands that read the queue: status, failures."""
+"""Commands that read the queue: status, failures, sources."""
 
 import json
+import os
 import sys
 import time
 
@@ -75,4 +76,31 @@ def failures_cmd(ctx, as_json, limit):
     click.echo(json.dumps(rows, indent=2) if as_json else failures.render(rows, total))
 
 
-COMMANDS = (status_cmd, failures_cmd,)
+@click.command("sources")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of {name, kind, enabled, priority, every, domains, "
+              "last_walk_at, next_due_at, jobs, items}, one per source, instead of text.")
+@click.pass_context
+def sources_cmd(ctx, as_json):
+    """The sources of the sources file (or the built-in n8n): kind, priority, cadence, each domain's rate,
+    the last walk and when the next is due (ISO 8601 UTC), jobs by status and items live and removed.
+
+    \b
+    Example:
+        scraper --sources sources.toml sources
+        scraper sources --json | jq -r '.[] | [.name, .next_due_at] | @tsv'
+    """
+    from scraper.db import store
+    from scraper.products import sources
+    s = _settings(ctx)
+    if os.path.exists(s.db_path):
+        with _existing_db(s) as conn:
+            rows = sources.report(conn, s, time.time())
+    else:   # nothing walked yet: the file alone (a read never creates a database)
+        conn = store.connect(":memory:")
+        store.migrate(conn)
+        rows = sources.report(conn, s, time.time())
+        conn.close()
+    click.echo(json.dumps(rows, indent=2) if as_json else sources.render(rows))
+
+
+COMMANDS = (status_cmd, failures_cmd, sources_cmd,)

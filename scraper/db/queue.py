@@ -4,10 +4,12 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
+from scraper.db import claims
 from scraper.db.store import JOB_STATUSES, transaction
 from scraper.policy import breaker
 
 SEED_BATCH = 5_000
+DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources existed is its
 # A domain whose next rate slot is further off than this takes at most one waiting worker: the others
 # serve domains that can send sooner (a YouTube slot comes every 5 s, an n8n slot every 0.5 s).
 SHORT_WAIT_S = 1.0
@@ -22,6 +24,7 @@ class Job:
     domain: str
     attempts: int       # including the current one
     probe: bool = False  # this job tests a half-open domain
+    source: str = "n8n"  # the source (sources file) whose walk or job found it
 
 
 class Queue:
@@ -30,18 +33,19 @@ class Queue:
     def __init__(self, conn, run_id=None):
         self.conn = conn
         self.run_id = run_id        # a run's workers record each job they finish under it (`run_jobs`)
+        self._levels = None
 
     # --- seeding -------------------------------------------------------------------------
 
     def seed(self, rows, now=None):
-        """Insert (key, site, url, domain) rows as pending; known keys are left as they are.
+        """Insert (key, site, url, domain[, source]) rows as pending; known keys are left as they are.
 
         Returns (new, known)."""
         now = time.time() if now is None else now
         new = known = 0
         batch = []
         for row in rows:
-            batch.append((*row, now, now))
+            batch.append((*_with_source(row), now, now))
             if len(batch) >= SEED_BATCH:
                 n = self._insert(batch)
                 new, known, batch = new + n, known + len(batch) - n, []
@@ -54,22 +58,27 @@ class Queue:
         with transaction(self.conn) as c:
             before = c.total_changes
             c.executemany(
-                "INSERT OR IGNORE INTO jobs (key, site, url, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO jobs (key, site, url, domain, source, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 batch,
             )
             return c.total_changes - before
 
     # --- claiming ------------------------------------------------------------------------
 
-    def claim(self, worker, now, lease_s, sites=None, waits=None):
+    def claim(self, worker, now, lease_s, sites=None, waits=None, sources=None):
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
         probe job and turns half-open, so only one worker tests it. `sites` limits the claim to those
         sites. `waits` ({domain: seconds until its rate slot}) makes claims fair between domains: a
         domain that can send now goes first; one that cannot goes after, shortest wait first, and a
-        domain whose wait is long holds at most one waiting worker (see `SHORT_WAIT_S`)."""
+        domain whose wait is long holds at most one waiting worker (see `SHORT_WAIT_S`).
+
+        `sources` (levels of source names, first level first: `source_levels`) limits the claim to those
+        sources and, at each of the steps above, prefers a job of the first level that has one."""
         waits = waits or {}
+        self._levels = sources
         with transaction(self.conn) as c:
             blocked, probes = self._blocked_domains(c, now)
             later = sorted((w, d) for d, w in waits.items() if w > 0 and d not in blocked)
@@ -109,19 +118,23 @@ class Queue:
                 probes.append(r["domain"])
         return blocked, probes
 
-    # Without ANALYZE statistics SQLite prefers jobs_status and sorts every pending row (measured: 176 ms
-    # a claim at 1M pending); the claim index reads rows in claim order and stops at the first (56 us).
     def _claim_where(self, c, where, args, worker, now, lease_s, probe=False):
+        for pick, pick_args in claims.picks(self._levels, where, args, now):
+            job = self._take(c, pick, pick_args, worker, now, lease_s, probe)
+            if job is not None:
+                return job
+        return None
+
+    @staticmethod
+    def _take(c, pick, pick_args, worker, now, lease_s, probe):
         row = c.execute(
             f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
                     started_at = ?, updated_at = ?
-                WHERE id = (SELECT id FROM jobs INDEXED BY jobs_claim
-                            WHERE status = 'pending' AND available_at <= ? AND {where}
-                            ORDER BY priority DESC, available_at, id LIMIT 1)
-                RETURNING id, key, site, url, domain, attempts""",
-            [worker, now + lease_s, now, now, now, *args],
+                WHERE id = ({pick})
+                RETURNING id, key, site, url, domain, attempts, source""",
+            [worker, now + lease_s, now, now, *pick_args],
         ).fetchone()
-        return None if row is None else Job(*row, probe=probe)
+        return None if row is None else Job(*row[:6], probe=probe, source=row[6])
 
     def heartbeat(self, job, worker, now, lease_s):
         """Extend the lease; False when the job is no longer ours (it was taken back)."""
@@ -298,12 +311,14 @@ class Queue:
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
                WHERE domains.gave_up GROUP BY domains.domain ORDER BY domains.domain"""))
 
-    def work_left(self, sites=None):
-        """True while a job (of `sites`, default all) runs, or a pending one belongs to a domain that was
-        not given up."""
+    def work_left(self, sites=None, sources=None):
+        """True while a job (of `sites` and `sources`, default all) runs, or a pending one belongs to a
+        domain that was not given up."""
         where, args = "", []
         if sites is not None:
             where, args = f" AND site IN ({','.join('?' * len(sites))})", list(sites)
+        if sources is not None:
+            where, args = where + f" AND source IN ({','.join('?' * len(sources))})", args + list(sources)
         return bool(self.conn.execute(
             f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
                     OR (status = 'pending' AND domain NOT IN (SELECT domain FROM domains WHERE gave_up))){where})""",
@@ -359,16 +374,21 @@ class Queue:
         return dict(self.conn.execute("SELECT name, value FROM counters"))
 
 
-def add_jobs(c, rows, now, priority=0):
-    """Queue (key, site, url, domain) rows inside the caller's transaction; known keys are left as they
-    are. Returns how many were new."""
+def add_jobs(c, rows, now, priority=0, source=DEFAULT_SOURCE):
+    """Queue (key, site, url, domain[, source]) rows inside the caller's transaction (a row without its
+    source gets `source`); known keys are left as they are. Returns how many were new."""
     before = c.total_changes
     c.executemany(
-        "INSERT OR IGNORE INTO jobs (key, site, url, domain, priority, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(*row, priority, now, now) for row in rows],
+        "INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(*_with_source(row, source), priority, now, now) for row in rows],
     )
     return c.total_changes - before
+
+
+def _with_source(row, source=DEFAULT_SOURCE):
+    """(key, site, url, domain, source): a row of four gets `source`."""
+    return tuple(row) if len(row) == 5 else (*row, source)
 
 
 def _bump(c, name, by=1):

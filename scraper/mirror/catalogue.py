@@ -167,7 +167,6 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     queue.refetch([catalogue.job_key(source.name, path) for path in p.changed + p.missing + p.restored], now)
     at = sync.iso(now)
     with transaction(conn) as c:
-        _tag_source(c, source.name, [r[0] for r in rows])
         c.executemany("UPDATE items SET last_seen_at = ?, lastmod = ? WHERE source = ? AND key = ? "
                       "AND removed_at IS NULL", [(at, listed[path][1], source.name, path) for path in listed])
     log.info("source %s: %d listed, %d new, %d changed, %d missing (queued to confirm), %d restored%s",
@@ -175,12 +174,6 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
              "" if complete else " (incomplete walk: nothing counted as missing)")
     return WalkResult(new=new, changed=len(p.changed), removed=len(p.missing), restored=len(p.restored),
                       complete=complete, requests=counted.n, listed=len(listed), errors=tuple(errors))
-
-
-def _tag_source(c, name, keys):
-    """Name the source of new jobs where the queue knows sources (jobs.source, branch `sources`)."""
-    if keys and any(r[1] == "source" for r in c.execute("PRAGMA table_info(jobs)")):
-        c.executemany("UPDATE jobs SET source = ? WHERE key = ?", [(name, k) for k in keys])
 
 
 class _Counted:

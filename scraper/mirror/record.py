@@ -5,15 +5,16 @@ writes it: plain rows, link tables, versioned items with their raw answers, remo
 """
 
 from scraper import sites
-from scraper.db.queue import add_jobs
+from scraper.db.queue import DEFAULT_SOURCE, add_jobs
 from scraper.db.store import transaction, upsert
 from scraper.mirror import answers, items
 
 CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
 
 
-def write(conn, result: sites.Result, now: float, at: str = "") -> None:
-    """Write a Result inside the caller's transaction; `at` (ISO 8601) dates a removal."""
+def write(conn, result: sites.Result, now: float, at: str = "", source: str = DEFAULT_SOURCE) -> None:
+    """Write a Result inside the caller's transaction; `at` (ISO 8601) dates a removal; child jobs belong
+    to `source`, the source of the job that found them."""
     for table, row, pk in result.rows:
         upsert(conn, table, row, pk)
     for row, raw, fetched_at in result.versioned:
@@ -31,7 +32,7 @@ def write(conn, result: sites.Result, now: float, at: str = "") -> None:
     for source, key in result.removed_items:
         items.mark_removed(conn, source, key, at)
     if result.children:
-        add_jobs(conn, result.children, now, priority=CHILD_PRIORITY)
+        add_jobs(conn, result.children, now, priority=CHILD_PRIORITY, source=source)
 
 
 def resume(conn, settings, now: float) -> int:
@@ -43,5 +44,6 @@ def resume(conn, settings, now: float) -> int:
             "SELECT DISTINCT video_id FROM template_videos AS tv WHERE NOT EXISTS "
             "(SELECT 1 FROM jobs WHERE key = 'youtube:' || tv.video_id)")]
         before = c.total_changes
-        write(c, sites.Result(children=sites.children_of(settings, youtube.SITE, videos)), now)
+        write(c, sites.Result(children=sites.children_of(settings, youtube.SITE, videos)), now,
+              source=settings.n8n_source)
         return c.total_changes - before

@@ -16,9 +16,9 @@ MAX_429_WAITS = 20          # "slow down" spends no attempt; this many in a row 
 
 
 def job_rows(settings, ids):
-    """(key, site, url, domain) rows for the jobs table."""
+    """(key, site, url, domain, source) rows for the jobs table."""
     for template_id in ids:
-        yield n8n.site.job_row(settings, template_id)
+        yield (*n8n.site.job_row(settings, template_id), settings.n8n_source)
 
 
 class Walk(typing.NamedTuple):
@@ -34,7 +34,7 @@ def discover(settings, limit=None, sleep=time.sleep):
 
     A failing page is retried as `run` retries a job; a page that still fails raises, so a partial walk
     is never taken for the whole library. A walk stopped by `limit` before the last page is not complete."""
-    limiter = DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst)
+    limiter = DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst, rate_of=settings.rate_for)
     session = http.make_session(settings.user_agent)
 
     def get(url, parse):

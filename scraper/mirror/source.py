@@ -35,7 +35,7 @@ def check(conn, api_url, site_url, adopt=False, now=0.0):
             old_api, old_site = row["api_url"], row["site_url"]
         else:
             # a database seeded before the URLs were recorded: its jobs' URLs tell the site
-            job = c.execute("SELECT url FROM jobs LIMIT 1").fetchone()
+            job = c.execute("SELECT url FROM jobs WHERE site = 'n8n' LIMIT 1").fetchone()   # not a catalogue's
             old_api, old_site = api_url, _origin(job["url"]) if job else site_url
             if _origin(old_site) == _origin(site_url):
                 old_site = site_url
@@ -54,7 +54,38 @@ def check(conn, api_url, site_url, adopt=False, now=0.0):
                   "ON CONFLICT (id) DO UPDATE SET api_url = excluded.api_url, site_url = excluded.site_url, "
                   "recorded_at = excluded.recorded_at", (api_url, site_url, now))
         old_prefix = old_site.rstrip("/")
-        c.execute("UPDATE jobs SET url = ? || substr(url, ?), domain = ? WHERE substr(url, 1, ?) = ?",
+        c.execute("UPDATE jobs SET url = ? || substr(url, ?), domain = ? WHERE site = 'n8n' AND substr(url, 1, ?) = ?",
                   (site_url.rstrip("/"), len(old_prefix) + 1, domain_of(site_url), len(old_prefix), old_prefix))
     log.warning("this database now belongs to --api-url %s and --site-url %s (was %s and %s)",
                 api_url, site_url, old_api, old_site)
+
+
+def own_n8n_jobs(conn, settings):
+    """Give the n8n and youtube jobs to the n8n source of the sources file when it has another name than
+    the built-in `n8n` (its jobs keep their data whatever the source is called). Returns how many moved."""
+    name = settings.n8n_source
+    with transaction(conn) as c:
+        return c.execute("UPDATE jobs SET source = ? WHERE site IN ('n8n', 'youtube') AND source != ?",
+                         (name, name)).rowcount
+
+
+def check_site(conn, source, adopt=False, now=0.0):
+    """The catalogue twin of `check`: record the home URL a catalogue source is walked from; ConfigError
+    when the file now gives another, unless `adopt` (then its jobs' URLs and domain move with it)."""
+    site = source.opt("site")
+    with transaction(conn) as c:
+        row = c.execute("SELECT site FROM source_sites WHERE source = ?", (source.name,)).fetchone()
+        if row is not None and _same(row["site"], site):
+            return
+        if row is not None and not adopt:
+            raise ConfigError(
+                f"the source {source.name!r} of this database was walked from {row['site']}, not {site}; give "
+                f"its site back in the sources file, use another --db, or add --adopt-urls to move it.")
+        c.execute("INSERT INTO source_sites (source, site, recorded_at) VALUES (?, ?, ?) ON CONFLICT (source) "
+                  "DO UPDATE SET site = excluded.site, recorded_at = excluded.recorded_at", (source.name, site, now))
+        if row is None:
+            return
+        old_prefix, new_prefix = _origin(row["site"]), _origin(site)
+        c.execute("UPDATE jobs SET url = ? || substr(url, ?), domain = ? WHERE source = ? AND substr(url, 1, ?) = ?",
+                  (new_prefix, len(old_prefix) + 1, domain_of(site), source.name, len(old_prefix), old_prefix))
+    log.warning("the source %s now walks %s (was %s)", source.name, site, row["site"])

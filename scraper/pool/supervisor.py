@@ -19,7 +19,7 @@ from scraper.base.errors import RunLocked
 from scraper.base.settings import PROGRESS_EVERY_S
 from scraper.db import store
 from scraper.db.queue import Queue
-from scraper.mirror import record
+from scraper.mirror import record, source
 from scraper.policy import progress
 from scraper.pool import worker
 
@@ -183,7 +183,8 @@ class Supervisor:
                 self._summarise_errors()
 
     def _work_left(self):
-        return self.queue.work_left(sites.enabled(self.s))
+        # a disabled or removed source's pending jobs are not waited for (as youtube's with --no-transcripts)
+        return self.queue.work_left(sites.enabled(self.s), sources=[src.name for src in self.s.working_sources])
 
     def _end_code(self):
         left = {d: n for d, n in self.queue.given_up().items() if n}
@@ -318,8 +319,10 @@ class Supervisor:
         self.errors_seen = now
         if line:
             log.info("%s", line)
+
     def _resume_sites(self, conn):
         """Let each site queue what earlier runs left out (videos of templates stored with transcripts off)."""
+        source.own_n8n_jobs(conn, self.s)
         n = record.resume(conn, self.s, self.clock())
         if n:
             log.info("queued %d youtube job(s) that earlier runs left out", n)

@@ -14,6 +14,7 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import FetchError, HandedBack, JobInvalid, ParseError
 from scraper.db import requestlog, store
+from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.net import http
@@ -51,6 +52,7 @@ class Worker:
         self.jobs_done = 0
         self.fetchers = {}
         self.sites = sites.enabled(settings)
+        self.levels = source_levels(settings.working_sources)   # claims prefer the first priority level
         self.domains = sites.domains(settings)
         self._politeness = {}
 
@@ -72,7 +74,8 @@ class Worker:
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
-        job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, waits=self._waits())
+        job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, waits=self._waits(),
+                                 sources=self.levels)
         if job is None:
             return False
         self.process(job)
@@ -115,7 +118,8 @@ class Worker:
         else:
             ms = _ms_since(started)
             now = self.clock()
-            ok = self.queue.complete(job, self.name, now, ms, write=lambda c: record.write(c, result, now))
+            ok = self.queue.complete(job, self.name, now, ms,
+                                     write=lambda c: record.write(c, result, now, source=job.source))
             if not ok:
                 log.warning("%s lost the lease of %s; its result was not written", self.name, job.key)
             else:
@@ -197,7 +201,7 @@ class Worker:
             # kept), in the same transaction
             site = sites.get(job.site)
             gone = site.gone(job)
-            write = lambda c: record.write(c, gone, now, _iso(now))  # noqa: E731 - a one-line callback
+            write = lambda c: record.write(c, gone, now, _iso(now), source=job.source)  # noqa: E731 - a one-line callback
         if not self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at,
                                _ms_since(started), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)

@@ -40,6 +40,7 @@ def gather(conn, now, run_id=None):
     return {
         "generated_at": _iso(now),
         "jobs": {s: counts.get(s, 0) for s in ("pending", "running", "done", "failed", "invalid")},
+        "jobs_by_source": _jobs_by_source(conn),
         "templates": st["templates"],
         "runs": runs,
         "run": chosen and _run_series(conn, chosen),
@@ -49,6 +50,14 @@ def gather(conn, now, run_id=None):
         "node_types": st["node_types"][:TOP_NODE_TYPES],
         "node_types_total": len(st["node_types"]),
     }
+
+
+def _jobs_by_source(conn):
+    """{source: {status: rows}}: the summary breaks the counts down per source (issue 16)."""
+    out = {}
+    for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
+        out.setdefault(name, dict.fromkeys(("pending", "running", "done", "failed", "invalid"), 0))[status] = n
+    return out
 
 
 def render(data):
@@ -316,6 +325,7 @@ function hbarChart(id, labels, values) {
 }
 const R = D.run;
 document.getElementById("summary").textContent = "Jobs: " + Object.entries(D.jobs).map(e => e[1] + " " + e[0]).join(", ")
+  + Object.entries(D.jobs_by_source).map(([n, c]) => "; " + n + ": " + Object.entries(c).map(e => e[1] + " " + e[0]).join(", ")).join("")
   + ". Templates stored: " + D.templates + ". Runs: " + D.runs.length + ".";
 if (R) {
   lineChart("chart-done", R.t, R.done_cumulative, null, "templates done");

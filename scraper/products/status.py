@@ -3,6 +3,7 @@ each domain's breaker."""
 
 import time
 
+from scraper.db.store import JOB_STATUSES
 from scraper.policy import progress
 
 
@@ -33,8 +34,17 @@ def report(queue, now, run=None):
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         "sites": queue.counts_by_site(),
+        "sources": counts_by_source(queue.conn),
         **mirror_fields(queue.conn),
     }
+
+
+def counts_by_source(conn):
+    """{source: {status: rows}} (every status present, zero when none)."""
+    out = {}
+    for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
+        out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))[status] = n
+    return out
 
 
 def _when(ts):
@@ -80,6 +90,9 @@ def render(r):
     ]
     for name, c in r["sites"].items():
         lines.append(f"site      {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
+                     f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
+    for name, c in r["sources"].items():
+        lines.append(f"source    {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
                      f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from scraper.base.settings import Settings
 
 
-JobRow = tuple[str, str, str, str]     # (key, site, url, domain) of a job to queue
+JobRow = tuple[str, ...]     # (key, site, url, domain[, source]) of a job to queue (its source: n8n when left out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +102,8 @@ class JobRef(Protocol):
     def url(self) -> str: ...
     @property
     def domain(self) -> str: ...
+    @property
+    def source(self) -> str: ...     # the source of the sources file it belongs to (a catalogue finds its config)
 
 
 def _registry() -> dict[str, Site]:
@@ -121,10 +123,13 @@ def enabled(settings: Settings) -> list[str]:
 
 
 def domains(settings: Settings) -> list[str]:
-    """The politeness domains of the enabled sites."""
+    """The politeness domains of the enabled sites, and those of the sources this run works that are not
+    n8n (a catalogue's site), so that claims are fair between all of them."""
     registry = _registry()
-    # a site of many sources (catalogue) has a domain per source
-    return sorted({d for name in enabled(settings) for d in registry[name].domains(settings) if d})
+    # a catalogue has a domain per source: those of the sources this run works, not every one in the file
+    own = {d for name in enabled(settings) if name != "catalogue" for d in registry[name].domains(settings)}
+    return sorted(d for d in own | {d for src in settings.working_sources if src.kind != "n8n"
+                                    for d in settings.source_domains(src)} if d)
 
 
 def children_of(settings: Settings, site_name: str, values: Iterable[Any]) -> tuple[JobRow, ...]:

@@ -210,9 +210,9 @@ class _Site:
                        if s.kind == SITE and s.enabled and s.opt("site")})
 
     def job_row(self, settings, value):
-        """`value`: (source name, page URL)."""
+        """`value`: (source name, page URL); the row names its source (the job belongs to it)."""
         name, url = value
-        return job_key(name, path_of(url)), SITE, url, domain_of(url)
+        return job_key(name, path_of(url)), SITE, url, domain_of(url), name
 
     def open(self, settings):
         return _Fetcher(settings)

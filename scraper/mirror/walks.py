@@ -1,0 +1,174 @@
+"""The walks of the sources: which are due, walking them, and the record of each walk (for the cadence).
+
+A kind maps to one walk function `walk(conn, settings, source, get, now) -> WalkResult`, where
+`get(url) -> bytes` is the polite, bounded GET for seeding (the rate slot of the URL's domain; FetchError
+on failure). The n8n kind's walk is the listing walk of `seed --from-search`; the catalogue kind's is
+`scraper.mirror.catalogue.walk`. `walk_due` is the one entry point (`scraper seed`, `scraper update`).
+"""
+
+import dataclasses
+import importlib
+import logging
+import time
+
+from scraper.base.errors import ConfigError, ScraperError
+from scraper.base.urls import domain_of
+from scraper.db.walklog import iso, last_walks, next_due, record
+
+__all__ = ["PoliteGet", "WalkResult", "Outcome", "WalkFailed", "walk_due", "walk_one", "iso", "last_walks",
+           "next_due", "record"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class WalkResult:
+    """What one walk found and queued, whether it saw the whole site, and the requests it sent."""
+
+    new: int = 0
+    changed: int = 0
+    removed: int = 0
+    restored: int = 0
+    complete: bool = False
+    requests: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """One source's part of `walk_due`: walked (`result`), failed (`error`, one sentence) or not due."""
+
+    source: object              # base.sources.Source
+    result: WalkResult = None
+    error: str = None
+    next_due_at: float = None   # when it was not due: when it will be
+
+
+class WalkFailed(ScraperError):
+    """A source's walk could not be done; the message is its one sentence."""
+
+
+# --- the kinds' walks ---------------------------------------------------------------------------
+
+def _walk_n8n(conn, settings, source, get, now):
+    """The listing walk of the search API (its own polite, retried GETs: a page is retried as a job is)."""
+    from scraper.mirror import seed, sync
+    found = seed.discover(settings)
+    plan, _new, _known = sync.apply(conn, settings, found, now, time.time())
+    return WalkResult(len(plan.new), len(plan.changed), len(plan.missing), len(plan.restored), found.complete,
+                      found.pages)
+
+
+def _walk_catalogue(conn, settings, source, get, now):
+    try:
+        # imported when a catalogue is walked: an n8n-only install never loads its parsers
+        catalogue = importlib.import_module("scraper.mirror.catalogue")
+    except ModuleNotFoundError as e:
+        if e.name != "scraper.mirror.catalogue":
+            raise
+        raise WalkFailed(f"the source {source.name!r} cannot be walked: this version of scraper has no "
+                         f"catalogue kind yet.") from None
+    return catalogue.walk(conn, settings, source, get, now)
+
+
+WALKS = {"n8n": _walk_n8n, "catalogue": _walk_catalogue}
+
+
+# --- the polite GET lent to a walk ------------------------------------------------------------
+
+class PoliteGet:
+    """`get(url) -> bytes`: one GET through the shared rate bucket of the URL's domain, bounded in time and
+    size like every answer; FetchError on failure. Counts its requests. Open it where it is used."""
+
+    def __init__(self, settings):
+        from scraper.net import http
+        from scraper.politeness.limiter import DomainLimiter, NoLimiter
+        self.s = settings
+        self.http = http
+        self.limiter = (DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst,
+                                      rate_of=settings.rate_for) if settings.limiter else NoLimiter())
+        self.session = http.make_session(settings.user_agent)
+        self.requests = 0
+
+    def __call__(self, url):
+        self.limiter.acquire(domain_of(url))
+        self.requests += 1
+        return self.http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
+
+    def close(self):
+        self.session.close()
+        self.limiter.close()
+
+
+# --- the record of the walks: scraper.db.walklog (read by products without importing this module) ---
+
+# --- walking ----------------------------------------------------------------------------------
+
+def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
+    """Walk every enabled source that is due at `now` (never walked completely, or its last complete walk
+    is older than its `every`); with `names`, walk those sources now, whatever their cadence.
+
+    Each source's URLs are checked before anything is sent (ConfigError, for the caller's one sentence);
+    a walk that fails is recorded and told, the others go on. Returns an Outcome per enabled source."""
+    from scraper.mirror import source as urls
+    chosen = _chosen(settings, names)
+    walks = last_walks(conn)
+    todo, outcomes = [], []
+    for src in chosen:
+        due_at = next_due(conn, src, now, walks)
+        if names is None and due_at > now:
+            outcomes.append(Outcome(src, next_due_at=due_at))   # not due: sends nothing
+        else:
+            todo.append(src)
+    for src in todo:        # every check before the first request
+        if src.kind == "n8n":
+            urls.check(conn, settings.api_url, settings.site_url, adopt, now)
+            urls.own_n8n_jobs(conn, settings)
+        else:
+            urls.check_site(conn, src, adopt, now)
+    if not todo:
+        return outcomes
+    get = PoliteGet(settings)
+    try:
+        for src in todo:
+            outcomes.append(walk_one(conn, settings, src, get, now, clock))
+    finally:
+        get.close()
+    order = {s.name: i for i, s in enumerate(chosen)}
+    return sorted(outcomes, key=lambda o: order[o.source.name])
+
+
+def walk_one(conn, settings, source, get, now, clock=time.time):
+    """Walk one source and record the walk; its Outcome (a failure is one sentence, never an exception)."""
+    started, before = clock(), get.requests
+    try:
+        result = WALKS[source.kind](conn, settings, source, get, now)
+        if source.kind != "n8n":
+            result = dataclasses.replace(result, requests=result.requests or get.requests - before)
+    except ConfigError:
+        raise
+    except ScraperError as e:
+        error = str(e).rstrip(".")
+    except Exception as e:  # a bug or an answer nobody foresaw ends this source's walk, not the others
+        log.exception("the walk of %s failed", source.name)
+        error = f"unexpected {type(e).__name__}: {e}"
+    else:
+        record(conn, source.name, started, clock(), result)
+        return Outcome(source, result=result)
+    record(conn, source.name, started, clock(), None, error)
+    return Outcome(source, error=error)
+
+
+def _chosen(settings, names):
+    """The enabled sources to consider, in the file's order; `names` (given) must name enabled sources."""
+    if names is None:
+        return [s for s in settings.sources if s.enabled]
+    where = f" in {settings.sources_path}" if settings.sources_path else " (without a sources file there is only n8n)"
+    chosen = []
+    for name in dict.fromkeys(names):
+        src = settings.source(name)
+        if src is None:
+            raise ConfigError(f"--source {name}: no such source{where}.")
+        if not src.enabled:
+            raise ConfigError(f"--source {name}: that source is disabled{where}; enable it to walk it.")
+        chosen.append(src)
+    return chosen

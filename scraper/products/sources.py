@@ -1,0 +1,70 @@
+"""What `scraper sources` shows: each source of the file, its domains and rates, its walks and cadence,
+its jobs by status and its items (live, removed)."""
+
+from scraper.base.settings import YOUTUBE_BURST, YOUTUBE_DOMAIN, YOUTUBE_RATE_PER_S
+from scraper.db import walklog as walks
+from scraper.db.store import JOB_STATUSES
+
+
+def report(conn, settings, now):
+    """One dict per source of the file, in the file's order (the `sources --json` list)."""
+    last = walks.last_walks(conn)
+    jobs = _jobs(conn)
+    out = []
+    for src in settings.sources:
+        last_walk = last.get(src.name, (None, None))[0]
+        out.append({
+            "name": src.name,
+            "kind": src.kind,
+            "enabled": src.enabled,
+            "priority": src.priority,
+            "every": src.every,
+            "domains": [_domain(settings, src, d) for d in settings.source_domains(src)],
+            "last_walk_at": None if last_walk is None else walks.iso(last_walk),
+            "next_due_at": walks.iso(walks.next_due(conn, src, now, last)) if src.enabled else None,
+            "jobs": jobs.get(src.name, dict.fromkeys(JOB_STATUSES, 0)),
+            "items": _items(conn, src),
+        })
+    return out
+
+
+def _domain(settings, src, domain):
+    """The rate that applies (--domain-rate, the lowest of the sources on the domain, the defaults) and
+    the one this source asks for (its `rate`, else the default)."""
+    rate, burst = settings.rate_for(domain)
+    default = (YOUTUBE_RATE_PER_S, YOUTUBE_BURST) if domain == YOUTUBE_DOMAIN else (settings.rate_per_s, settings.burst)
+    return {"domain": domain, "rate_per_s": rate, "configured_rate_per_s": src.rate or default[0], "burst": burst}
+
+
+def _jobs(conn):
+    out = {}
+    for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
+        out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))[status] = n
+    return out
+
+
+def _items(conn, src):
+    """{live, removed}: the n8n source's templates; a catalogue's rows of `items` (zeros before it exists)."""
+    if src.kind == "n8n":
+        sql, args = "SELECT removed_at IS NULL, COUNT(*) FROM workflows GROUP BY 1", ()
+    elif conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'items'").fetchone():
+        sql, args = "SELECT removed_at IS NULL, COUNT(*) FROM items WHERE source = ? GROUP BY 1", (src.name,)
+    else:
+        return {"live": 0, "removed": 0}
+    counts = dict(conn.execute(sql, args).fetchall())
+    return {"live": counts.get(1, 0), "removed": counts.get(0, 0)}
+
+
+def render(rows):
+    """The sources as the lines `scraper sources` prints."""
+    lines = []
+    for r in rows:
+        state = "enabled" if r["enabled"] else "disabled"
+        j = r["jobs"]
+        domains = ", ".join(f"{d['domain']} {d['rate_per_s']:g}/s burst {d['burst']}" for d in r["domains"])
+        lines.append(
+            f"{r['name']} ({r['kind']}, {state}, priority {r['priority']}, every {r['every']}): {domains}; "
+            f"last walk {r['last_walk_at'] or 'never'}, next due {r['next_due_at'] or '-'}; jobs "
+            f"{j['pending']} pending, {j['running']} running, {j['done']} done, {j['failed']} failed, "
+            f"{j['invalid']} invalid; items {r['items']['live']} live, {r['items']['removed']} removed")
+    return "\n".join(lines)
