@@ -211,8 +211,8 @@ def test_the_crontab_line_works_from_an_empty_folder_and_logs_with_timestamps(st
     log = (folder / "scraper.log").read_text().splitlines()
     stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
     assert [line for line in log if not stamp.match(line)] == []
-    assert sum("seeded 25 new job(s)" in line for line in log) == 1        # the first night seeds
-    assert sum("seeded 0 new job(s); 25 already known." in line for line in log) == 1
+    assert sum("n8n: walked (complete" in line and ": 25 new," in line for line in log) == 1   # the first time
+    assert sum("n8n: not due until" in line and "nothing sent." in line for line in log) == 1  # then its cadence
     assert sum("failed job(s) back to pending;" in line for line in log) == 2
     ends = [line for line in log if " next: " in line]
     assert len(ends) == 2 and all("scraper failures" in line for line in ends)   # the 403s stay failed

@@ -133,7 +133,7 @@ def _walk_sources(ctx, s, names, adopt):
     for o in outcomes:
         name = o.source.name
         if o.error:
-            _say(f"{name}: the walk failed: {o.error}.")
+            log.error("%s: the walk failed: %s; nothing of it was seeded.", name, o.error)
         elif o.result is None:
             _say(f"{name}: not due until {walks.iso(o.next_due_at)} (every {o.source.every}); nothing sent.")
         else:

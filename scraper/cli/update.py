@@ -13,7 +13,7 @@ from scraper.cli.jobs import _check_source, run_cmd, run_settings, seed_cmd
 
 # most serious first: a crashing pool, failed rows, a domain given up, a held lock, success
 SERIOUSNESS = (exitcodes.CRASHING, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED, exitcodes.OK)
-WALK = "the walk (seed --from-search)"
+WALK = "the walk (seed)"
 RETRY = "retry --failed"
 RUN = "the run"
 
@@ -39,11 +39,11 @@ def _outcome(call):
 
 
 def walk(ctx, run_options):
-    """The walk step: today the whole listing (`seed --from-search`), with run's budget and timeouts;
-    returns its exit code. One function, so a walk of the due sources can take its place."""
-    names = {p.name for p in seed_cmd.params}
+    """The walk step: every enabled source that is due (a bare `seed`: a source that is not due sends
+    nothing), with run's budget and timeouts; returns its exit code. `--source` limits the run only."""
+    names = {p.name for p in seed_cmd.params} - {"source_names"}
     shared = {k: v for k, v in run_options.items() if k in names}
-    return _outcome(lambda: ctx.invoke(seed_cmd, from_search=True, **shared))
+    return _outcome(lambda: ctx.invoke(seed_cmd, **shared))
 
 
 def retry_old_failures(s, retry_after_h, now):

@@ -1,4 +1,4 @@
-"""Migration 7 (issue 16), kept apart so store.py stays small: one mirror core for every kind.
+"""Migration 8 (issue 16), kept apart so store.py stays small: one mirror core for every kind.
 
 `items` holds the catalogue sources' records; `answers` and `changes` become keyed by (source, key).
 They are rebuilt because their primary key and CHECKs named templates: every old column stays, with its

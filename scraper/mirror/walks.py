@@ -11,7 +11,7 @@ import importlib
 import logging
 import time
 
-from scraper.base.errors import ConfigError, ScraperError
+from scraper.base.errors import ConfigError, FetchError, ScraperError
 from scraper.base.urls import domain_of
 from scraper.db.walklog import iso, last_walks, next_due, record
 
@@ -137,6 +137,17 @@ def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
     return sorted(outcomes, key=lambda o: order[o.source.name])
 
 
+def fetch_failure(e, timeout_s, url):
+    """One sentence for a walk's request that failed for good: the URL tried, and what happened
+    (urllib3's own text is a paragraph: only its exception's name is kept)."""
+    from scraper.policy import retry
+    if e.kind == retry.TIMEOUT:
+        return f"{url} did not answer within {timeout_s:g} s (raise --timeout if it is only slow)"
+    if e.status is not None:
+        return f"{url} answered HTTP {e.status}"
+    return f"could not reach {url} ({str(e).split(':', 1)[0]}); check the network and the source's URL"
+
+
 def walk_one(conn, settings, source, get, now, clock=time.time):
     """Walk one source and record the walk; its Outcome (a failure is one sentence, never an exception)."""
     started, before = clock(), get.requests
@@ -146,6 +157,8 @@ def walk_one(conn, settings, source, get, now, clock=time.time):
             result = dataclasses.replace(result, requests=result.requests or get.requests - before)
     except ConfigError:
         raise
+    except FetchError as e:
+        error = fetch_failure(e, settings.timeout_s, e.url or source.opt("site") or settings.api_url)
     except ScraperError as e:
         error = str(e).rstrip(".")
     except Exception as e:  # a bug or an answer nobody foresaw ends this source's walk, not the others
