@@ -1,0 +1,325 @@
+"""The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one).
+
+One `BrowserFetcher` per worker process, opened after the fork. It holds at most one browser, gives each
+page a fresh context that is closed afterwards, and retires the browser after `PAGES_PER_BROWSER` pages.
+Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
+unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
+robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
+over navigation and settling, and a cap on the bytes its responses carry.
+
+Chromium never outlives its worker: Playwright starts it in its own process group, and a watchdog (`sh`,
+in a session of its own so a kill of the run's process group spares it) holds the read end of a pipe
+whose only writer is the worker; when the worker dies, however it dies, the read ends and the watchdog
+kills Chromium's group. (Playwright's driver also kills the browser when its pipe to the worker closes,
+but the driver dies with the worker's group.)
+"""
+
+import logging
+import os
+import shutil
+import subprocess
+import time
+
+from scraper.base.errors import ConfigError, FetchError, JobInvalid
+from scraper.base.urls import domain_of
+
+log = logging.getLogger(__name__)
+
+PAGES_PER_BROWSER = 100         # a browser is retired (closed, a fresh one launched) after this many pages
+SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
+BLOCKED_TYPES = frozenset({"image", "font", "media"})
+# Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
+# browsing): on a closed network that is a stream of failing connections, and never polite.
+LAUNCH_FLAGS = (
+    "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+    # crashpad's handlers double-fork out of the browser's process group and tree: a leak by design
+    "--disable-crashpad-for-testing",
+)
+# Lean memory flags, measured (one browser after 10 catalogue pages, PSS of its processes: 354 MB by
+# default, 280 MB with one renderer, 255 MB with the GPU and network services folded into the browser
+# process): one renderer for every site instead of one per site, no GPU or network process of their own,
+# a small V8 heap, no extensions.
+LEAN_FLAGS = (
+    "--renderer-process-limit=1", "--in-process-gpu", "--enable-features=NetworkServiceInProcess2",
+    "--disable-features=site-per-process,Translate,MediaRouter",
+    "--disable-site-isolation-trials", "--js-flags=--max-old-space-size=128",
+    "--disable-dev-shm-usage", "--disable-extensions", "--disable-breakpad", "--mute-audio",
+    "--disable-renderer-backgrounding", "--metrics-recording-only",
+)
+NEEDS_BROWSER = "install Debian's chromium or set --browser-path"
+
+
+def find_browser(path):
+    """The executable for `path` (a file path, or a name looked up on PATH), or None."""
+    if not path:
+        return None
+    if os.sep in path:
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which(path)
+
+
+def problem(path):
+    """The one sentence saying why no browser can be started with `path`, or None when one can (the check
+    `seed` and `run` make before any work when a source needs a browser)."""
+    try:
+        import playwright  # noqa: F401 - only whether the optional extra is installed
+    except ImportError:
+        return "a source needs a browser, but Playwright is missing: pip install 'scraper[browser]'."
+    if find_browser(path) is None:
+        return f"a source needs a browser, but no Chromium was found at {path!r}: {NEEDS_BROWSER}."
+    return None
+
+
+def require(path):
+    """The browser's executable; ConfigError (the one sentence) when there is none."""
+    sentence = problem(path)
+    if sentence:
+        raise ConfigError(sentence)
+    return find_browser(path)
+
+
+def launch_args(lean=True):
+    """Chromium's flags: --no-sandbox only as root (Chromium refuses to run sandboxed as root)."""
+    args = list(LAUNCH_FLAGS) + (list(LEAN_FLAGS) if lean else [])
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")     # (--no-zygote would save a process but crashes with crashpad off)
+    return args
+
+
+class _Page:
+    """What the routing and event handlers learnt about one page (they run inside Playwright's waits)."""
+
+    def __init__(self, url, allow):
+        self.domain = domain_of(url)
+        self.allow = allow
+        self.error = None       # an exception that ends the attempt (the page request refused, a stop)
+        self.bytes = 0
+        self.sent = 0           # requests let through
+        self.refused = 0        # other domains, images, fonts, media, refused by the gate
+
+    def allowed(self, url):
+        return domain_of(url) in self.allow or domain_of(url) == self.domain
+
+
+class BrowserFetcher:
+    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process."""
+
+    def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
+                 lean=True):
+        self.executable = executable
+        self.user_agent = user_agent
+        self.allow_domains = frozenset(d.lower() for d in allow_domains)
+        self.pages_per_browser = pages_per_browser
+        self.lean = lean
+        self.pages = 0          # pages rendered by the current browser
+        self.launches = 0
+        self._pw = None
+        self._browser = None
+        self._watchdog = None
+        self._watch_fd = None
+        self.browser_pid = None
+
+    # --- the browser's life ------------------------------------------------------------
+
+    def _launch(self):
+        from playwright.sync_api import sync_playwright
+        if self._pw is None:
+            self._pw = sync_playwright().start()
+        before = _descendants()
+        self._browser = self._pw.chromium.launch(
+            executable_path=self.executable, headless=True, args=launch_args(self.lean),
+            chromium_sandbox=os.geteuid() != 0, handle_sigint=False, handle_sigterm=False, handle_sighup=False)
+        self.launches += 1
+        self.pages = 0
+        self.browser_pid = _browser_leader(before)
+        if self.browser_pid is not None:
+            self._start_watchdog(os.getpgid(self.browser_pid))
+        else:
+            log.warning("could not find the browser's process group; it has no watchdog")
+
+    def _start_watchdog(self, pgid):
+        """`sh` blocks reading a pipe only we write to: at its end (we closed it or died) it kills the group."""
+        read_fd, write_fd = os.pipe()   # not inheritable: only this process holds the write end
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", 'read _ ; kill -KILL -- "-$1" 2>/dev/null', "scraper-browser-watchdog", str(pgid)],
+            stdin=read_fd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(read_fd)
+        self._watch_fd = write_fd
+
+    def retire(self):
+        """Close the browser (and its watchdog); the next page launches a fresh one."""
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            try:
+                browser.close()
+            except Exception as e:  # a browser that died already: its group is killed below anyway
+                log.debug("closing the browser: %s", e)
+        if self._watch_fd is not None:
+            os.close(self._watch_fd)    # the watchdog wakes and kills whatever is left of the group
+            self._watch_fd = None
+        if self._watchdog is not None:
+            try:
+                self._watchdog.wait(5)
+            except subprocess.TimeoutExpired:
+                self._watchdog.kill()
+                self._watchdog.wait()
+            self._watchdog = None
+        self.browser_pid = None
+
+    def close(self):
+        """Close the browser and Playwright's driver (a recycle, the worker's end)."""
+        self.retire()
+        pw, self._pw = self._pw, None
+        if pw is not None:
+            try:
+                pw.stop()
+            except Exception as e:
+                log.debug("stopping Playwright: %s", e)
+
+    # --- one page ----------------------------------------------------------------------
+
+    def render(self, url, gate, deadline_s, max_bytes, settle=None):
+        """Load `url`, let it settle (network idle, or the CSS selector `settle` present), return
+        (status, final_url, html). FetchError `timeout` when it does not settle within `deadline_s`,
+        `too_large` over `max_bytes` of response bodies, `network` when the page cannot be loaded; an
+        exception `gate` raised for the page's own request, or a stop it raised for any request, ends
+        the attempt as it is. The status is returned as served: the caller decides what a 404 or a 5xx is."""
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+        deadline = time.monotonic() + deadline_s
+        if self._browser is None or not self._browser.is_connected():
+            self.retire()
+            self._launch()
+        state = _Page(url, self.allow_domains)
+        context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
+                                            accept_downloads=False)
+        try:
+            page = context.new_page()
+            cdp = context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            cdp.on("Network.dataReceived", lambda e: _count(state, e.get("dataLength", 0)))
+            page.on("request", lambda request: _redirected(state, request))
+            context.route("**/*", lambda route, request: _route(state, gate, page, route, request))
+
+            def check():
+                if state.error is not None:
+                    raise state.error
+                if state.bytes > max_bytes:
+                    raise FetchError("too_large", f"the page transferred more than {max_bytes / 2**20:g} MB", url)
+
+            try:
+                response = page.goto(url, wait_until="commit", timeout=_ms_left(deadline, url, deadline_s))
+            except PlaywrightTimeout:
+                check()
+                raise _timeout(url, deadline_s) from None
+            except PlaywrightError as e:
+                check()
+                raise FetchError("network", f"the browser could not load the page: {_first_line(e)}", url) from None
+            while True:
+                check()
+                try:
+                    wait_ms = min(SETTLE_SLICE_S * 1000, _ms_left(deadline, url, deadline_s))
+                    if settle:
+                        page.wait_for_selector(settle, state="attached", timeout=wait_ms)
+                    else:
+                        page.wait_for_load_state("networkidle", timeout=wait_ms)
+                    break
+                except PlaywrightTimeout:
+                    continue
+            check()
+            html = page.content()
+            if len(html.encode()) > max_bytes:
+                raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
+            status = response.status if response is not None else 0
+            return status, page.url, html
+        except PlaywrightError as e:
+            # the browser or its page died under us: this attempt's failure, and a fresh browser next time
+            self.retire()
+            raise FetchError("network", f"the browser failed: {_first_line(e)}", url) from None
+        finally:
+            try:
+                context.close()
+            except Exception as e:
+                log.debug("closing a context: %s", e)
+            self.pages += 1
+            if self.pages >= self.pages_per_browser:
+                self.retire()
+
+    def pids(self):
+        """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""
+        return [p.pid for p in _descendants_procs()]
+
+
+def _route(state, gate, page, route, request):
+    """Every request of the page: refuse what is not needed or not ours, gate the rest."""
+    try:
+        url = request.url
+        if request.resource_type in BLOCKED_TYPES or not url.startswith(("http://", "https://")) \
+                or not state.allowed(url):
+            state.refused += 1
+            route.abort("blockedbyclient")
+            return
+        try:
+            gate(url)
+        except Exception as e:
+            state.refused += 1
+            route.abort("blockedbyclient")
+            own = request.is_navigation_request() and request.frame == page.main_frame
+            # the page's own request refused ends the attempt with the gate's reason; for another request
+            # only a stop (not a refusal such as robots) does
+            if state.error is None and (own or not isinstance(e, (FetchError, JobInvalid))):
+                state.error = e
+            return
+        state.sent += 1
+        route.continue_()
+    except Exception as e:   # a page closing under us: nothing to route any more
+        log.debug("routing %s: %s", request.url, e)
+
+
+def _redirected(state, request):
+    """Playwright does not route a redirect's next request: one to a refused domain fails the page."""
+    if request.redirected_from is not None and not state.allowed(request.url) and state.error is None:
+        state.error = FetchError("http_4xx", f"redirect to another domain refused: {request.url}", request.url)
+
+
+def _count(state, n):
+    state.bytes += n
+
+
+def _ms_left(deadline, url, deadline_s):
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _timeout(url, deadline_s)
+    return max(1.0, left * 1000)
+
+
+def _timeout(url, deadline_s):
+    return FetchError("timeout", f"the page did not settle within {deadline_s:g} s", url)
+
+
+def _first_line(e):
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _descendants_procs():
+    import psutil
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _descendants():
+    return {p.pid for p in _descendants_procs()}
+
+
+def _browser_leader(before):
+    """The pid of the browser just launched: a new descendant that leads its own process group."""
+    for pid in sorted(_descendants() - before):
+        try:
+            if os.getpgid(pid) == pid:
+                return pid
+        except ProcessLookupError:
+            continue
+    return None
