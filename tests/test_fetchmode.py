@@ -129,7 +129,8 @@ def test_a_database_of_the_previous_schema_upgrades_in_place(tmp_path):
     for statement in store._statements("\n".join(store.MIGRATIONS[:-1])):
         conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION - 1}")
-    conn.execute("INSERT INTO jobs (key, site, url, domain, created_at) VALUES ('n8n:1', 'n8n', 'http://x/1', 'x', 1)")
+    conn.execute("INSERT INTO jobs (key, site, url, domain, created_at, updated_at) "
+                 "VALUES ('n8n:1', 'n8n', 'http://x/1', 'x', 1, 1)")
     conn.close()
     conn = store.open_db(path)
     assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 1
