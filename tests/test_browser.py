@@ -18,7 +18,7 @@ from scraper.net import browser
 from tests.helpers import ROOT, wait_gone
 
 EXECUTABLE = browser.find_browser("chromium")
-pytestmark = pytest.mark.skipif(
+needs_chromium = pytest.mark.skipif(
     EXECUTABLE is None or browser.problem("chromium") is not None,
     reason="no Chromium on PATH (apt-get install chromium) or no Playwright (pip install 'scraper[browser]')")
 
@@ -81,6 +81,7 @@ def fetcher():
         assert wait_gone(set(pids) - {os.getpid()}, -1) == []
 
 
+@needs_chromium
 def test_routing_gates_own_domain_and_refuses_the_rest(pages, fetcher):
     _Handler.seen.clear()
     gated = []
@@ -93,6 +94,7 @@ def test_routing_gates_own_domain_and_refuses_the_rest(pages, fetcher):
     assert all(host == "127.0.0.1" for host, _ in _Handler.seen)    # the other domain was refused
 
 
+@needs_chromium
 def test_gate_refusals_and_bounds(pages, fetcher):
     def robots(url):
         if url.endswith("/api.json"):
@@ -117,6 +119,7 @@ def test_gate_refusals_and_bounds(pages, fetcher):
     assert fetcher.launches >= 2        # retired after 3 pages: a fresh browser for the next ones
 
 
+@needs_chromium
 def test_missing_browser_is_one_sentence(tmp_path):
     sentence = browser.problem(str(tmp_path / "no-chromium"))
     assert sentence.endswith("install Debian's chromium or set --browser-path.")
@@ -124,6 +127,7 @@ def test_missing_browser_is_one_sentence(tmp_path):
         browser.require("no-such-chromium-anywhere")
 
 
+@needs_chromium
 @pytest.mark.slow
 @pytest.mark.parametrize("whole_group", [False, True], ids=["worker", "group"])
 def test_no_chromium_outlives_a_killed_worker(pages, whole_group):
@@ -150,3 +154,20 @@ def test_no_chromium_outlives_a_killed_worker(pages, whole_group):
                 os.killpg(info["browser"], signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_sources_that_need_a_browser_are_named(tmp_path):
+    from types import SimpleNamespace
+
+    from scraper.base import settings
+
+    def source(name, fetcher):
+        return SimpleNamespace(name=name, opt=lambda key, default=None: fetcher if key == "fetcher" else default)
+    s = settings.build(db_path=str(tmp_path / "jobs.db"), browser_path=str(tmp_path / "none"))
+    sentence, names = browser.sources_without_browser(s, [source("n8n", "http"), source("events", "auto")])
+    assert names == ("events",) and "install Debian's chromium or set --browser-path" in sentence
+    assert browser.sources_without_browser(s, [source("n8n", "http")]) == (None, ())
+    assert settings.build(db_path=str(tmp_path / "jobs.db"), timeout_s=12).browser_deadline_s == 12
+    assert settings.build(db_path=str(tmp_path / "jobs.db"), browser_timeout_s=20).browser_deadline_s == 20
+    with pytest.raises(ConfigError):
+        settings.build(db_path=str(tmp_path / "jobs.db"), browser_timeout_s=0)

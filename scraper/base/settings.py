@@ -42,6 +42,7 @@ YOUTUBE_DOMAIN = "youtube.com"
 YOUTUBE_RATE_PER_S = 0.2
 YOUTUBE_BURST = 2
 TRANSCRIPT_LANGUAGES = ("en",)
+BROWSER = "chromium"        # `fetcher = "browser" | "auto"`: the system's Chromium, found on PATH (never downloaded)
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
 
 ENV_DB = "SCRAPER_DB"
@@ -50,6 +51,7 @@ ENV_SITE_URL = "SCRAPER_SITE_URL"
 ENV_USER_AGENT = "SCRAPER_USER_AGENT"
 ENV_YOUTUBE_URL = "SCRAPER_YOUTUBE_URL"
 ENV_TRANSCRIPTS = "SCRAPER_TRANSCRIPTS"
+ENV_BROWSER = "SCRAPER_BROWSER"
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -84,6 +86,8 @@ class Settings:
     transcripts: bool = True
     transcript_languages: tuple = TRANSCRIPT_LANGUAGES
     domain_rates: tuple = ()    # ((domain, rate_per_s, burst), ...) from --domain-rate
+    browser_path: str = BROWSER
+    browser_timeout_s: float = None     # one page in the browser, navigation and settling; None: timeout_s
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else youtube.com's own, else --rate."""
@@ -98,6 +102,11 @@ class Settings:
     def domain(self):
         """The politeness domain: both n8n hosts share one budget, keyed by the site's host."""
         return domain_of(self.site_url)
+
+    @property
+    def browser_deadline_s(self):
+        """The deadline of one page in the browser: --browser-timeout, else --timeout."""
+        return self.timeout_s if self.browser_timeout_s is None else self.browser_timeout_s
 
     @property
     def max_answer_bytes(self):
@@ -168,6 +177,9 @@ def build(**values):
     _check(s.breaker_open_s > 0, f"--breaker-open must be above 0 seconds (got {s.breaker_open_s:g}).")
     _check(s.backoff_base_s >= 0, f"--backoff-base must not be negative (got {s.backoff_base_s:g}).")
     _check(s.lease_s > s.timeout_s, f"the lease ({s.lease_s:g} s) must be longer than --timeout ({s.timeout_s:g} s).")
+    _check(s.browser_timeout_s is None or 0 < s.browser_timeout_s < s.lease_s,
+           f"--browser-timeout must be above 0 and below the lease of {s.lease_s:g} s (got {s.browser_timeout_s}).")
+    _check(bool(s.browser_path.strip()), "--browser-path must name a Chromium executable (a path or a name on PATH).")
     _check(
         s.memory_limit_mb >= 2 * PROCESS_MB,
         f"--memory-limit {s.memory_limit_mb} MB is too small to run one worker "

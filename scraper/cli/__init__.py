@@ -26,11 +26,16 @@ from scraper.cli.common import Group
 @click.option("--youtube-url", envvar=settings.ENV_YOUTUBE_URL, default=settings.YOUTUBE_URL, show_default=True,
               help=f"Where requests for https://www.youtube.com go, same path and query "
                    f"[env {settings.ENV_YOUTUBE_URL}].")
+@click.option("--browser-path", envvar=settings.ENV_BROWSER, default=settings.BROWSER, show_default=True,
+              help=f"The Chromium that sources with fetcher browser or auto use: a path, or a name found on PATH; "
+                   f"nothing is ever downloaded [env {settings.ENV_BROWSER}].")
+@click.option("--browser-timeout", "browser_timeout_s", type=float, default=None,
+              help="Seconds one page may take in the browser, loading and settling (default: --timeout).")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
 @click.pass_context
-def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
+def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, browser_path, browser_timeout_s, log_level):
     """Collect the n8n.io workflow library into one SQLite file, politely and resumably.
 
     \b
@@ -41,7 +46,7 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, log_level):
     """
     logs.setup(log_level.upper())
     ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url, "user_agent": user_agent,
-               "youtube_url": youtube_url}
+               "youtube_url": youtube_url, "browser_path": browser_path, "browser_timeout_s": browser_timeout_s}
 
 
 

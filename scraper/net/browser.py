@@ -323,3 +323,14 @@ def _browser_leader(before):
         except ProcessLookupError:
             continue
     return None
+
+
+def sources_without_browser(settings, sources):
+    """(sentence, names): when some of `sources` (scraper.base.sources.Source) use fetcher browser or auto and
+    no browser can be started, the one sentence `seed` and `run` print before any work, and the names of
+    those sources (their jobs stay pending, the run exits 3); (None, ()) otherwise."""
+    names = tuple(s.name for s in sources if s.opt("fetcher", "http") in ("browser", "auto"))
+    sentence = problem(settings.browser_path) if names else None
+    if sentence is None:
+        return None, ()
+    return f"{sentence[:-1]} (source{'s' if len(names) > 1 else ''} {', '.join(names)} left pending).", names
