@@ -21,8 +21,9 @@ RATE_PER_S = 2.0            # n8n.io's published guidance
 BURST = 5
 MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
-PROCESS_MB = 40             # measured: one process (Python, requests, sqlite) is about 35-40 MB resident
-MIN_SHARE_MB = 24           # below this a worker would be recycled after every job, or never start
+# The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
+PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
+MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
 MAX_OPEN_CYCLES = 3         # failed probes in a row after which a run stops trying a domain

@@ -11,8 +11,6 @@ import signal
 import sys
 import time
 
-import psutil
-
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import RunLocked
@@ -21,7 +19,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.policy import progress
-from scraper.pool import worker
+from scraper.pool import memory, worker
 
 log = logging.getLogger(__name__)
 
@@ -273,26 +271,26 @@ class Supervisor:
             self._reap(restart=True)    # before the lease sweep, which would hand the job back for free
 
     def _check_memory(self):
-        """Ask a worker over its share of the pool's memory to finish its job and make room."""
-        try:
-            me = psutil.Process().memory_info().rss
-            rss = {s.index: psutil.Process(s.process.pid).memory_info().rss
-                   for s in self.slots if s.process is not None and s.process.is_alive()}
-        except psutil.NoSuchProcess:
-            return  # reaped on the next tick
+        """Ask a worker whose tree (it, and any browser it drives) is over its share of the pool's memory to
+        finish its job and make room. Measured as PSS (`pool.memory`): shared pages split, not counted twice."""
+        me = memory.own_pss(os.getpid())
+        used = {s.index: memory.tree_pss(s.process.pid)
+                for s in self.slots if s.process is not None and s.process.is_alive()}
         share = (self.s.memory_limit_mb * 2**20 - me) / max(1, self.s.workers)
+        log.debug("memory (PSS): supervisor %.0f MB, workers %s MB, share %.0f MB", me / 2**20,
+                  [round(v / 2**20) for v in used.values()], share / 2**20)
         now = time.monotonic()
         for slot in self.slots:
-            used = rss.get(slot.index)
-            if used is None:
-                continue
-            if slot.recycle_asked_at is None and used > share:
-                log.info("recycling %s: %.0f MB resident, over its share of %.0f MB",
-                         slot.name, used / 2**20, share / 2**20)
+            pss = used.get(slot.index)
+            if not pss:
+                continue    # gone meanwhile: reaped on the next tick
+            if slot.recycle_asked_at is None and pss > share:
+                log.info("recycling %s: %.0f MB (PSS of its processes), over its share of %.0f MB",
+                         slot.name, pss / 2**20, share / 2**20)
                 slot.recycle_asked_at = now
                 os.kill(slot.process.pid, signal.SIGUSR1)
-            elif (slot.recycle_asked_at is not None
-                  and now - slot.recycle_asked_at > self.s.timeout_s + self.s.stop_grace_s):
+            elif (slot.recycle_asked_at is not None and now - slot.recycle_asked_at
+                  > max(self.s.timeout_s, self.s.browser_deadline_s) + self.s.stop_grace_s):
                 log.warning("%s did not recycle in time; killed", slot.name)
                 slot.process.kill()
 
