@@ -171,3 +171,18 @@ def test_sources_that_need_a_browser_are_named(tmp_path):
     assert settings.build(db_path=str(tmp_path / "jobs.db"), browser_timeout_s=20).browser_deadline_s == 20
     with pytest.raises(ConfigError):
         settings.build(db_path=str(tmp_path / "jobs.db"), browser_timeout_s=0)
+
+
+def test_browser_slots_bound_the_browsers_across_processes(tmp_path):
+    from scraper.base import settings
+    assert settings.build(db_path=str(tmp_path / "jobs.db")).browser_slots == 3     # 4 workers under 1 GB
+    assert settings.build(db_path=str(tmp_path / "jobs.db"), workers=2, memory_limit_mb=300).browser_slots == 1
+    path = str(tmp_path / "jobs.db-browser.lock")
+    mine = browser.BrowserSlots(path, 1)
+    probe = [sys.executable, "-c", "import sys; from scraper.net.browser import BrowserSlots; "
+             "sys.exit(0 if BrowserSlots(sys.argv[1], 1).try_acquire() else 1)", path]
+    assert mine.try_acquire()
+    assert subprocess.run(probe, cwd=ROOT).returncode == 1          # the one slot is taken
+    mine.release()
+    assert subprocess.run(probe, cwd=ROOT).returncode == 0
+    mine.close()

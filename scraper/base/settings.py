@@ -23,6 +23,9 @@ MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
 # The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
 PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
+# Measured (scripts/bench_browser.py, lean flags): each browser adds about 250 MB of PSS to the pool (its
+# Playwright driver and Chromium's processes); 4 do not fit under 1 GB with their workers, 3 do.
+BROWSER_MB = 250
 MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
@@ -122,13 +125,25 @@ class Settings:
         return self.db_path + "-run.lock"
 
     @property
+    def browser_lock_path(self):
+        return self.db_path + "-browser.lock"
+
+    @property
+    def browser_slots(self):
+        """How many browsers may be open at once in the pool: what fits under --memory-limit once the
+        supervisor and the workers have their part, at least one, at most one per worker."""
+        room = self.memory_limit_mb - PROCESS_MB * (self.workers + 1)
+        return max(1, min(self.workers, int(room // BROWSER_MB)))
+
+    @property
     def db_files(self):
         """Every file that sits beside the database: the database with its WAL and shared memory, the
-        limiter's file with its own, the limiter's flock file and the run lock (removing a database
+        limiter's file with its own, the limiter's flock file, the run lock and the browser slots' lock
+        file (removing a database
         means removing all of them)."""
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
-                limiter + ".lock", self.lock_path)
+                limiter + ".lock", self.lock_path, self.browser_lock_path)
 
     @property
     def worker_share_mb(self):

@@ -14,6 +14,7 @@ kills Chromium's group. (Playwright's driver also kills the browser when its pip
 but the driver dies with the worker's group.)
 """
 
+import fcntl
 import logging
 import os
 import shutil
@@ -48,6 +49,7 @@ LEAN_FLAGS = (
     "--disable-renderer-backgrounding", "--metrics-recording-only",
 )
 NEEDS_BROWSER = "install Debian's chromium or set --browser-path"
+SLOT_WAIT_S = 0.2               # how often a worker without a browser slot looks again
 
 
 def find_browser(path):
@@ -87,6 +89,42 @@ def launch_args(lean=True):
     return args
 
 
+class BrowserSlots:
+    """At most `n` browsers open at once across the pool's processes: one byte-range lock each in one file
+    beside the database (held while a browser lives; the kernel frees it when its process dies)."""
+
+    def __init__(self, path, n):
+        self.path, self.n = path, n
+        self.fd = None
+        self.held = None
+
+    def try_acquire(self):
+        """Take a free slot; False when all are taken."""
+        if self.held is not None:
+            return True
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        for i in range(self.n):
+            try:
+                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, i)
+            except OSError:
+                continue
+            self.held = i
+            return True
+        return False
+
+    def release(self):
+        if self.held is not None:
+            fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.held)
+            self.held = None
+
+    def close(self):
+        self.release()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 class _Page:
     """What the routing and event handlers learnt about one page (they run inside Playwright's waits)."""
 
@@ -106,12 +144,13 @@ class BrowserFetcher:
     """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
-                 lean=True):
+                 lean=True, slots=None):
         self.executable = executable
         self.user_agent = user_agent
         self.allow_domains = frozenset(d.lower() for d in allow_domains)
         self.pages_per_browser = pages_per_browser
         self.lean = lean
+        self.slots = slots      # BrowserSlots, or None: no bound across processes
         self.pages = 0          # pages rendered by the current browser
         self.launches = 0
         self._pw = None
@@ -121,6 +160,14 @@ class BrowserFetcher:
         self.browser_pid = None
 
     # --- the browser's life ------------------------------------------------------------
+
+    def _take_slot(self, wait):
+        """Wait for a browser slot; `wait()` runs between looks (it renews the job's lease, and may raise to
+        hand the job back)."""
+        while self.slots is not None and not self.slots.try_acquire():
+            if wait is not None:
+                wait()
+            time.sleep(SLOT_WAIT_S)
 
     def _launch(self):
         from playwright.sync_api import sync_playwright
@@ -166,10 +213,14 @@ class BrowserFetcher:
                 self._watchdog.wait()
             self._watchdog = None
         self.browser_pid = None
+        if self.slots is not None:
+            self.slots.release()
 
     def close(self):
         """Close the browser and Playwright's driver (a recycle, the worker's end)."""
         self.retire()
+        if self.slots is not None:
+            self.slots.close()
         pw, self._pw = self._pw, None
         if pw is not None:
             try:
@@ -179,18 +230,20 @@ class BrowserFetcher:
 
     # --- one page ----------------------------------------------------------------------
 
-    def render(self, url, gate, deadline_s, max_bytes, settle=None):
+    def render(self, url, gate, deadline_s, max_bytes, settle=None, wait=None):
         """Load `url`, let it settle (network idle, or the CSS selector `settle` present), return
         (status, final_url, html). FetchError `timeout` when it does not settle within `deadline_s`,
         `too_large` over `max_bytes` of response bodies, `network` when the page cannot be loaded; an
         exception `gate` raised for the page's own request, or a stop it raised for any request, ends
-        the attempt as it is. The status is returned as served: the caller decides what a 404 or a 5xx is."""
+        the attempt as it is. The status is returned as served: the caller decides what a 404 or a 5xx is.
+        Without a browser, first waits for a slot (`wait` as in `_take_slot`); the deadline starts after."""
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
-        deadline = time.monotonic() + deadline_s
         if self._browser is None or not self._browser.is_connected():
             self.retire()
+            self._take_slot(wait)
             self._launch()
+        deadline = time.monotonic() + deadline_s
         state = _Page(url, self.allow_domains)
         context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
                                             accept_downloads=False)

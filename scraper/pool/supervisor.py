@@ -271,28 +271,30 @@ class Supervisor:
             self._reap(restart=True)    # before the lease sweep, which would hand the job back for free
 
     def _check_memory(self):
-        """Ask a worker whose tree (it, and any browser it drives) is over its share of the pool's memory to
-        finish its job and make room. Measured as PSS (`pool.memory`): shared pages split, not counted twice."""
+        """Keep the pool under --memory-limit, measured as PSS of the whole process tree (`pool.memory`:
+        shared pages split, not counted twice; a worker's tree includes the browser it drives). When the pool
+        is over, the worker with the largest tree is asked to finish its job and make room (one at a time):
+        workers' trees differ (a browser is about BROWSER_MB), so an equal share per worker would not do."""
         me = memory.own_pss(os.getpid())
         used = {s.index: memory.tree_pss(s.process.pid)
                 for s in self.slots if s.process is not None and s.process.is_alive()}
-        share = (self.s.memory_limit_mb * 2**20 - me) / max(1, self.s.workers)
-        log.debug("memory (PSS): supervisor %.0f MB, workers %s MB, share %.0f MB", me / 2**20,
-                  [round(v / 2**20) for v in used.values()], share / 2**20)
+        total, limit = me + sum(used.values()), self.s.memory_limit_mb * 2**20
+        log.debug("memory (PSS): pool %.0f MB, supervisor %.0f MB, workers %s MB", total / 2**20, me / 2**20,
+                  [round(v / 2**20) for v in used.values()])
         now = time.monotonic()
-        for slot in self.slots:
-            pss = used.get(slot.index)
-            if not pss:
-                continue    # gone meanwhile: reaped on the next tick
-            if slot.recycle_asked_at is None and pss > share:
-                log.info("recycling %s: %.0f MB (PSS of its processes), over its share of %.0f MB",
-                         slot.name, pss / 2**20, share / 2**20)
-                slot.recycle_asked_at = now
-                os.kill(slot.process.pid, signal.SIGUSR1)
-            elif (slot.recycle_asked_at is not None and now - slot.recycle_asked_at
-                  > max(self.s.timeout_s, self.s.browser_deadline_s) + self.s.stop_grace_s):
+        waiting = [s for s in self.slots if s.recycle_asked_at is not None and s.process is not None]
+        for slot in waiting:
+            if now - slot.recycle_asked_at > max(self.s.timeout_s, self.s.browser_deadline_s) + self.s.stop_grace_s:
                 log.warning("%s did not recycle in time; killed", slot.name)
                 slot.process.kill()
+        if total <= limit or waiting or not used:
+            return
+        index = max(used, key=used.get)
+        slot = self.slots[index]
+        log.info("recycling %s: the pool holds %.0f MB (PSS), over --memory-limit %.0f MB; its processes hold "
+                 "%.0f MB, the most", slot.name, total / 2**20, limit / 2**20, used[index] / 2**20)
+        slot.recycle_asked_at = now
+        os.kill(slot.process.pid, signal.SIGUSR1)
 
     # --- bookkeeping ------------------------------------------------------------------
 
