@@ -40,6 +40,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.seen.append((self.server.server_address[0], self.path))
         port = self.server.server_address[1]
         path = self.path.split("?")[0]
+        if path.startswith("/to-"):     # /to-1/page: a redirect to 127.0.0.1:PORT/page, /to-2/...: another domain
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.{path[4]}:{port}{path[5:]}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body, kind = {
             "/page": (PAGE.replace(b"{port}", str(port).encode()).replace(b"{{", b"{").replace(b"}}", b"}"),
                       "text/html"),
@@ -92,6 +98,19 @@ def test_routing_gates_own_domain_and_refuses_the_rest(pages, fetcher):
     paths = {p for _, p in _Handler.seen}
     assert "/img.png" not in paths and "/font.woff2" not in paths    # images and fonts are never fetched
     assert all(host == "127.0.0.1" for host, _ in _Handler.seen)    # the other domain was refused
+
+
+@needs_chromium
+def test_redirects_are_gated_and_kept_within_the_domain(pages, fetcher):
+    _Handler.seen.clear()
+    gated = []
+    status, final_url, html = fetcher.render(pages + "/to-1/page", gated.append, 20, 2**20)
+    assert (status, final_url) == (200, pages + "/page") and "Jazz night" in html
+    assert gated[:2] == [pages + "/to-1/page", pages + "/page"]     # the redirect's target took the gate too
+    with pytest.raises(FetchError) as e:
+        fetcher.render(pages + "/to-2/page", gated.append, 20, 2**20)
+    assert e.value.kind == "http_4xx" and "another domain" in str(e.value)
+    assert all(host == "127.0.0.1" for host, _ in _Handler.seen)    # nothing was sent to the other domain
 
 
 @needs_chromium

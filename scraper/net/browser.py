@@ -20,12 +20,14 @@ import os
 import shutil
 import subprocess
 import time
+from urllib.parse import urljoin
 
 from scraper.base.errors import ConfigError, FetchError, JobInvalid
 from scraper.base.urls import domain_of
 
 log = logging.getLogger(__name__)
 
+MAX_REDIRECTS = 5               # as plain HTTP's
 PAGES_PER_BROWSER = 100         # a browser is retired (closed, a fresh one launched) after this many pages
 SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
 BLOCKED_TYPES = frozenset({"image", "font", "media"})
@@ -128,13 +130,15 @@ class BrowserSlots:
 class _Page:
     """What the routing and event handlers learnt about one page (they run inside Playwright's waits)."""
 
-    def __init__(self, url, allow):
+    def __init__(self, url, allow, deadline, max_bytes):
+        self.deadline, self.max_bytes = deadline, max_bytes
         self.domain = domain_of(url)
         self.allow = allow
         self.error = None       # an exception that ends the attempt (the page request refused, a stop)
         self.bytes = 0
         self.sent = 0           # requests let through
         self.refused = 0        # other domains, images, fonts, media, refused by the gate
+        self.redirect = None    # where the page's own request was redirected (render navigates there)
 
     def allowed(self, url):
         return domain_of(url) in self.allow or domain_of(url) == self.domain
@@ -244,7 +248,7 @@ class BrowserFetcher:
             self._take_slot(wait)
             self._launch()
         deadline = time.monotonic() + deadline_s
-        state = _Page(url, self.allow_domains)
+        state = _Page(url, self.allow_domains, deadline, max_bytes)
         context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
                                             accept_downloads=False)
         try:
@@ -252,7 +256,7 @@ class BrowserFetcher:
             cdp = context.new_cdp_session(page)
             cdp.send("Network.enable")
             cdp.on("Network.dataReceived", lambda e: _count(state, e.get("dataLength", 0)))
-            page.on("request", lambda request: _redirected(state, request))
+            page.on("request", lambda request: _redirected(state, gate, request))
             context.route("**/*", lambda route, request: _route(state, gate, page, route, request))
 
             def check():
@@ -261,14 +265,24 @@ class BrowserFetcher:
                 if state.bytes > max_bytes:
                     raise FetchError("too_large", f"the page transferred more than {max_bytes / 2**20:g} MB", url)
 
-            try:
-                response = page.goto(url, wait_until="commit", timeout=_ms_left(deadline, url, deadline_s))
-            except PlaywrightTimeout:
+            target = url
+            for _ in range(MAX_REDIRECTS + 1):
+                try:
+                    response = page.goto(target, wait_until="commit", timeout=_ms_left(deadline, url, deadline_s))
+                except PlaywrightTimeout:
+                    check()
+                    raise _timeout(url, deadline_s) from None
+                except PlaywrightError as e:
+                    check()
+                    if state.redirect is None:
+                        raise FetchError("network", f"the browser could not load the page: {_first_line(e)}",
+                                         url) from None
                 check()
-                raise _timeout(url, deadline_s) from None
-            except PlaywrightError as e:
-                check()
-                raise FetchError("network", f"the browser could not load the page: {_first_line(e)}", url) from None
+                if state.redirect is None:
+                    break
+                target, state.redirect = state.redirect, None
+            else:
+                raise FetchError("http_4xx", f"more than {MAX_REDIRECTS} redirects", url)
             while True:
                 check()
                 try:
@@ -325,15 +339,50 @@ def _route(state, gate, page, route, request):
                 state.error = e
             return
         state.sent += 1
-        route.continue_()
+        if request.is_navigation_request():
+            _navigate(state, route)
+        else:
+            route.continue_()
     except Exception as e:   # a page closing under us: nothing to route any more
         log.debug("routing %s: %s", request.url, e)
 
 
-def _redirected(state, request):
-    """Playwright does not route a redirect's next request: one to a refused domain fails the page."""
-    if request.redirected_from is not None and not state.allowed(request.url) and state.error is None:
+def _navigate(state, route):
+    """The page's own document, fetched by Playwright without following redirects: Chromium would follow a
+    redirect without routing it (no gate, no domain check), so a redirect is aborted here and `render`
+    navigates to its target, a new navigation that is routed like the first."""
+    response = route.fetch(max_redirects=0, timeout=max(1.0, (state.deadline - time.monotonic()) * 1000))
+    location = response.headers.get("location")
+    if 300 <= response.status < 400 and location:
+        target = urljoin(route.request.url, location)
+        if not state.allowed(target):
+            state.error = FetchError("http_4xx", f"redirect to another domain refused: {target}", target,
+                                     response.status)
+        state.redirect = target
+        route.fulfill(status=204)   # "no content": the navigation ends without an error page in the way
+        return
+    body = response.body()
+    if len(body) > state.max_bytes:
+        state.bytes += len(body)
+        route.abort("blockedbyclient")
+        return
+    route.fulfill(response=response, body=body)
+
+
+def _redirected(state, gate, request):
+    """Playwright does not route the next request of a script's or an XHR's redirect: one to a refused
+    domain fails the page; one within it takes its rate slot as it goes (it may already be on its way)."""
+    if request.redirected_from is None or state.error is not None:
+        return
+    if not state.allowed(request.url):
         state.error = FetchError("http_4xx", f"redirect to another domain refused: {request.url}", request.url)
+        return
+    try:
+        gate(request.url)
+        state.sent += 1
+    except Exception as e:
+        if not isinstance(e, (FetchError, JobInvalid)):
+            state.error = e
 
 
 def _count(state, n):
