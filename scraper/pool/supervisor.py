@@ -19,7 +19,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.policy import progress
-from scraper.pool import memory, worker
+from scraper.pool import memory, orphans, worker
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,8 @@ class Supervisor:
         lock = RunLock(self.s.lock_path).acquire()
         conn = store.open_db(self.s.db_path)
         self.queue = Queue(conn)
+        self.known = orphans.children()     # not ours to reap: children the caller had before the run
+        orphans.subreaper(True)
         try:
             self._note_unfinished_run(conn)
             taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
@@ -115,6 +117,8 @@ class Supervisor:
             return code
         finally:
             self._kill_all()
+            orphans.kill(self.known)        # what dead workers left (a browser whose watchdog failed)
+            orphans.subreaper(False)
             conn.close()
             lock.release()
 
@@ -161,6 +165,7 @@ class Supervisor:
                 continue
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
+                orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
                 self._check_memory()
                 self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
