@@ -139,3 +139,69 @@ def test_a_database_of_the_previous_schema_upgrades_in_place(tmp_path):
         conn.execute("INSERT INTO fetch_patterns (source, pattern, verdict, updated_at) VALUES ('a', '/', 'http', 1)")
         conn.execute("INSERT INTO fetch_patterns (source, pattern, verdict, updated_at) VALUES ('a', '/', 'http', 1)")
     conn.close()
+
+
+# --- the orchestration a site kind calls (scraper.sites.adaptive), on fake paths ---------------------------
+
+class FakeSite:
+    """Static /events/ pages have their fields in plain HTTP; script-rendered /live/ pages only in the browser."""
+
+    def __init__(self, down=()):
+        self.requests = {}
+        self.down = set(down)
+
+    def _count(self, url):
+        self.requests[url] = self.requests.get(url, 0) + 1
+        if url in self.down:
+            from scraper.base.errors import FetchError
+            raise FetchError("timeout", "no answer", url)
+
+    def get_http(self, url):
+        self._count(url)
+        return "empty" if "/live/" in url else "full"
+
+    def render(self, url):
+        self._count(url)
+        return "full"
+
+
+def found(html):
+    return set(REQUIRED) | set(FIELDS) if html == "full" else {"name"}
+
+
+def crawl(site, urls, mode="auto"):
+    from scraper.policy.fetchmode import pattern_of
+    from scraper.sites import adaptive
+    verdicts, pages = {}, []
+    for url in urls:
+        page = adaptive.fetch(mode, url, verdicts.get(pattern_of(url)), site.get_http, site.render, found,
+                              REQUIRED, FIELDS)
+        if page.learned is not None and page.learned.verdict is not None:
+            verdicts[pattern_of(url)] = page.learned.verdict
+        pages.append(page)
+    return pages, verdicts
+
+
+def test_auto_learns_per_pattern_and_a_script_rendered_page_costs_under_1_3_requests():
+    live = [f"http://127.0.0.2/live/event-{i}" for i in range(200)]
+    static = [f"http://127.0.0.2/events/event-{i}" for i in range(200)]
+    site = FakeSite()
+    pages, verdicts = crawl(site, [u for pair in zip(static, live, strict=True) for u in pair])
+    assert all(p.fields == set(REQUIRED) | set(FIELDS) for p in pages)         # every event has its fields
+    assert verdicts == {"/events/{slug}-{n}": Verdict(HTTP), "/live/{slug}-{n}": Verdict(BROWSER)}
+    per_live = sum(site.requests[u] for u in live) / len(live)
+    assert per_live <= 1.3                                  # learning and re-checks included; nothing learnt: 2
+    rechecked = [u for u in live[1:] if fm.is_recheck(u)]
+    assert all(site.requests[u] == 2 for u in rechecked)   # exactly the predicted pages paid for a re-check
+    # a static page costs one request; an http pattern's re-check renders it as well
+    assert all(site.requests[u] == (2 if fm.is_recheck(u) and u != static[0] else 1) for u in static)
+
+
+def test_http_mode_leaves_script_rendered_pages_incomplete_and_failures_teach_nothing():
+    site = FakeSite(down={"http://127.0.0.2/live/event-0"})
+    pages, _ = crawl(site, ["http://127.0.0.2/live/event-1"], mode="http")
+    assert pages[0].fields == {"name"}                      # the site ends it failed `incomplete`, naming the rest
+    from scraper.base.errors import FetchError
+    with pytest.raises(FetchError):
+        crawl(site, ["http://127.0.0.2/live/event-0"])
+    assert site.requests["http://127.0.0.2/live/event-0"] == 1      # no browser after a failed fetch
