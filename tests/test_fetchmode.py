@@ -120,6 +120,12 @@ def test_the_store_keeps_verdicts_and_counts(tmp_path):
     assert (summary["http"], summary["browser"], summary["rechecks"], summary["changes"]) == (4, 1, 1, 0)
     assert [(p["pattern"], p["verdict"]) for p in summary["patterns"]] == [
         ("/events/{slug}-{n}", HTTP), ("/live/{slug}-{n}", BROWSER)]
+    from scraper.db.queue import Queue
+    from scraper.products import status
+    report = status.report(Queue(conn), 5.0)
+    assert report["fetch"]["events"]["rechecks"] == 1
+    assert ("fetch     events: 4 page(s) by HTTP, 1 by browser, 1 re-check(s), 0 verdict change(s); "
+            "/events/{slug}-{n} http, /live/{slug}-{n} browser") in status.render(report)
     conn.close()
 
 
