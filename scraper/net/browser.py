@@ -10,8 +10,9 @@ over navigation and settling, and a cap on the bytes its responses carry.
 Chromium never outlives its worker: Playwright starts it in its own process group, and a watchdog (`sh`,
 in a session of its own so a kill of the run's process group spares it) holds the read end of a pipe
 whose only writer is the worker; when the worker dies, however it dies, the read ends and the watchdog
-kills Chromium's group. (Playwright's driver also kills the browser when its pipe to the worker closes,
-but the driver dies with the worker's group.)
+kills Chromium's group. (Measured: Chromium also exits once its pipe to Playwright's driver closes, even
+when a kill of the worker's group took the driver; the watchdog covers a browser too busy or hung to
+notice.)
 """
 
 import fcntl
