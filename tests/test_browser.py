@@ -205,3 +205,17 @@ def test_browser_slots_bound_the_browsers_across_processes(tmp_path):
     mine.release()
     assert subprocess.run(probe, cwd=ROOT).returncode == 0
     mine.close()
+
+
+@needs_chromium
+def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path):
+    fake = tmp_path / "chromium"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    f = browser.BrowserFetcher(str(fake))
+    try:
+        with pytest.raises(FetchError) as e:
+            f.render("http://127.0.0.1:9/", lambda u: None, 5, 2**20)
+        assert e.value.kind == "internal" and "did not start" in str(e.value)
+    finally:
+        f.close()

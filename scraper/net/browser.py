@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 MAX_REDIRECTS = 5               # as plain HTTP's
 PAGES_PER_BROWSER = 100         # a browser is retired (closed, a fresh one launched) after this many pages
+LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started by then is not going to
 SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
 BLOCKED_TYPES = frozenset({"image", "font", "media"})
 # Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
@@ -178,10 +179,17 @@ class BrowserFetcher:
         from playwright.sync_api import sync_playwright
         if self._pw is None:
             self._pw = sync_playwright().start()
+        from playwright.sync_api import Error as PlaywrightError
         before = _descendants()
-        self._browser = self._pw.chromium.launch(
-            executable_path=self.executable, headless=True, args=launch_args(self.lean),
-            chromium_sandbox=os.geteuid() != 0, handle_sigint=False, handle_sigterm=False, handle_sighup=False)
+        try:
+            self._browser = self._pw.chromium.launch(
+                executable_path=self.executable, headless=True, args=launch_args(self.lean),
+                chromium_sandbox=os.geteuid() != 0, handle_sigint=False, handle_sigterm=False, handle_sighup=False,
+                timeout=LAUNCH_TIMEOUT_S * 1000)
+        except PlaywrightError as e:
+            self.retire()   # frees the slot
+            # not the site's fault: `internal`, so the domain's breaker does not count it
+            raise FetchError("internal", f"the browser {self.executable} did not start: {_first_line(e)}") from None
         self.launches += 1
         self.pages = 0
         self.browser_pid = _browser_leader(before)
