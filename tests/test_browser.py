@@ -98,6 +98,10 @@ def test_routing_gates_own_domain_and_refuses_the_rest(pages, fetcher):
     paths = {p for _, p in _Handler.seen}
     assert "/img.png" not in paths and "/font.woff2" not in paths    # images and fonts are never fetched
     assert all(host == "127.0.0.1" for host, _ in _Handler.seen)    # the other domain was refused
+    # a source's allow_domains lets that domain through, through the gate too
+    gated.clear()
+    fetcher.render(pages + "/page", gated.append, 20, 2**20, allow_domains=["127.0.0.2"])
+    assert ("127.0.0.2", "/other.css") in _Handler.seen and any("127.0.0.2" in u for u in gated)
 
 
 @needs_chromium
@@ -208,14 +212,15 @@ def test_browser_slots_bound_the_browsers_across_processes(tmp_path):
 
 
 @needs_chromium
-def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path):
+def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path, fetcher):
     fake = tmp_path / "chromium"
     fake.write_text("#!/bin/sh\nexit 1\n")
     fake.chmod(0o755)
-    f = browser.BrowserFetcher(str(fake))
+    fetcher.retire()
+    real, fetcher.executable = fetcher.executable, str(fake)     # one Playwright per process: the same fetcher
     try:
         with pytest.raises(FetchError) as e:
-            f.render("http://127.0.0.1:9/", lambda u: None, 5, 2**20)
+            fetcher.render("http://127.0.0.1:9/", lambda u: None, 5, 2**20)
         assert e.value.kind == "internal" and "did not start" in str(e.value)
     finally:
-        f.close()
+        fetcher.executable = real

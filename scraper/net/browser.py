@@ -147,7 +147,10 @@ class _Page:
 
 
 class BrowserFetcher:
-    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process."""
+    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process.
+
+    One BrowserFetcher per process: Playwright's sync API runs one instance per thread; every source of a
+    worker shares it (each page passes its source's `allow_domains`)."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
                  lean=True, slots=None):
@@ -243,13 +246,14 @@ class BrowserFetcher:
 
     # --- one page ----------------------------------------------------------------------
 
-    def render(self, url, gate, deadline_s, max_bytes, settle=None, wait=None):
+    def render(self, url, gate, deadline_s, max_bytes, settle=None, wait=None, allow_domains=None):
         """Load `url`, let it settle (network idle, or the CSS selector `settle` present), return
         (status, final_url, html). FetchError `timeout` when it does not settle within `deadline_s`,
         `too_large` over `max_bytes` of response bodies, `network` when the page cannot be loaded; an
         exception `gate` raised for the page's own request, or a stop it raised for any request, ends
         the attempt as it is. The status is returned as served: the caller decides what a 404 or a 5xx is.
-        Without a browser, first waits for a slot (`wait` as in `_take_slot`); the deadline starts after."""
+        Without a browser, first waits for a slot (`wait` as in `_take_slot`); the deadline starts after.
+        `allow_domains` (a source's) replaces the fetcher's own for this page."""
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
         if self._browser is None or not self._browser.is_connected():
@@ -257,7 +261,8 @@ class BrowserFetcher:
             self._take_slot(wait)
             self._launch()
         deadline = time.monotonic() + deadline_s
-        state = _Page(url, self.allow_domains, deadline, max_bytes)
+        allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
+        state = _Page(url, allow, deadline, max_bytes)
         context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
                                             accept_downloads=False)
         try:
