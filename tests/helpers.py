@@ -285,3 +285,38 @@ def write(tmp_path, text, name="sources.toml"):
     path = tmp_path / name
     path.write_text(text)
     return str(path)
+
+
+# --- a browser in a process of its own (tests/test_browser.py) -----------------------------------
+
+def browser_child(executable, url):
+    """Entry point of a stand-in worker: render `url` in a BrowserFetcher, print one JSON line (the
+    browser's pid and process group, the pids of our descendants), then wait to be killed."""
+    from scraper.net.browser import BrowserFetcher
+    fetcher = BrowserFetcher(executable)
+    status, _, _ = fetcher.render(url, lambda u: None, 30, 2**20)
+    print(json.dumps({"status": status, "browser": fetcher.browser_pid, "pids": fetcher.pids()}), flush=True)
+    time.sleep(600)
+
+
+def chromium_left(pids, pgid):
+    """Live (not zombie) processes among `pids` or in the process group `pgid`."""
+    import psutil
+    left = []
+    for p in psutil.process_iter(["pid", "status"]):
+        try:
+            if (p.pid in pids or os.getpgid(p.pid) == pgid) and p.info["status"] != psutil.STATUS_ZOMBIE:
+                left.append(p.pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return left
+
+
+def wait_gone(pids, pgid, within_s=20.0):
+    """The processes still left after waiting up to `within_s` for them to go (an empty list: all gone)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        left = chromium_left(pids, pgid)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)

@@ -23,8 +23,12 @@ RATE_PER_S = 2.0            # n8n.io's published guidance
 BURST = 5
 MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
-PROCESS_MB = 40             # measured: one process (Python, requests, sqlite) is about 35-40 MB resident
-MIN_SHARE_MB = 24           # below this a worker would be recycled after every job, or never start
+# The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
+PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
+# Measured (scripts/bench_browser.py, lean flags): each browser adds about 250 MB of PSS to the pool (its
+# Playwright driver and Chromium's processes); 4 do not fit under 1 GB with their workers, 3 do.
+BROWSER_MB = 250
+MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
 MAX_OPEN_CYCLES = 3         # failed probes in a row after which a run stops trying a domain
@@ -44,6 +48,7 @@ YOUTUBE_DOMAIN = "youtube.com"
 YOUTUBE_RATE_PER_S = 0.2
 YOUTUBE_BURST = 2
 TRANSCRIPT_LANGUAGES = ("en",)
+BROWSER = "chromium"        # `fetcher = "browser" | "auto"`: the system's Chromium, found on PATH (never downloaded)
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
 RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
@@ -53,6 +58,7 @@ ENV_SITE_URL = "SCRAPER_SITE_URL"
 ENV_USER_AGENT = "SCRAPER_USER_AGENT"
 ENV_YOUTUBE_URL = "SCRAPER_YOUTUBE_URL"
 ENV_TRANSCRIPTS = "SCRAPER_TRANSCRIPTS"
+ENV_BROWSER = "SCRAPER_BROWSER"
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -90,6 +96,8 @@ class Settings:
     sources: tuple = BUILTIN_SOURCES    # base.sources.Source, from the sources file (or the built-in n8n)
     sources_path: str = None    # the sources file read, None without one
     run_sources: tuple = ()     # `run --source NAME`: only these sources' jobs (empty: every enabled one)
+    browser_path: str = BROWSER
+    browser_timeout_s: float = None     # one page in the browser, navigation and settling; None: timeout_s
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -140,6 +148,11 @@ class Settings:
         return domain_of(self.site_url)
 
     @property
+    def browser_deadline_s(self):
+        """The deadline of one page in the browser: --browser-timeout, else --timeout."""
+        return self.timeout_s if self.browser_timeout_s is None else self.browser_timeout_s
+
+    @property
     def max_answer_bytes(self):
         return self.max_answer_mb * 2**20
 
@@ -152,13 +165,25 @@ class Settings:
         return self.db_path + "-run.lock"
 
     @property
+    def browser_lock_path(self):
+        return self.db_path + "-browser.lock"
+
+    @property
+    def browser_slots(self):
+        """How many browsers may be open at once in the pool: what fits under --memory-limit once the
+        supervisor and the workers have their part, at least one, at most one per worker."""
+        room = self.memory_limit_mb - PROCESS_MB * (self.workers + 1)
+        return max(1, min(self.workers, int(room // BROWSER_MB)))
+
+    @property
     def db_files(self):
         """Every file that sits beside the database: the database with its WAL and shared memory, the
-        limiter's file with its own, the limiter's flock file and the run lock (removing a database
+        limiter's file with its own, the limiter's flock file, the run lock and the browser slots' lock
+        file (removing a database
         means removing all of them)."""
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
-                limiter + ".lock", self.lock_path)
+                limiter + ".lock", self.lock_path, self.browser_lock_path)
 
     @property
     def worker_share_mb(self):
@@ -214,6 +239,9 @@ def build(**values):
     _check(s.breaker_open_s > 0, f"--breaker-open must be above 0 seconds (got {s.breaker_open_s:g}).")
     _check(s.backoff_base_s >= 0, f"--backoff-base must not be negative (got {s.backoff_base_s:g}).")
     _check(s.lease_s > s.timeout_s, f"the lease ({s.lease_s:g} s) must be longer than --timeout ({s.timeout_s:g} s).")
+    _check(s.browser_timeout_s is None or 0 < s.browser_timeout_s < s.lease_s,
+           f"--browser-timeout must be above 0 and below the lease of {s.lease_s:g} s (got {s.browser_timeout_s}).")
+    _check(bool(s.browser_path.strip()), "--browser-path must name a Chromium executable (a path or a name on PATH).")
     _check(
         s.memory_limit_mb >= 2 * PROCESS_MB,
         f"--memory-limit {s.memory_limit_mb} MB is too small to run one worker "

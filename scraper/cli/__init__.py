@@ -30,11 +30,17 @@ from scraper.cli.common import Choice, Group
               help=f"The sources file: one [[source]] table per site to mirror; without it, ./"
                    f"{sources.DEFAULT_PATH} when that exists, else the built-in n8n source "
                    f"[env {sources.ENV_SOURCES}].")
+@click.option("--browser-path", envvar=settings.ENV_BROWSER, default=settings.BROWSER, show_default=True,
+              help=f"The Chromium that sources with fetcher browser or auto use: a path, or a name found on PATH; "
+                   f"nothing is ever downloaded [env {settings.ENV_BROWSER}].")
+@click.option("--browser-timeout", "browser_timeout_s", type=float, default=None,
+              help="Seconds one page may take in the browser, loading and settling (default: --timeout).")
 @click.option("--log-level", type=Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
               default="INFO", show_default=True, help="How much to log on stderr.")
 @click.version_option(__version__, prog_name="scraper")
 @click.pass_context
-def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, sources_path, log_level):
+def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, sources_path, browser_path, browser_timeout_s,
+         log_level):
     """Collect the n8n.io workflow library into one SQLite file, politely and resumably.
 
     \b
@@ -45,7 +51,8 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, sources_path,
     """
     logs.setup(log_level.upper())
     ctx.obj = {"db_path": db_path, "api_url": api_url, "site_url": site_url, "user_agent": user_agent,
-               "youtube_url": youtube_url, "sources_path": sources.default_path(sources_path)}
+               "youtube_url": youtube_url, "sources_path": sources.default_path(sources_path),
+               "browser_path": browser_path, "browser_timeout_s": browser_timeout_s}
 
 
 

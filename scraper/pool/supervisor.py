@@ -11,8 +11,6 @@ import signal
 import sys
 import time
 
-import psutil
-
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import RunLocked
@@ -21,7 +19,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
-from scraper.pool import worker
+from scraper.pool import memory, orphans, worker
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +99,8 @@ class Supervisor:
         lock = RunLock(self.s.lock_path).acquire()
         conn = store.open_db(self.s.db_path)
         self.queue = Queue(conn)
+        self.known = orphans.children()     # not ours to reap: children the caller had before the run
+        orphans.subreaper(True)
         try:
             self._note_unfinished_run(conn)
             taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
@@ -118,6 +118,8 @@ class Supervisor:
             return code
         finally:
             self._kill_all()
+            orphans.kill(self.known)        # what dead workers left (a browser whose watchdog failed)
+            orphans.subreaper(False)
             conn.close()
             lock.release()
 
@@ -164,6 +166,7 @@ class Supervisor:
                 continue
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
+                orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
                 self._check_memory()
                 self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
@@ -276,28 +279,30 @@ class Supervisor:
             self._reap(restart=True)    # before the lease sweep, which would hand the job back for free
 
     def _check_memory(self):
-        """Ask a worker over its share of the pool's memory to finish its job and make room."""
-        try:
-            me = psutil.Process().memory_info().rss
-            rss = {s.index: psutil.Process(s.process.pid).memory_info().rss
-                   for s in self.slots if s.process is not None and s.process.is_alive()}
-        except psutil.NoSuchProcess:
-            return  # reaped on the next tick
-        share = (self.s.memory_limit_mb * 2**20 - me) / max(1, self.s.workers)
+        """Keep the pool under --memory-limit, measured as PSS of the whole process tree (`pool.memory`:
+        shared pages split, not counted twice; a worker's tree includes the browser it drives). When the pool
+        is over, the worker with the largest tree is asked to finish its job and make room (one at a time):
+        workers' trees differ (a browser is about BROWSER_MB), so an equal share per worker would not do."""
+        me = memory.own_pss(os.getpid())
+        used = {s.index: memory.tree_pss(s.process.pid)
+                for s in self.slots if s.process is not None and s.process.is_alive()}
+        total, limit = me + sum(used.values()), self.s.memory_limit_mb * 2**20
+        log.debug("memory (PSS): pool %.0f MB, supervisor %.0f MB, workers %s MB", total / 2**20, me / 2**20,
+                  [round(v / 2**20) for v in used.values()])
         now = time.monotonic()
-        for slot in self.slots:
-            used = rss.get(slot.index)
-            if used is None:
-                continue
-            if slot.recycle_asked_at is None and used > share:
-                log.info("recycling %s: %.0f MB resident, over its share of %.0f MB",
-                         slot.name, used / 2**20, share / 2**20)
-                slot.recycle_asked_at = now
-                os.kill(slot.process.pid, signal.SIGUSR1)
-            elif (slot.recycle_asked_at is not None
-                  and now - slot.recycle_asked_at > self.s.timeout_s + self.s.stop_grace_s):
+        waiting = [s for s in self.slots if s.recycle_asked_at is not None and s.process is not None]
+        for slot in waiting:
+            if now - slot.recycle_asked_at > max(self.s.timeout_s, self.s.browser_deadline_s) + self.s.stop_grace_s:
                 log.warning("%s did not recycle in time; killed", slot.name)
                 slot.process.kill()
+        if total <= limit or waiting or not used:
+            return
+        index = max(used, key=used.get)
+        slot = self.slots[index]
+        log.info("recycling %s: the pool holds %.0f MB (PSS), over --memory-limit %.0f MB; its processes hold "
+                 "%.0f MB, the most", slot.name, total / 2**20, limit / 2**20, used[index] / 2**20)
+        slot.recycle_asked_at = now
+        os.kill(slot.process.pid, signal.SIGUSR1)
 
     # --- bookkeeping ------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import FetchError, HandedBack, JobInvalid, ParseError
+from scraper.base.urls import domain_of
 from scraper.db import requestlog, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
@@ -51,6 +52,7 @@ class Worker:
         self.rng = rng
         self.jobs_done = 0
         self.fetchers = {}
+        self.browser = None     # net.browser.BrowserFetcher, opened by the first page a site renders
         self.sites = sites.enabled(settings)
         self.levels = source_levels(settings.working_sources)   # claims prefer the first priority level
         self.domains = sites.domains(settings)
@@ -136,6 +138,46 @@ class Worker:
         for fetcher in self.fetchers.values():
             fetcher.close()
         self.fetchers.clear()
+        if self.browser is not None:
+            self.browser.close()    # a recycle or the end closes the worker's browser
+            self.browser = None
+
+    def _render(self, job, url, allow_domains=(), settle=None):
+        """One page in the worker's browser (opened on first use, at most one per worker, within the pool's
+        browser slots): every request it sends takes its domain's turn (`_gate` for the job's domain);
+        (final_url, html), FetchError by the page's status, HandedBack on a stop."""
+        from scraper.net import browser
+        if self.browser is None:
+            self.browser = browser.BrowserFetcher(
+                browser.require(self.s.browser_path), user_agent=self.s.user_agent,
+                slots=browser.BrowserSlots(self.s.browser_lock_path, self.s.browser_slots))
+        renew = lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)  # noqa: E731
+
+        def gate(request_url):
+            domain = domain_of(request_url)
+            if domain == job.domain:
+                return self._gate(job, request_url)
+            verdict = self.politeness_of(domain).before(False, renew, request_url)
+            if verdict == politeness.OPENED:
+                raise FetchError(retry.NETWORK, f"the breaker of {domain} is open", request_url)
+            if verdict != politeness.GO:
+                self.queue.release(job, self.name, self.clock())
+                raise HandedBack(job.key)
+
+        polite = self.politeness_of(job.domain)
+        try:
+            with requestlog.timed(self.queue.conn, job.domain, self.clock):
+                status, final_url, html = self.browser.render(
+                    url, gate, self.s.browser_deadline_s, self.s.max_answer_bytes, settle=settle, wait=renew,
+                    allow_domains=allow_domains)
+                kind = http.kind_of_status(status)
+                if kind is not None:
+                    raise FetchError(kind, f"HTTP {status} in the browser", url, status)
+        except FetchError as e:
+            polite.failed(e)
+            raise
+        polite.answered()
+        return final_url, html
 
     def _get(self, job, url):
         """One polite request: renew the lease, wait for the slot (and any 429 pause), fetch.
@@ -252,6 +294,9 @@ class _JobContext:
 
     def get(self, url):
         return self.w._get(self.job, url)
+
+    def render(self, url, allow_domains=(), settle=None):
+        return self.w._render(self.job, url, allow_domains, settle)
 
     def gate(self):
         self.w._gate(self.job)

@@ -3,6 +3,7 @@ each domain's breaker."""
 
 import time
 
+from scraper.db import fetchlearn
 from scraper.db.store import JOB_STATUSES
 from scraper.policy import progress
 
@@ -35,6 +36,7 @@ def report(queue, now, run=None):
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         "sites": queue.counts_by_site(),
         "sources": counts_by_source(queue.conn),
+        "fetch": fetchlearn.summary(queue.conn),
         **mirror_fields(queue.conn),
     }
 
@@ -94,6 +96,10 @@ def render(r):
     for name, c in r["sources"].items():
         lines.append(f"source    {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
                      f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
+    for name, f in r.get("fetch", {}).items():
+        learnt = ", ".join(f"{p['pattern']} {p['verdict']}" for p in f["patterns"])
+        lines.append(f"fetch     {name}: {f['http']} page(s) by HTTP, {f['browser']} by browser, {f['rechecks']} "
+                     f"re-check(s), {f['changes']} verdict change(s); {learnt}")
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""

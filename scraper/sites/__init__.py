@@ -46,6 +46,10 @@ class Context(Protocol):
     def get(self, url: str) -> bytes:
         """One polite GET of the job's domain (lease, rate slot, pause, breaker); FetchError or HandedBack."""
 
+    def render(self, url: str, allow_domains: Sequence[str] = (), settle: str | None = None) -> tuple[str, str]:
+        """(final_url, html) of the page in the worker's browser, every request it sends polite (rate slot,
+        robots) and the page bounded (--browser-timeout, --max-answer-mb); FetchError or HandedBack."""
+
     def gate(self) -> None:
         """Wait for the job's domain's turn, for a request a library sends itself; HandedBack on a stop."""
 

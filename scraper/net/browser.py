@@ -1,0 +1,357 @@
+"""The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one).
+
+One `BrowserFetcher` per worker process, opened after the fork. It holds at most one browser, gives each
+page a fresh context that is closed afterwards, and retires the browser after `PAGES_PER_BROWSER` pages.
+Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
+unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
+robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
+over navigation and settling, and a cap on the bytes its responses carry.
+
+Chromium never outlives its worker: Playwright starts it in its own process group, and a watchdog (`sh`,
+in a session of its own so a kill of the run's process group spares it) holds the read end of a pipe
+whose only writer is the worker; when the worker dies, however it dies, the read ends and the watchdog
+kills Chromium's group. (Measured: Chromium also exits once its pipe to Playwright's driver closes, even
+when a kill of the worker's group took the driver; the watchdog covers a browser too busy or hung to
+notice.)
+"""
+
+import logging
+import os
+import subprocess
+import time
+from urllib.parse import urljoin
+
+from scraper.base.errors import FetchError, JobInvalid
+from scraper.base.urls import domain_of
+from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
+    LAUNCH_FLAGS,
+    LEAN_FLAGS,
+    NEEDS_BROWSER,
+    SLOT_WAIT_S,
+    BrowserSlots,
+    find_browser,
+    launch_args,
+    problem,
+    require,
+    sources_without_browser,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_REDIRECTS = 5               # as plain HTTP's
+PAGES_PER_BROWSER = 100         # a browser is retired (closed, a fresh one launched) after this many pages
+LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started by then is not going to
+SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
+BLOCKED_TYPES = frozenset({"image", "font", "media"})
+# Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
+# browsing): on a closed network that is a stream of failing connections, and never polite.
+class _Page:
+    """What the routing and event handlers learnt about one page (they run inside Playwright's waits)."""
+
+    def __init__(self, url, allow, deadline, max_bytes):
+        self.deadline, self.max_bytes = deadline, max_bytes
+        self.domain = domain_of(url)
+        self.allow = allow
+        self.error = None       # an exception that ends the attempt (the page request refused, a stop)
+        self.bytes = 0
+        self.sent = 0           # requests let through
+        self.refused = 0        # other domains, images, fonts, media, refused by the gate
+        self.redirect = None    # where the page's own request was redirected (render navigates there)
+
+    def allowed(self, url):
+        return domain_of(url) in self.allow or domain_of(url) == self.domain
+
+
+class BrowserFetcher:
+    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process.
+
+    One BrowserFetcher per process: Playwright's sync API runs one instance per thread; every source of a
+    worker shares it (each page passes its source's `allow_domains`)."""
+
+    def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
+                 lean=True, slots=None):
+        self.executable = executable
+        self.user_agent = user_agent
+        self.allow_domains = frozenset(d.lower() for d in allow_domains)
+        self.pages_per_browser = pages_per_browser
+        self.lean = lean
+        self.slots = slots      # BrowserSlots, or None: no bound across processes
+        self.pages = 0          # pages rendered by the current browser
+        self.launches = 0
+        self._pw = None
+        self._browser = None
+        self._watchdog = None
+        self._watch_fd = None
+        self.browser_pid = None
+
+    # --- the browser's life ------------------------------------------------------------
+
+    def _take_slot(self, wait):
+        """Wait for a browser slot; `wait()` runs between looks (it renews the job's lease, and may raise to
+        hand the job back)."""
+        while self.slots is not None and not self.slots.try_acquire():
+            if wait is not None:
+                wait()
+            time.sleep(SLOT_WAIT_S)
+
+    def _launch(self):
+        from playwright.sync_api import sync_playwright
+        if self._pw is None:
+            self._pw = sync_playwright().start()
+        from playwright.sync_api import Error as PlaywrightError
+        before = _descendants()
+        try:
+            self._browser = self._pw.chromium.launch(
+                executable_path=self.executable, headless=True, args=launch_args(self.lean),
+                chromium_sandbox=os.geteuid() != 0, handle_sigint=False, handle_sigterm=False, handle_sighup=False,
+                timeout=LAUNCH_TIMEOUT_S * 1000)
+        except PlaywrightError as e:
+            self.retire()   # frees the slot
+            # not the site's fault: `internal`, so the domain's breaker does not count it
+            raise FetchError("internal", f"the browser {self.executable} did not start: {_first_line(e)}") from None
+        self.launches += 1
+        self.pages = 0
+        self.browser_pid = _browser_leader(before)
+        if self.browser_pid is not None:
+            self._start_watchdog(os.getpgid(self.browser_pid))
+        else:
+            log.warning("could not find the browser's process group; it has no watchdog")
+
+    def _start_watchdog(self, pgid):
+        """`sh` blocks reading a pipe only we write to: at its end (we closed it or died) it kills the group."""
+        read_fd, write_fd = os.pipe()   # not inheritable: only this process holds the write end
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", 'read _ ; kill -KILL -- "-$1" 2>/dev/null', "scraper-browser-watchdog", str(pgid)],
+            stdin=read_fd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(read_fd)
+        self._watch_fd = write_fd
+
+    def retire(self):
+        """Close the browser (and its watchdog); the next page launches a fresh one."""
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            try:
+                browser.close()
+            except Exception as e:  # a browser that died already: its group is killed below anyway
+                log.debug("closing the browser: %s", e)
+        if self._watch_fd is not None:
+            os.close(self._watch_fd)    # the watchdog wakes and kills whatever is left of the group
+            self._watch_fd = None
+        if self._watchdog is not None:
+            try:
+                self._watchdog.wait(5)
+            except subprocess.TimeoutExpired:
+                self._watchdog.kill()
+                self._watchdog.wait()
+            self._watchdog = None
+        self.browser_pid = None
+        if self.slots is not None:
+            self.slots.release()
+
+    def close(self):
+        """Close the browser and Playwright's driver (a recycle, the worker's end)."""
+        self.retire()
+        if self.slots is not None:
+            self.slots.close()
+        pw, self._pw = self._pw, None
+        if pw is not None:
+            try:
+                pw.stop()
+            except Exception as e:
+                log.debug("stopping Playwright: %s", e)
+
+    # --- one page ----------------------------------------------------------------------
+
+    def render(self, url, gate, deadline_s, max_bytes, settle=None, wait=None, allow_domains=None):
+        """Load `url`, let it settle (network idle, or the CSS selector `settle` present), return
+        (status, final_url, html). FetchError `timeout` when it does not settle within `deadline_s`,
+        `too_large` over `max_bytes` of response bodies, `network` when the page cannot be loaded; an
+        exception `gate` raised for the page's own request, or a stop it raised for any request, ends
+        the attempt as it is. The status is returned as served: the caller decides what a 404 or a 5xx is.
+        Without a browser, first waits for a slot (`wait` as in `_take_slot`); the deadline starts after.
+        `allow_domains` (a source's) replaces the fetcher's own for this page."""
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+        if self._browser is None or not self._browser.is_connected():
+            self.retire()
+            self._take_slot(wait)
+            self._launch()
+        deadline = time.monotonic() + deadline_s
+        allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
+        state = _Page(url, allow, deadline, max_bytes)
+        context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
+                                            accept_downloads=False)
+        try:
+            page = context.new_page()
+            cdp = context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            cdp.on("Network.dataReceived", lambda e: _count(state, e.get("dataLength", 0)))
+            page.on("request", lambda request: _redirected(state, gate, request))
+            context.route("**/*", lambda route, request: _route(state, gate, page, route, request))
+
+            def check():
+                if state.error is not None:
+                    raise state.error
+                if state.bytes > max_bytes:
+                    raise FetchError("too_large", f"the page transferred more than {max_bytes / 2**20:g} MB", url)
+
+            target = url
+            for _ in range(MAX_REDIRECTS + 1):
+                try:
+                    response = page.goto(target, wait_until="commit", timeout=_ms_left(deadline, url, deadline_s))
+                except PlaywrightTimeout:
+                    check()
+                    raise _timeout(url, deadline_s) from None
+                except PlaywrightError as e:
+                    check()
+                    if state.redirect is None:
+                        raise FetchError("network", f"the browser could not load the page: {_first_line(e)}",
+                                         url) from None
+                check()
+                if state.redirect is None:
+                    break
+                target, state.redirect = state.redirect, None
+            else:
+                raise FetchError("http_4xx", f"more than {MAX_REDIRECTS} redirects", url)
+            while True:
+                check()
+                try:
+                    wait_ms = min(SETTLE_SLICE_S * 1000, _ms_left(deadline, url, deadline_s))
+                    if settle:
+                        page.wait_for_selector(settle, state="attached", timeout=wait_ms)
+                    else:
+                        page.wait_for_load_state("networkidle", timeout=wait_ms)
+                    break
+                except PlaywrightTimeout:
+                    continue
+            check()
+            html = page.content()
+            if len(html.encode()) > max_bytes:
+                raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
+            status = response.status if response is not None else 0
+            return status, page.url, html
+        except PlaywrightError as e:
+            # the browser or its page died under us: this attempt's failure, and a fresh browser next time
+            self.retire()
+            raise FetchError("network", f"the browser failed: {_first_line(e)}", url) from None
+        finally:
+            try:
+                context.close()
+            except Exception as e:
+                log.debug("closing a context: %s", e)
+            self.pages += 1
+            if self.pages >= self.pages_per_browser:
+                self.retire()
+
+    def pids(self):
+        """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""
+        return [p.pid for p in _descendants_procs()]
+
+
+def _route(state, gate, page, route, request):
+    """Every request of the page: refuse what is not needed or not ours, gate the rest."""
+    try:
+        url = request.url
+        if request.resource_type in BLOCKED_TYPES or not url.startswith(("http://", "https://")) \
+                or not state.allowed(url):
+            state.refused += 1
+            route.abort("blockedbyclient")
+            return
+        try:
+            gate(url)
+        except Exception as e:
+            state.refused += 1
+            route.abort("blockedbyclient")
+            own = request.is_navigation_request() and request.frame == page.main_frame
+            # the page's own request refused ends the attempt with the gate's reason; for another request
+            # only a stop (not a refusal such as robots) does
+            if state.error is None and (own or not isinstance(e, (FetchError, JobInvalid))):
+                state.error = e
+            return
+        state.sent += 1
+        if request.is_navigation_request():
+            _navigate(state, route)
+        else:
+            route.continue_()
+    except Exception as e:   # a page closing under us: nothing to route any more
+        log.debug("routing %s: %s", request.url, e)
+
+
+def _navigate(state, route):
+    """The page's own document, fetched by Playwright without following redirects: Chromium would follow a
+    redirect without routing it (no gate, no domain check), so a redirect is aborted here and `render`
+    navigates to its target, a new navigation that is routed like the first."""
+    response = route.fetch(max_redirects=0, timeout=max(1.0, (state.deadline - time.monotonic()) * 1000))
+    location = response.headers.get("location")
+    if 300 <= response.status < 400 and location:
+        target = urljoin(route.request.url, location)
+        if not state.allowed(target):
+            state.error = FetchError("http_4xx", f"redirect to another domain refused: {target}", target,
+                                     response.status)
+        state.redirect = target
+        route.fulfill(status=204)   # "no content": the navigation ends without an error page in the way
+        return
+    body = response.body()
+    if len(body) > state.max_bytes:
+        state.bytes += len(body)
+        route.abort("blockedbyclient")
+        return
+    route.fulfill(response=response, body=body)
+
+
+def _redirected(state, gate, request):
+    """Playwright does not route the next request of a script's or an XHR's redirect: one to a refused
+    domain fails the page; one within it takes its rate slot as it goes (it may already be on its way)."""
+    if request.redirected_from is None or state.error is not None:
+        return
+    if not state.allowed(request.url):
+        state.error = FetchError("http_4xx", f"redirect to another domain refused: {request.url}", request.url)
+        return
+    try:
+        gate(request.url)
+        state.sent += 1
+    except Exception as e:
+        if not isinstance(e, (FetchError, JobInvalid)):
+            state.error = e
+
+
+def _count(state, n):
+    state.bytes += n
+
+
+def _ms_left(deadline, url, deadline_s):
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _timeout(url, deadline_s)
+    return max(1.0, left * 1000)
+
+
+def _timeout(url, deadline_s):
+    return FetchError("timeout", f"the page did not settle within {deadline_s:g} s", url)
+
+
+def _first_line(e):
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _descendants_procs():
+    import psutil
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _descendants():
+    return {p.pid for p in _descendants_procs()}
+
+
+def _browser_leader(before):
+    """The pid of the browser just launched: a new descendant that leads its own process group."""
+    for pid in sorted(_descendants() - before):
+        try:
+            if os.getpgid(pid) == pid:
+                return pid
+        except ProcessLookupError:
+            continue
+    return None

@@ -1,0 +1,227 @@
+"""The browser fetcher on the system's Chromium: routing, gate, bounds, and no Chromium left behind.
+
+Real Chromium, real processes, real signals; pages from a tiny local server on 127.0.0.1 (and 127.0.0.2
+as another domain). Few and small: one browser for the in-process tests, two short-lived children."""
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
+from scraper.net import browser
+from tests.helpers import ROOT, wait_gone
+
+EXECUTABLE = browser.find_browser("chromium")
+needs_chromium = pytest.mark.skipif(
+    EXECUTABLE is None or browser.problem("chromium") is not None,
+    reason="no Chromium on PATH (apt-get install chromium) or no Playwright (pip install 'scraper[browser]')")
+
+PAGE = b"""<!DOCTYPE html><html><head><title>t</title>
+<link rel="stylesheet" href="http://127.0.0.2:{port}/other.css">
+<style>@font-face {{ font-family: f; src: url(/font.woff2); }} body {{ font-family: f; }}</style></head>
+<body><img src="/img.png"><div id="app"></div><script>
+fetch("/api.json").then(r => r.json()).then(d => {{ document.getElementById("app").textContent = d.name; }})
+  .catch(() => {{ document.getElementById("app").textContent = "refused"; }});
+</script></body></html>"""
+NEVER_SETTLES = (b"<html><body><script>setInterval(() => fetch('/api.json?' + Math.random()), 100);"
+                 b"</script></body></html>")
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    seen = []
+
+    def do_GET(self):
+        self.seen.append((self.server.server_address[0], self.path))
+        port = self.server.server_address[1]
+        path = self.path.split("?")[0]
+        if path.startswith("/to-"):     # /to-1/page: a redirect to 127.0.0.1:PORT/page, /to-2/...: another domain
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.{path[4]}:{port}{path[5:]}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body, kind = {
+            "/page": (PAGE.replace(b"{port}", str(port).encode()).replace(b"{{", b"{").replace(b"}}", b"}"),
+                      "text/html"),
+            "/api.json": (b'{"name": "Jazz night"}', "application/json"),
+            "/never": (NEVER_SETTLES, "text/html"),
+            "/big": (b"<html><body>" + b"x" * 300_000 + b"</body></html>", "text/html"),
+        }.get(path, (b"nothing", "text/plain"))
+        self.send_response(200 if path != "/missing" else 404)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def pages():
+    """Two servers on one port number: 127.0.0.1 (the page's domain) and 127.0.0.2 (another domain)."""
+    one = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    two = http.server.ThreadingHTTPServer(("127.0.0.2", one.server_address[1]), _Handler)
+    for server in (one, two):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{one.server_address[1]}"
+    for server in (one, two):
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def fetcher():
+    f = browser.BrowserFetcher(EXECUTABLE, pages_per_browser=3)
+    try:
+        yield f
+    finally:
+        pids = f.pids()
+        f.close()
+        assert wait_gone(set(pids) - {os.getpid()}, -1) == []
+
+
+@needs_chromium
+def test_routing_gates_own_domain_and_refuses_the_rest(pages, fetcher):
+    _Handler.seen.clear()
+    gated = []
+    status, final_url, html = fetcher.render(pages + "/page", gated.append, 20, 2**20)
+    assert status == 200 and final_url == pages + "/page"
+    assert "Jazz night" in html                                  # the script ran and its XHR was gated
+    assert gated == [pages + "/page", pages + "/api.json"]       # every request sent took the gate first
+    paths = {p for _, p in _Handler.seen}
+    assert "/img.png" not in paths and "/font.woff2" not in paths    # images and fonts are never fetched
+    assert all(host == "127.0.0.1" for host, _ in _Handler.seen)    # the other domain was refused
+    # a source's allow_domains lets that domain's requests through the routing, gated like the rest
+    gated.clear()
+    fetcher.render(pages + "/page", gated.append, 20, 2**20, allow_domains=["127.0.0.2"])
+    assert sorted(gated) == sorted([pages + "/page", pages.replace("127.0.0.1", "127.0.0.2") + "/other.css",
+                                    pages + "/api.json"])
+
+
+@needs_chromium
+def test_redirects_are_gated_and_kept_within_the_domain(pages, fetcher):
+    _Handler.seen.clear()
+    gated = []
+    status, final_url, html = fetcher.render(pages + "/to-1/page", gated.append, 20, 2**20)
+    assert (status, final_url) == (200, pages + "/page") and "Jazz night" in html
+    assert gated[:2] == [pages + "/to-1/page", pages + "/page"]     # the redirect's target took the gate too
+    with pytest.raises(FetchError) as e:
+        fetcher.render(pages + "/to-2/page", gated.append, 20, 2**20)
+    assert e.value.kind == "http_4xx" and "another domain" in str(e.value)
+    assert all(host == "127.0.0.1" for host, _ in _Handler.seen)    # nothing was sent to the other domain
+
+
+@needs_chromium
+def test_gate_refusals_and_bounds(pages, fetcher):
+    def robots(url):
+        if url.endswith("/api.json"):
+            raise JobInvalid("robots", "disallowed by robots.txt")
+
+    # a refused script request (robots) aborts that request only; the page still renders
+    status, _, html = fetcher.render(pages + "/page", robots, 20, 2**20)
+    assert status == 200 and "refused" in html
+
+    # the page's own request refused ends the attempt with the gate's reason
+    def stop(url):
+        raise HandedBack(url)
+    with pytest.raises(HandedBack):
+        fetcher.render(pages + "/page", stop, 20, 2**20)
+
+    with pytest.raises(FetchError) as e:
+        fetcher.render(pages + "/never", lambda u: None, 3, 2**20)
+    assert e.value.kind == "timeout"
+    with pytest.raises(FetchError) as e:
+        fetcher.render(pages + "/big", lambda u: None, 20, 100_000)
+    assert e.value.kind == "too_large"
+    assert fetcher.launches >= 2        # retired after 3 pages: a fresh browser for the next ones
+
+
+@needs_chromium
+def test_missing_browser_is_one_sentence(tmp_path):
+    sentence = browser.problem(str(tmp_path / "no-chromium"))
+    assert sentence.endswith("install Debian's chromium or set --browser-path.")
+    with pytest.raises(ConfigError):
+        browser.require("no-such-chromium-anywhere")
+
+
+@needs_chromium
+@pytest.mark.slow
+@pytest.mark.parametrize("whole_group", [False, True], ids=["worker", "group"])
+def test_no_chromium_outlives_a_killed_worker(pages, whole_group):
+    """kill -9 of the worker alone, or of its whole process group (Playwright's driver included)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from tests.helpers import browser_child; browser_child(*sys.argv[1:])",
+         EXECUTABLE, pages + "/page"], cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    info = None
+    try:
+        info = json.loads(child.stdout.readline())
+        assert info["status"] == 200 and info["browser"]
+        if whole_group:
+            os.killpg(child.pid, signal.SIGKILL)
+        else:
+            os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert wait_gone(set(info["pids"]), info["browser"]) == []
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        if info and info.get("browser"):
+            try:
+                os.killpg(info["browser"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_sources_that_need_a_browser_are_named(tmp_path):
+    from types import SimpleNamespace
+
+    from scraper.base import settings
+
+    def source(name, fetcher):
+        return SimpleNamespace(name=name, opt=lambda key, default=None: fetcher if key == "fetcher" else default)
+    s = settings.build(db_path=str(tmp_path / "jobs.db"), browser_path=str(tmp_path / "none"))
+    sentence, names = browser.sources_without_browser(s, [source("n8n", "http"), source("events", "auto")])
+    assert names == ("events",) and "install Debian's chromium or set --browser-path" in sentence
+    assert browser.sources_without_browser(s, [source("n8n", "http")]) == (None, ())
+    assert settings.build(db_path=str(tmp_path / "jobs.db"), timeout_s=12).browser_deadline_s == 12
+    assert settings.build(db_path=str(tmp_path / "jobs.db"), browser_timeout_s=20).browser_deadline_s == 20
+    with pytest.raises(ConfigError):
+        settings.build(db_path=str(tmp_path / "jobs.db"), browser_timeout_s=0)
+
+
+def test_browser_slots_bound_the_browsers_across_processes(tmp_path):
+    from scraper.base import settings
+    assert settings.build(db_path=str(tmp_path / "jobs.db")).browser_slots == 3     # 4 workers under 1 GB
+    assert settings.build(db_path=str(tmp_path / "jobs.db"), workers=2, memory_limit_mb=300).browser_slots == 1
+    path = str(tmp_path / "jobs.db-browser.lock")
+    mine = browser.BrowserSlots(path, 1)
+    probe = [sys.executable, "-c", "import sys; from scraper.net.browser import BrowserSlots; "
+             "sys.exit(0 if BrowserSlots(sys.argv[1], 1).try_acquire() else 1)", path]
+    assert mine.try_acquire()
+    assert subprocess.run(probe, cwd=ROOT).returncode == 1          # the one slot is taken
+    mine.release()
+    assert subprocess.run(probe, cwd=ROOT).returncode == 0
+    mine.close()
+
+
+@needs_chromium
+def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path, fetcher):
+    fake = tmp_path / "chromium"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    fetcher.retire()
+    real, fetcher.executable = fetcher.executable, str(fake)     # one Playwright per process: the same fetcher
+    try:
+        with pytest.raises(FetchError) as e:
+            fetcher.render("http://127.0.0.1:9/", lambda u: None, 5, 2**20)
+        assert e.value.kind == "internal" and "did not start" in str(e.value)
+    finally:
+        fetcher.executable = real
