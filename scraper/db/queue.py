@@ -4,12 +4,13 @@ import dataclasses
 import time
 
 from scraper.db.store import JOB_STATUSES, transaction
-from scraper.policy import breaker
+from scraper.policy import breaker, fairness
 
 SEED_BATCH = 5_000
-# A domain whose next rate slot is further off than this takes at most one waiting worker: the others
-# serve domains that can send sooner (a YouTube slot comes every 5 s, an n8n slot every 0.5 s).
-SHORT_WAIT_S = 1.0
+# The one order of claims among the jobs a claim may take (served by the index jobs_claim): child jobs
+# (priority 1) first, then the longest-waiting. Fairness between domains decides which domains may be
+# taken from (`fairness.plan`); this decides between their jobs.
+CLAIM_ORDER = "priority DESC, available_at, id"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,34 +60,21 @@ class Queue:
 
     # --- claiming ------------------------------------------------------------------------
 
-    def claim(self, worker, now, lease_s, sites=None, waits=None):
+    def claim(self, worker, now, lease_s, sites=None, demands=None, workers=1):
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
         probe job and turns half-open, so only one worker tests it. `sites` limits the claim to those
-        sites. `waits` ({domain: seconds until its rate slot}) makes claims fair between domains: a
-        domain that can send now goes first; one that cannot goes after, shortest wait first, and a
-        domain whose wait is long holds at most one waiting worker (see `SHORT_WAIT_S`)."""
-        waits = waits or {}
+        sites. `demands` ({domain: fairness.Demand}) makes claims fair between domains (`fairness.plan`,
+        from the jobs each domain has in flight, counted in this transaction): the domains whose new
+        job could send soon first, in `CLAIM_ORDER` between them; then one by one the domains that
+        would make their job wait, each only while it has no job in flight. `workers`: the pool's size."""
         with transaction(self.conn) as c:
             blocked, probes = self._blocked_domains(c, now)
-            later = sorted((w, d) for d, w in waits.items() if w > 0 and d not in blocked)
             base, base_args = "1", []
             if sites is not None:
                 base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
-            skip = blocked + [d for _, d in later]
-            where, args = base, base_args
-            if skip:
-                where, args = f"{base} AND domain NOT IN ({','.join('?' * len(skip))})", base_args + skip
-            job = self._claim_where(c, where, args, worker, now, lease_s)
-            if job is None and later:
-                running = dict(c.execute("SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
-                for wait, domain in later:
-                    if wait > SHORT_WAIT_S and running.get(domain, 0):
-                        continue
-                    job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)
-                    if job is not None:
-                        break
+            job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
             for domain in probes:
                 if job is not None:
                     break
@@ -95,6 +83,25 @@ class Queue:
                 if job is not None:
                     self._save_breaker(c, domain, breaker.on_probe(self._breaker(c, domain), now, lease_s), now)
             return job
+
+    def _claim_fair(self, c, base, base_args, blocked, demands, workers, worker, now, lease_s):
+        in_flight = self.in_flight(c) if demands else {}
+        open_demands = {d: v for d, v in demands.items() if d not in blocked}
+        p = fairness.plan(open_demands, in_flight, workers)
+        # the ready domains, and any the worker has no demand for (not its sites'), go by CLAIM_ORDER
+        skip = sorted(set(blocked) | (set(demands) - set(p.now)))
+        where = f"{base} AND domain NOT IN ({','.join('?' * len(skip))})" if skip else base
+        job = self._claim_where(c, where, base_args + skip, worker, now, lease_s)
+        for domain in (*p.later, *p.held):
+            if job is not None:
+                break
+            job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)
+        return job
+
+    def in_flight(self, c=None):
+        """{domain: jobs running}."""
+        return dict((c or self.conn).execute(
+            "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
 
     def _blocked_domains(self, c, now):
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
@@ -115,7 +122,7 @@ class Queue:
                     started_at = ?, updated_at = ?
                 WHERE id = (SELECT id FROM jobs INDEXED BY jobs_claim
                             WHERE status = 'pending' AND available_at <= ? AND {where}
-                            ORDER BY priority DESC, available_at, id LIMIT 1)
+                            ORDER BY {CLAIM_ORDER} LIMIT 1)
                 RETURNING id, key, site, url, domain, attempts""",
             [worker, now + lease_s, now, now, now, *args],
         ).fetchone()

@@ -240,6 +240,11 @@ MIGRATIONS = [
     );
     CREATE INDEX requests_at ON requests (at);
     """,  # noqa: E501 - a shipped migration is never edited, not even to wrap its lines
+    """
+    -- How long the worker waited for the domain's rate slot (and any 429 pause) before the request
+    -- (`status` sums it per domain over the last minute); 0 for the rows written before.
+    ALTER TABLE requests ADD COLUMN slot_wait_ms INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -62,6 +62,9 @@ class Site(Protocol):
     def job_row(self, settings, key_value) -> tuple:
         """(key, site, url, domain) of the job for one item (a template id, a video id)."""
 
+    def requests_per_job(self, settings) -> int:
+        """The requests a typical job sends (fair claims count a job by them: a transcript is three)."""
+
     def open(self, settings) -> Fetcher:
         ...
 
@@ -88,6 +91,16 @@ def enabled(settings) -> list:
 def domains(settings) -> list:
     """The politeness domains of the enabled sites."""
     return sorted({get(name).domain(settings) for name in enabled(settings)})
+
+
+def requests_per_job(settings) -> dict:
+    """{domain: the requests a typical job of the enabled sites sends there} (the most of its sites)."""
+    out = {}
+    for name in enabled(settings):
+        site = get(name)
+        domain = site.domain(settings)
+        out[domain] = max(out.get(domain, 1), site.requests_per_job(settings))
+    return out
 
 
 
