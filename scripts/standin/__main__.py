@@ -35,6 +35,8 @@ def build_parser():
                         help=f"hostile mode: this share of ids for each of {', '.join(HOSTILE_KINDS)}")
     parser.add_argument("--missing-fraction", type=float, default=0.0,
                         help="share of ids listed by search but 404 on detail")
+    parser.add_argument("--video-every", type=int, default=0,
+                        help="every Nth template links a video of its own, and no other (0 = the data's videos)")
     parser.add_argument("--data-dir", default=str(DATA_DIR), help=argparse.SUPPRESS)
     return parser
 
@@ -51,6 +53,7 @@ def main(argv=None):
             faults=with_hostile(args.faults, args.hostile), seed=args.seed, slow_s=args.slow_s,
             trickle_s=args.trickle_s,
             missing_fraction=args.missing_fraction, host=args.host, port=args.port, data_dir=args.data_dir,
+            video_every=args.video_every,
         )
     except (ValueError, OSError) as exc:
         parser.error(str(exc))

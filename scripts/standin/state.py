@@ -36,6 +36,7 @@ class SiteState:
         host=LOOPBACK,
         port=0,
         data_dir=None,
+        video_every=0,
     ):
         if host != LOOPBACK:
             raise ValueError(f"the stand-in binds {LOOPBACK} only, not {host!r}")
@@ -51,7 +52,7 @@ class SiteState:
         self.trickle_s = float(trickle_s)
         self.fault_spec = parse_faults(faults) if isinstance(faults, str) else list(faults)
         self.corpus = Corpus(data_dir or DATA_DIR, int(templates), seed, self.fault_spec,
-                              float(missing_fraction))
+                              float(missing_fraction), video_every=int(video_every))
         self._lock = threading.Lock()
         self._zero()
 
