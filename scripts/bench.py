@@ -302,7 +302,8 @@ def bench_domains(work, quick, results):
     for name, f in figures.items():
         eff = efficiency(f["times"], f["rate"], f["burst"], start, end)
         results.note(f"domains {name}: {f['requests']} requests at {f['rate']:g}/s, efficiency over its own span "
-                     f"{efficiency(f['times'], f['rate'], f['burst']):.3f}, 429s {f['http_429']}")
+                     f"{efficiency(f['times'], f['rate'], f['burst']):.3f}, 429s {f['http_429']}, "
+                     f"most jobs in flight at once {f['max_in_flight']}")
         results.add(f"domains_{name}_efficiency", eff if eff is not None else "none", f"of {f['rate']:g}/s, all busy",
                     ">= 0.95", eff is not None and eff >= 0.95)
         results.add(f"domains_{name}_429", f["http_429"], "responses", "0", f["http_429"] == 0)

@@ -262,12 +262,26 @@ def domains_run(db, domains, workers=4, latency_ms=40.0, transcripts=True):
         for d, site in zip(domains, started, strict=True):
             name = d.domain or urls.domain_of(site.url)
             times = [r[0] for r in conn.execute("SELECT at FROM requests WHERE domain = ? ORDER BY at", (name,))]
-            out[d.name] = {"rate": d.rate, "burst": d.burst, "times": times, **site.stats()}
+            spans = conn.execute("SELECT started_at, finished_at FROM jobs WHERE domain = ? "
+                                 "AND finished_at IS NOT NULL", (name,)).fetchall()
+            out[d.name] = {"rate": d.rate, "burst": d.burst, "times": times, "max_in_flight": most_at_once(spans),
+                           **site.stats()}
         conn.close()
         return out
     finally:
         for site in started:
             site.stop()
+
+
+def most_at_once(spans):
+    """The most (start, end) spans open at one time: a domain's most jobs in flight at once (the last
+    attempt of each finished job)."""
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
 
 
 def efficiency(times, rate, burst, start=None, end=None):

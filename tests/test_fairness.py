@@ -109,3 +109,19 @@ def test_the_request_log_of_an_older_database_gains_the_slot_wait_column(tmp_pat
     assert [tuple(r) for r in conn.execute("SELECT at, domain, ms, slot_wait_ms FROM requests")] == \
         [(1.0, "n8n.io", 40, 0)]
     conn.close()
+
+
+def test_a_worker_gives_the_claim_each_domains_rate_and_requests_per_job(tmp_path):
+    from scraper.base import settings
+    from scraper.politeness import limiter
+    from scraper.pool import worker
+
+    s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url="http://127.0.0.1:9/api",
+                       site_url="http://127.0.0.1:9", youtube_url="http://127.0.0.1:9", with_page=True)
+    conn = store.open_db(s.db_path)
+    w = worker.Worker(s, "w1", Queue(conn), limiter.NoLimiter(), None)
+    assert w._demands() == {"127.0.0.1": Demand(0.0, 2.0, 2), "youtube.com": Demand(0.0, 0.2, 3)}
+    w = worker.Worker(settings.build(db_path=s.db_path, transcripts=False), "w2", Queue(conn), limiter.NoLimiter(),
+                      None)
+    assert w._demands() is None         # one domain: claims as before
+    conn.close()

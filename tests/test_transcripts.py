@@ -193,6 +193,9 @@ def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_st
     stats = yt.stats()
     assert stats["requests"] == 12 and stats["http_429"] == 0
     assert rows(w.s.db_path, "SELECT COUNT(*) AS n FROM transcripts")[0]["n"] == 4
+    # each request's wait for its slot is logged with it (`status` sums it per domain)
+    waited = rows(w.s.db_path, "SELECT COUNT(*) AS n FROM requests WHERE domain = 'youtube.com' AND slot_wait_ms > 0")
+    assert waited[0]["n"] >= 1
 
 
 def test_the_librarys_requests_are_in_the_request_log_under_youtube_com(make, youtube_standin):
