@@ -297,7 +297,7 @@ def bench_domains(work, quick, results):
     templates, every = (160, 10) if quick else (300, 20)
     figures = domains_run(work / "domains.db", default_domains(templates, every), workers=4)
     start, end = busy_window(figures)
-    results.note(f"domains: {templates} templates, every {every}th with its own video, 4 workers; every domain "
+    results.note(f"domains: {templates} templates, one in {every} with its own video, 4 workers; every domain "
                  f"had work for {end - start:.0f} s")
     for name, f in figures.items():
         eff = efficiency(f["times"], f["rate"], f["burst"], start, end)

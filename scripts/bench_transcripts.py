@@ -29,7 +29,7 @@ def main():
     parser.add_argument("--runs", type=int, default=1, help="pairs of runs (off, on)")
     parser.add_argument("--on-only", action="store_true", help="only the runs with transcripts (no comparison)")
     args = parser.parse_args()
-    print(f"{args.templates} templates (every {args.video_every}th with its own video), {args.workers} workers, "
+    print(f"{args.templates} templates (one in {args.video_every} with its own video), {args.workers} workers, "
           f"n8n {args.rate:g}/s burst 5, youtube {args.youtube_rate:g}/s burst 2, latency {args.latency_ms:g} ms")
     print(f"{'transcripts':<12}{'n8n eff':>9}{'n8n s':>8}{'n8n req':>9}{'429':>5}{'max/1s':>8}"
           f"{'yt eff':>8}{'yt req':>8}{'429':>5}{'yt most in flight':>19}")
