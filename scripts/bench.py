@@ -1,4 +1,5 @@
-"""Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export.
+"""Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export,
+several domains at once.
 (The CLI's start-up against sqlite-utils' is scripts/bench_startup.py.)
 
     .venv/bin/python -m scripts.bench [--quick] [--only efficiency,queue] [--workdir DIR] [--json PATH]
@@ -27,7 +28,11 @@ from scripts.benchkit import (
     Results,
     RssSampler,
     build_export_db,
+    busy_window,
     chosen_sections,
+    default_domains,
+    domains_run,
+    efficiency,
     env_for,
     fresh_db,
     label,
@@ -290,8 +295,27 @@ def bench_export(work, quick, results):
                "< 1.25", growth < 1.25)
 
 
+# --- 7. domains: several domains at once, each against its own rate (issue 21) ---------------
+
+def bench_domains(work, quick, results):
+    # full: n8n 150 s of work at 2/s, YouTube about 200 s (15 videos) at 0.2/s, from its first child on
+    templates, every = (160, 10) if quick else (300, 20)
+    figures = domains_run(work / "domains.db", default_domains(templates, every), workers=4)
+    start, end = busy_window(figures)
+    results.note(f"domains: {templates} templates, one in {every} with its own video, 4 workers; every domain "
+                 f"had work for {end - start:.0f} s")
+    for name, f in figures.items():
+        eff = efficiency(f["times"], f["rate"], f["burst"], start, end)
+        results.note(f"domains {name}: {f['requests']} requests at {f['rate']:g}/s, efficiency over its own span "
+                     f"{efficiency(f['times'], f['rate'], f['burst']):.3f}, 429s {f['http_429']}, "
+                     f"most jobs in flight at once {f['max_in_flight']}")
+        results.add(f"domains_{name}_efficiency", eff if eff is not None else "none", f"of {f['rate']:g}/s, all busy",
+                    ">= 0.95", eff is not None and eff >= 0.95)
+        results.add(f"domains_{name}_429", f["http_429"], "responses", "0", f["http_429"] == 0)
+
+
 SECTIONS = {"efficiency": bench_efficiency, "queue": bench_queue, "seed": bench_seed, "status": bench_status,
-            "claim_scale": bench_claim_scale, "export": bench_export}
+            "claim_scale": bench_claim_scale, "export": bench_export, "domains": bench_domains}
 
 
 def main(argv=None):

@@ -10,6 +10,7 @@ from scraper.base import sources
 from scraper.db import store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue, add_jobs
+from scraper.policy.fairness import Demand
 from tests.helpers import EVENTS, NOW, assert_one_sentence_error, count, invoke, write
 
 # --- claims across sources ----------------------------------------------------------------------
@@ -30,7 +31,11 @@ def test_with_one_worker_and_both_domains_free_no_priority_2_job_starts_while_a_
     levels = source_levels([sources.Source(name=first, kind="n8n", priority=1),
                             sources.Source(name=other, kind="catalogue", priority=2, options=(("site", "x"),))])
     q = Queue(conn)
-    taken = [q.claim("w1", NOW, 60, waits={"127.0.0.1": 0.0, "127.0.0.2": 0.0}, sources=levels) for _ in range(10)]
+    free = {"127.0.0.1": Demand(0.0, 2.0), "127.0.0.2": Demand(0.0, 2.0)}
+    taken = []
+    for _ in range(10):     # one worker: it claims a job, finishes it, claims the next
+        taken.append(q.claim("w1", NOW, 60, demands=free, workers=1, sources=levels))
+        q.complete(taken[-1], "w1", NOW, 1)
     assert [j.source for j in taken] == [first] * 5 + [other] * 5
     assert q.claim("w1", NOW, 60, sources=levels) is None
 
@@ -39,7 +44,8 @@ def test_a_priority_2_job_goes_when_the_priority_1_domain_must_wait(tmp_path):
     conn = store.open_db(str(tmp_path / "jobs.db"))
     _two_sources(conn, jobs=1)
     levels = [["n8n"], ["events"]]
-    job = Queue(conn).claim("w1", NOW, 60, waits={"127.0.0.1": 3.0, "127.0.0.2": 0.0}, sources=levels)
+    waiting = {"127.0.0.1": Demand(3.0, 2.0), "127.0.0.2": Demand(0.0, 2.0)}
+    job = Queue(conn).claim("w1", NOW, 60, demands=waiting, workers=1, sources=levels)
     assert job.source == "events"
 
 

@@ -454,3 +454,15 @@ def test_command_line_refuses_other_hosts():
                             capture_output=True, text=True, timeout=20)
     assert result.returncode == 2
     assert "127.0.0.1" in result.stderr and result.stdout == ""
+
+
+def test_every_nth_template_links_a_video_of_its_own():
+    from scraper.sites.n8n.extract import extract
+    from scripts.standin.corpus import Corpus, own_video_id
+
+    corpus = Corpus(DATA_DIR, 150, 1, [], 0.0, video_every=7)
+    videos = {tid: json.loads(extract(json.loads(corpus.detail(tid)), "2024-01-01T00:00:00+00:00")["videos"])
+              for tid in corpus.ids}
+    assert {tid for tid, v in videos.items() if v} == set(corpus.ids[6::7])
+    assert all(v == [own_video_id(tid)] for tid, v in videos.items() if v)
+    assert len(corpus.ids[6::7]) == 21

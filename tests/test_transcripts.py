@@ -17,7 +17,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.net import http
-from scraper.policy import breaker, retry
+from scraper.policy import breaker, fairness, retry
 from scraper.politeness import limiter
 from scraper.pool import worker
 from scraper.products import status
@@ -193,6 +193,9 @@ def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_st
     stats = yt.stats()
     assert stats["requests"] == 12 and stats["http_429"] == 0
     assert rows(w.s.db_path, "SELECT COUNT(*) AS n FROM transcripts")[0]["n"] == 4
+    # each request's wait for its slot is logged with it (`status` sums it per domain)
+    waited = rows(w.s.db_path, "SELECT COUNT(*) AS n FROM requests WHERE domain = 'youtube.com' AND slot_wait_ms > 0")
+    assert waited[0]["n"] >= 1
 
 
 def test_the_librarys_requests_are_in_the_request_log_under_youtube_com(make, youtube_standin):
@@ -234,11 +237,18 @@ def test_claims_prefer_a_domain_that_can_send_now(tmp_path):
     q.seed([("youtube:a", "youtube", "u", "youtube.com"), ("youtube:b", "youtube", "u", "youtube.com")], now=NOW)
     q.conn.execute("UPDATE jobs SET priority = 1")
     q.seed([("n8n:1", "n8n", "u", "n8n.io")], now=NOW)
-    slow = {"youtube.com": 4.0, "n8n.io": 0.0}
-    assert q.claim("w1", NOW, 60, waits=slow).key == "n8n:1"        # youtube first by priority, but it must wait
-    assert q.claim("w2", NOW, 60, waits=slow).key == "youtube:a"    # nothing else: one worker may wait for it
-    assert q.claim("w3", NOW, 60, waits=slow) is None               # a second would only sit
-    assert q.claim("w3", NOW, 60, waits={"youtube.com": 0.0, "n8n.io": 0.0}).key == "youtube:b"
+
+    def demands(youtube_wait):
+        return {"youtube.com": fairness.Demand(youtube_wait, 0.2, 3), "n8n.io": fairness.Demand(0.0, 2.0, 1)}
+
+    slow = demands(4.0)
+    assert q.claim("w1", NOW, 60, demands=slow, workers=4).key == "n8n:1"  # priority says youtube; it must wait
+    assert q.claim("w2", NOW, 60, demands=slow, workers=4).key == "youtube:a"  # nothing else: one worker may wait
+    assert q.claim("w3", NOW, 60, demands=slow, workers=4) is None             # a second would only sit
+    # its slot is free, but the job in flight owes it three requests: a second job would sleep 15 s
+    assert q.claim("w3", NOW, 60, demands=demands(0.0), workers=4) is None
+    q.conn.execute("UPDATE jobs SET status = 'done' WHERE key = 'youtube:a'")
+    assert q.claim("w3", NOW, 60, demands=demands(0.0), workers=4).key == "youtube:b"
     assert q.claim("w4", NOW, 60, sites=["n8n"]) is None
     q.conn.close()
 

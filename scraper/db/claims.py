@@ -5,6 +5,12 @@ questions change separately. Each pick is a subquery giving one id; `Queue._take
 """
 
 
+# The one order of claims among the jobs a claim may take (served by the claim indexes): child jobs
+# (priority 1) first, then the longest-waiting. Fairness between domains decides which domains may be
+# taken from (`policy.fairness.plan`), the sources' priority which level first; this decides between jobs.
+CLAIM_ORDER = "priority DESC, available_at, id"
+
+
 def source_levels(sources):
     """[[names of priority 1], [names of priority 2], ...] of `sources` (base.sources.Source), for claims."""
     levels = {}
@@ -23,15 +29,15 @@ def picks(levels, where, args, now):
     if levels is None:
         yield (f"""SELECT id FROM jobs INDEXED BY jobs_claim
                    WHERE status = 'pending' AND available_at <= ? AND {where}
-                   ORDER BY priority DESC, available_at, id LIMIT 1""", [now, *args])
+                   ORDER BY {CLAIM_ORDER} LIMIT 1""", [now, *args])
         return
     for level in levels:
         parts, level_args = [], []
         for name in level:
             parts.append(f"""SELECT * FROM (SELECT id, priority, available_at FROM jobs INDEXED BY jobs_claim_source
                              WHERE source = ? AND status = 'pending' AND available_at <= ? AND {where}
-                             ORDER BY priority DESC, available_at, id LIMIT 1)""")
+                             ORDER BY {CLAIM_ORDER} LIMIT 1)""")
             level_args += [name, now, *args]
         pick = parts[0] if len(parts) == 1 else \
-            " UNION ALL ".join(parts) + " ORDER BY priority DESC, available_at, id LIMIT 1"
+            " UNION ALL ".join(parts) + f" ORDER BY {CLAIM_ORDER} LIMIT 1"
         yield f"SELECT id FROM ({pick})", level_args

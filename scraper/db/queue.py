@@ -6,13 +6,10 @@ from typing import TYPE_CHECKING
 
 from scraper.db import claims
 from scraper.db.store import JOB_STATUSES, transaction
-from scraper.policy import breaker
+from scraper.policy import breaker, fairness
 
 SEED_BATCH = 5_000
 DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources existed is its
-# A domain whose next rate slot is further off than this takes at most one waiting worker: the others
-# serve domains that can send sooner (a YouTube slot comes every 5 s, an n8n slot every 0.5 s).
-SHORT_WAIT_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,38 +63,25 @@ class Queue:
 
     # --- claiming ------------------------------------------------------------------------
 
-    def claim(self, worker, now, lease_s, sites=None, waits=None, sources=None):
+    def claim(self, worker, now, lease_s, sites=None, demands=None, workers=1, sources=None):
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
         probe job and turns half-open, so only one worker tests it. `sites` limits the claim to those
-        sites. `waits` ({domain: seconds until its rate slot}) makes claims fair between domains: a
-        domain that can send now goes first; one that cannot goes after, shortest wait first, and a
-        domain whose wait is long holds at most one waiting worker (see `SHORT_WAIT_S`).
+        sites. `demands` ({domain: fairness.Demand}) makes claims fair between domains (`fairness.plan`,
+        from the jobs each domain has in flight, counted in this transaction): the domains whose new
+        job could send soon first, in `CLAIM_ORDER` between them; then one by one the domains that
+        would make their job wait, each only while it has no job in flight. `workers`: the pool's size.
 
-        `sources` (levels of source names, first level first: `source_levels`) limits the claim to those
-        sources and, at each of the steps above, prefers a job of the first level that has one."""
-        waits = waits or {}
+        `sources` (levels of source names, first level first: `claims.source_levels`) limits the claim to
+        those sources and, among the domains it may take from, prefers a job of the first level that has one."""
         self._levels = sources
         with transaction(self.conn) as c:
             blocked, probes = self._blocked_domains(c, now)
-            later = sorted((w, d) for d, w in waits.items() if w > 0 and d not in blocked)
             base, base_args = "1", []
             if sites is not None:
                 base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
-            skip = blocked + [d for _, d in later]
-            where, args = base, base_args
-            if skip:
-                where, args = f"{base} AND domain NOT IN ({','.join('?' * len(skip))})", base_args + skip
-            job = self._claim_where(c, where, args, worker, now, lease_s)
-            if job is None and later:
-                running = dict(c.execute("SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
-                for wait, domain in later:
-                    if wait > SHORT_WAIT_S and running.get(domain, 0):
-                        continue
-                    job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)
-                    if job is not None:
-                        break
+            job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
             for domain in probes:
                 if job is not None:
                     break
@@ -106,6 +90,25 @@ class Queue:
                 if job is not None:
                     self._save_breaker(c, domain, breaker.on_probe(self._breaker(c, domain), now, lease_s), now)
             return job
+
+    def _claim_fair(self, c, base, base_args, blocked, demands, workers, worker, now, lease_s):
+        in_flight = self.in_flight(c) if demands else {}
+        open_demands = {d: v for d, v in demands.items() if d not in blocked}
+        p = fairness.plan(open_demands, in_flight, workers)
+        # the ready domains, and any the worker has no demand for (not its sites'), go by CLAIM_ORDER
+        skip = sorted(set(blocked) | (set(demands) - set(p.now)))
+        where = f"{base} AND domain NOT IN ({','.join('?' * len(skip))})" if skip else base
+        job = self._claim_where(c, where, base_args + skip, worker, now, lease_s)
+        for domain in (*p.later, *p.held):
+            if job is not None:
+                break
+            job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)
+        return job
+
+    def in_flight(self, c=None):
+        """{domain: jobs running}."""
+        return dict((c or self.conn).execute(
+            "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
 
     def _blocked_domains(self, c, now):
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""

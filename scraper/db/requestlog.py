@@ -17,12 +17,12 @@ log = logging.getLogger(__name__)
 OK = "ok"            # the kind of a 2xx answer; failures keep their retry kind (http_5xx, timeout, ...)
 
 
-def record(conn, at, domain, kind, status, ms, run_id=None):
-    """Append one row (`run_id`: the run that sent it); False (and a warning) when the database would not
-    take it."""
+def record(conn, at, domain, kind, status, ms, run_id=None, slot_wait_s=0.0):
+    """Append one row (`run_id`: the run that sent it; `slot_wait_s`: the wait for its rate slot before it
+    was sent); False (and a warning) when the database would not take it."""
     try:
-        conn.execute("INSERT INTO requests (at, domain, kind, status, ms, run_id) VALUES (?, ?, ?, ?, ?, ?)",
-                     (at, domain, kind, status, ms, run_id))
+        conn.execute("INSERT INTO requests (at, domain, kind, status, ms, run_id, slot_wait_ms) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (at, domain, kind, status, ms, run_id, int(slot_wait_s * 1000)))
         return True
     except sqlite3.Error as e:
         log.warning("request log not written: %s", e)
@@ -33,8 +33,9 @@ class timed:
     """`with requestlog.timed(conn, domain):` around one request: records how it ended and how long it
     took (a FetchError's kind and status), then lets any exception go on."""
 
-    def __init__(self, conn, domain, clock=time.time, run_id=None):
-        self.conn, self.domain, self.clock, self.run_id = conn, domain, clock, run_id
+    def __init__(self, conn, domain, clock=time.time, run_id=None, slot_wait_s=0.0):
+        self.conn, self.domain, self.clock = conn, domain, clock
+        self.run_id, self.slot_wait_s = run_id, slot_wait_s
 
     def __enter__(self):
         self.started = time.monotonic()
@@ -48,5 +49,11 @@ class timed:
             kind, status = exc.kind, exc.status
         else:
             return False        # not an answer (e.g. KeyboardInterrupt): nothing to log
-        record(self.conn, self.clock(), self.domain, kind, status, ms, self.run_id)
+        record(self.conn, self.clock(), self.domain, kind, status, ms, self.run_id, self.slot_wait_s)
         return False
+
+
+def slot_waits(conn, since):
+    """{domain: seconds its workers waited for its rate slot before the requests sent since `since`}."""
+    return {d: ms / 1000.0 for d, ms in conn.execute(
+        "SELECT domain, SUM(slot_wait_ms) FROM requests WHERE at >= ? GROUP BY domain", (since,))}

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from scraper.base.errors import FetchError
 
@@ -18,6 +18,15 @@ class Politeness(Protocol):
 
     def wait_s(self) -> float:
         """Seconds until the domain's rate slot is free (0.0: now); takes nothing."""
+
+    def rate(self) -> tuple[float, int]:
+        """(rate_per_s, burst) of the domain: the one place its budget is read."""
+
+    def demand(self, requests_per_job: int = 1) -> Any:
+        """What a fair claim needs to know of the domain (a `policy.fairness.Demand`)."""
+
+    def take_waited(self) -> float:
+        """Seconds spent waiting for the slot (and 429 pauses) before the request about to be logged."""
 
     def before(self, probe: bool, renew: Callable[[], bool], url: str | None = None) -> str:
         """Wait for the rate slot and any 429 pause: `domain.GO`, `domain.STOPPED` or `domain.OPENED`."""

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from scraper.base.errors import FetchError
-from scraper.policy import breaker, retry
+from scraper.policy import breaker, fairness, retry
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,26 @@ class Politeness:
         self.name = name
         self.clock = clock
         self.stopping = stopping
+        self.waited_s = 0.0     # spent waiting for the slot since the last request was logged (`take_waited`)
 
     # --- before a request ----------------------------------------------------------------
 
     def wait_s(self):
         """Seconds until the domain's rate slot is free (0.0: now); takes nothing (for fair claims)."""
         return self.limiter.wait_s(self.domain)
+
+    def rate(self):
+        """(rate_per_s, burst) of the domain: the one place its budget is read."""
+        return self.s.rate_for(self.domain)
+
+    def demand(self, requests_per_job=1):
+        """What a fair claim needs to know of the domain (`fairness.Demand`)."""
+        return fairness.Demand(self.wait_s(), self.rate()[0], requests_per_job)
+
+    def take_waited(self):
+        """Seconds spent waiting for the slot (and 429 pauses) before the request about to be logged."""
+        waited, self.waited_s = self.waited_s, 0.0
+        return waited
 
     def before(self, probe, renew, url=None):
         """Wait for the domain's rate slot and any 429 pause; GO, STOPPED or OPENED.
@@ -53,7 +67,15 @@ class Politeness:
         before the request or during a pause.
 
         Nothing that can wait on a lock sits between the slot and the request: a request that left
-        late would arrive bunched with the next ones and eat the burst margin."""
+        late would arrive bunched with the next ones and eat the burst margin. The time waited is kept
+        in `waited_s` and logged with the request after its answer (`take_waited`)."""
+        started = time.monotonic()
+        try:
+            return self._before(probe, renew, url)
+        finally:
+            self.waited_s += time.monotonic() - started
+
+    def _before(self, probe, renew, url):
         while True:
             if not renew():
                 raise FetchError(retry.NETWORK, "lease lost before the request", url=url)

@@ -56,6 +56,7 @@ class Worker:
         self.sites = sites.enabled(settings)
         self.levels = source_levels(settings.working_sources)   # claims prefer the first priority level
         self.domains = sites.domains(settings)
+        self.requests_per_job = sites.requests_per_job(settings)
         self._politeness = {}
 
     def stopping(self):
@@ -76,20 +77,20 @@ class Worker:
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
-        job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, waits=self._waits(),
-                                 sources=self.levels)
+        job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
+                               workers=self.s.workers, sources=self.levels)
         if job is None:
             return False
         self.process(job)
         self.jobs_done += 1
         return True
 
-    def _waits(self):
-        """Each domain's wait for a rate slot, so the claim prefers a domain that can send now (only
-        worth asking when the run has more than one domain)."""
+    def _demands(self):
+        """Each domain's rate slot, rate and requests per job, so the claim keeps every worker on a
+        domain that can send soon (`fairness.plan`; only worth asking when the run has several domains)."""
         if len(self.domains) < 2:
             return None
-        return {d: self.politeness_of(d).wait_s() for d in self.domains}
+        return {d: self.politeness_of(d).demand(self.requests_per_job.get(d, 1)) for d in self.domains}
 
     def process(self, job):
         """One job, contained: whatever goes wrong ends this attempt with a reason, never the worker."""
@@ -185,7 +186,7 @@ class Worker:
         self._gate(job, url)
         polite = self.politeness_of(job.domain)
         try:
-            with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id):
+            with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
                 body = http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
         except FetchError as e:
             polite.failed(e)
@@ -311,7 +312,8 @@ class _JobContext:
         return _iso(self.w.clock())
 
     def logged(self, kind, status, ms):
-        requestlog.record(self.w.queue.conn, self.w.clock(), self.job.domain, kind, status, ms, self.w.queue.run_id)
+        requestlog.record(self.w.queue.conn, self.w.clock(), self.job.domain, kind, status, ms, self.w.queue.run_id,
+                          self.w.politeness_of(self.job.domain).take_waited())
 
 
 def _storable_text(text):

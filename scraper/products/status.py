@@ -3,9 +3,11 @@ each domain's breaker."""
 
 import time
 
-from scraper.db import fetchlearn
+from scraper.db import fetchlearn, requestlog
 from scraper.db.store import JOB_STATUSES
-from scraper.policy import progress
+from scraper.policy import breaker, progress
+
+SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
 
 
 def report(queue, now, run=None):
@@ -17,17 +19,21 @@ def report(queue, now, run=None):
     recent = queue.finished_since(now - window) if window else 0
     p = progress.from_counts(counts, recent, window)
     errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
-    domains = {
-        name: {
+    breakers, in_flight = queue.domains(), queue.in_flight()
+    waits = requestlog.slot_waits(queue.conn, now - SLOT_WAIT_WINDOW_S)
+    domains = {}
+    for name in sorted({*breakers, *in_flight, *waits}):
+        b = breakers.get(name, breaker.Breaker())
+        domains[name] = {
             "state": b.state,
             "failures": b.failures,
             "open_for_s": round(max(0.0, b.open_until - now), 1),
             "paused_for_s": round(max(0.0, b.paused_until - now), 1),
             "failed_probes": b.open_cycles,
             "gave_up": b.gave_up,
+            "in_flight": in_flight.get(name, 0),
+            "slot_wait_s": round(waits.get(name, 0.0), 1),
         }
-        for name, b in queue.domains().items()
-    }
     return {
         "run": run, "total": p.total, **counts, "stale_running": 0 if alive else counts["running"],
         "finished_last_1m": last_1m, "finished_last_5m": last_5m,
@@ -105,7 +111,8 @@ def render(r):
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""
         extra += (f"; gave up after {d['failed_probes']} failed probes in a row, its jobs stay pending"
                   if d["gave_up"] else "")
-        lines.append(f"domain    {name}: breaker {d['state']} ({d['failures']} consecutive failures){extra}")
+        lines.append(f"domain    {name}: {d['in_flight']} in flight, {d['slot_wait_s']:g} s waiting for its slot in "
+                     f"the last minute; breaker {d['state']} ({d['failures']} consecutive failures){extra}")
     return "\n".join(lines)
 
 

@@ -90,6 +90,9 @@ class Site(Protocol):
     def job_row(self, settings: Settings, key_value: Any) -> JobRow:
         """(key, site, url, domain) of the job for one item (a template id, a video id)."""
 
+    def requests_per_job(self, settings: Settings) -> int:
+        """The requests a typical job sends (fair claims count a job by them: a transcript is three)."""
+
     def open(self, settings: Settings) -> Fetcher:
         """The fetcher of one worker process, opened after the fork."""
 
@@ -134,6 +137,16 @@ def domains(settings: Settings) -> list[str]:
     own = {d for name in enabled(settings) if name != "catalogue" for d in registry[name].domains(settings)}
     return sorted(d for d in own | {d for src in settings.working_sources if src.kind != "n8n"
                                     for d in settings.source_domains(src)} if d)
+
+
+def requests_per_job(settings: Settings) -> dict[str, int]:
+    """{domain: the requests a typical job of the enabled sites sends there} (the most of its sites)."""
+    registry, out = _registry(), dict[str, int]()
+    for name in enabled(settings):
+        site = registry[name]
+        for domain in site.domains(settings):
+            out[domain] = max(out.get(domain, 1), site.requests_per_job(settings))
+    return out
 
 
 def children_of(settings: Settings, site_name: str, values: Iterable[Any]) -> tuple[JobRow, ...]:

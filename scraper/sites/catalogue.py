@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from scraper.base.errors import JobInvalid, ParseError
 from scraper.base.urls import domain_of
 from scraper.policy import retry
-from scraper.sites import Result, unstorable
+from scraper.sites import Result, Site, unstorable
 
 SITE = "catalogue"
 PAGE = "page"                 # the kind of raw answer an item keeps
@@ -205,6 +205,9 @@ class _Site:
         found = self.domains(settings)
         return found[0] if found else ""
 
+    def requests_per_job(self, settings):
+        return 1            # one page (a page rendered in a browser is counted by its requests' slots)
+
     def domains(self, settings):
         return sorted({domain_of(s.opt("site")) for s in getattr(settings, "sources", ())
                        if s.kind == SITE and s.enabled and s.opt("site")})
@@ -222,4 +225,4 @@ class _Site:
         return Result(removed_items=(split_key(job.key),))
 
 
-site = _Site()
+site: Site = _Site()       # mypy checks that it follows the seam

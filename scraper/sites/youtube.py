@@ -197,6 +197,9 @@ class _Site:
     def job_row(self, settings, video_id):
         return job_key(video_id), SITE, watch_url(video_id), YOUTUBE_DOMAIN
 
+    def requests_per_job(self, settings):
+        return 3    # the watch page, the player API, the timed text (fewer when there is no transcript)
+
     def open(self, settings):
         return _Fetcher(settings)
 

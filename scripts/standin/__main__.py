@@ -38,6 +38,8 @@ def build_parser():
                         help=f"hostile mode: this share of ids for each of {', '.join(HOSTILE_KINDS)}")
     parser.add_argument("--missing-fraction", type=float, default=0.0,
                         help="share of ids listed by search but 404 on detail")
+    parser.add_argument("--video-every", type=int, default=0,
+                        help="every Nth template links a video of its own, and no other (0 = the data's videos)")
     parser.add_argument("--data-dir", default=str(DATA_DIR), help=argparse.SUPPRESS)
     robots.add_arguments(parser, default_mode="none")
     timeline.add_arguments(parser)
@@ -57,6 +59,7 @@ def main(argv=None):
             trickle_s=args.trickle_s,
             missing_fraction=args.missing_fraction, host=args.host, port=args.port, data_dir=args.data_dir,
             robots=robots.from_args(args, id_paths=ID_PATHS),
+            video_every=args.video_every,
         )
         if args.slow_phase_s > 0:
             site.timeline.slow(args.slow_phase_factor, args.slow_phase_s, args.slow_phase_after_s)

@@ -38,6 +38,14 @@ _PH_IMAGE = "@@STANDIN_IMAGE@@"
 _PH_VIEWS = "@@STANDIN_VIEWS@@"
 _PH_RECENT = "@@STANDIN_RECENT@@"
 
+_NO_YOUTUBE = re.compile(rb"youtu", re.I)   # every YouTube link form starts so; spoilt, no id is found
+
+
+def own_video_id(tid):
+    """The 11-character YouTube id of template tid's own video (`video_every`)."""
+    return f"sv{tid:09d}"[-11:]
+
+
 def dumps(obj):
     """Compact UTF-8 JSON bytes, like the real API."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -92,8 +100,13 @@ def load_json(data_dir, name):
 class Corpus:
     """The deterministic template corpus, with JSON answers precompiled per data combination."""
 
-    def __init__(self, data_dir, templates, seed, faults, missing_fraction):
+    def __init__(self, data_dir, templates, seed, faults, missing_fraction, video_every=0):
+        """`video_every` N > 0: every Nth template (by position) links one video of its own, the others
+        none (the data's videos are left out): a bench's count of transcript jobs, set by one number."""
         data_dir = Path(data_dir)
+        if video_every < 0:
+            raise ValueError("video_every must be >= 0")
+        self.video_every = video_every
         if not 1 <= templates <= MAX_TEMPLATES:
             raise ValueError(f"templates must be within 1..{MAX_TEMPLATES}, got {templates}")
         if not 0.0 <= missing_fraction <= 1.0:
@@ -297,7 +310,16 @@ class Corpus:
 
     def detail(self, tid):
         """JSON bytes of tid's detail answer (no faults)."""
-        return self._edited(tid, _render(self._detail_parts[self.combo(tid)], self._values[tid]), True)
+        body = self._edited(tid, _render(self._detail_parts[self.combo(tid)], self._values[tid]), True)
+        return self._own_video(tid, body) if self.video_every else body
+
+    def _own_video(self, tid, body):
+        """body without the data's YouTube links; every `video_every`th template links its own video."""
+        obj = json.loads(_NO_YOUTUBE.sub(b"y0utu", body))
+        if self.position[tid] % self.video_every == self.video_every - 1:
+            item = obj["workflow"]
+            item["description"] = f"{item.get('description') or ''}\n\n@[youtube]({own_video_id(tid)})"
+        return dumps(obj)
 
     def importable(self, tid):
         """JSON bytes of tid's importable answer {id, name, workflow}."""

@@ -40,6 +40,7 @@ class SiteState:
         port=0,
         data_dir=None,
         robots=None,
+        video_every=0,
     ):
         if host != LOOPBACK:
             raise ValueError(f"the stand-in binds {LOOPBACK} only, not {host!r}")
@@ -55,7 +56,7 @@ class SiteState:
         self.trickle_s = float(trickle_s)
         self.fault_spec = parse_faults(faults) if isinstance(faults, str) else list(faults)
         self.corpus = Corpus(data_dir or DATA_DIR, int(templates), seed, self.fault_spec,
-                              float(missing_fraction))
+                              float(missing_fraction), video_every=int(video_every))
         # robots.txt: a Robots, or a mode; its Disallow by template id covers the API and the pages
         self.robots = robots if isinstance(robots, Robots) else Robots(robots or "none", id_paths=ID_PATHS)
         self.timeline = Timeline(self.latency_ms)  # its clock starts once the corpus is built

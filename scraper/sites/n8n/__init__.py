@@ -238,6 +238,9 @@ class _Site:
     def job_row(self, settings, template_id):
         return job_key(template_id), SITE, page_url(settings.site_url, template_id), settings.domain
 
+    def requests_per_job(self, settings):
+        return 2 if settings.with_page else 1   # the API answer, and the page with --with-page
+
     def open(self, settings):
         return _Fetcher(settings)
 
