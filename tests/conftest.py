@@ -15,6 +15,9 @@ from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
 from tests.helpers import API, NOW, NOWHERE, SITE, TID, Clock
+from tests.pg import pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
+
+BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +62,15 @@ def youtube_standin():
 @pytest.fixture
 def db(tmp_path):
     return tmp_path / "jobs.db"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, tmp_path):
+    """The contract tests' database, on each backend: a SQLite path, or the URL of a new PostgreSQL
+    database (skipped with the reason where PostgreSQL is not installed)."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "jobs.db")
 
 
 @pytest.fixture

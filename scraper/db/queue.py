@@ -4,7 +4,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
-from scraper.db.store import JOB_STATUSES, transaction
+from scraper.db.store import JOB_STATUSES, is_postgres, transaction
 from scraper.policy import breaker
 
 SEED_BATCH = 5_000
@@ -69,10 +69,14 @@ class Queue:
         domain that can send now goes first; one that cannot goes after, shortest wait first, and a
         domain whose wait is long holds at most one waiting worker (see `SHORT_WAIT_S`)."""
         waits = waits or {}
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             blocked, probes = self._blocked_domains(c, now)
+            if probes and is_postgres(c):
+                # only one claimer may turn a domain half-open: wait for the write lock, then look again
+                c.execute("SELECT pg_advisory_xact_lock(?)", (pg_write_lock(),))
+                blocked, probes = self._blocked_domains(c, now)
             later = sorted((w, d) for d, w in waits.items() if w > 0 and d not in blocked)
-            base, base_args = "1", []
+            base, base_args = "1 = 1", []
             if sites is not None:
                 base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
             skip = blocked + [d for _, d in later]
@@ -110,13 +114,17 @@ class Queue:
 
     # Without ANALYZE statistics SQLite prefers jobs_status and sorts every pending row (measured: 176 ms
     # a claim at 1M pending); the claim index reads rows in claim order and stops at the first (56 us).
+    # On PostgreSQL claims run side by side: SKIP LOCKED passes over a row another claim is taking, and
+    # `status = 'pending'` is checked again on the locked row (READ COMMITTED), so no job is taken twice.
     def _claim_where(self, c, where, args, worker, now, lease_s, probe=False):
+        lock = " FOR UPDATE SKIP LOCKED" if is_postgres(c) else ""
         row = c.execute(
             f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
                     started_at = ?, updated_at = ?
                 WHERE id = (SELECT id FROM jobs INDEXED BY jobs_claim
                             WHERE status = 'pending' AND available_at <= ? AND {where}
-                            ORDER BY priority DESC, available_at, id LIMIT 1)
+                            ORDER BY priority DESC, available_at, id LIMIT 1{lock})
+                    AND status = 'pending'
                 RETURNING id, key, site, url, domain, attempts""",
             [worker, now + lease_s, now, now, now, *args],
         ).fetchone()
@@ -124,7 +132,7 @@ class Queue:
 
     def heartbeat(self, job, worker, now, lease_s):
         """Extend the lease; False when the job is no longer ours (it was taken back)."""
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 "UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND status = 'running'",
                 (now + lease_s, job.id, worker),
@@ -137,7 +145,7 @@ class Queue:
         """Mark the job done and run `write(conn)` (the result) in the same transaction.
 
         Returns False, writing nothing, when the lease was lost to another worker."""
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = 'done', worker = NULL, lease_until = NULL, error_kind = NULL,
                        last_error = NULL, http_status = ?, finished_at = ?, updated_at = ?, duration_ms = ?
@@ -156,7 +164,7 @@ class Queue:
         With `counted=False` the attempt is given back (a 429 is the domain's, not the job's); `write(conn)`
         runs in the same transaction (a confirmed removal)."""
         finished = None if status == "pending" else now
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = ?, worker = NULL, lease_until = NULL, error_kind = ?, last_error = ?,
                        http_status = ?, available_at = COALESCE(?, available_at), finished_at = ?,
@@ -174,7 +182,7 @@ class Queue:
 
     def release(self, job, worker, now):
         """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted."""
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
                        attempts = MAX(0, attempts - 1), updated_at = ?
@@ -220,7 +228,7 @@ class Queue:
         elif expired:
             where, args = "lease_until < ?", [now]
         else:
-            where, args = "1", []
+            where, args = "1 = 1", []
         if workers is not None and not workers:
             return 0
         with transaction(self.conn) as c:
@@ -274,7 +282,7 @@ class Queue:
 
     def new_run(self, now):
         """Give domains a previous run gave up another chance; returns their names."""
-        names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up")]
+        names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up != 0")]
         for name in names:
             self.update_domain(name, breaker.on_new_run, now)
         return names
@@ -284,7 +292,7 @@ class Queue:
         return dict(self.conn.execute(
             """SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
-               WHERE domains.gave_up GROUP BY domains.domain ORDER BY domains.domain"""))
+               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))
 
     def work_left(self, sites=None):
         """True while a job (of `sites`, default all) runs, or a pending one belongs to a domain that was
@@ -294,7 +302,7 @@ class Queue:
             where, args = f" AND site IN ({','.join('?' * len(sites))})", list(sites)
         return bool(self.conn.execute(
             f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
-                    OR (status = 'pending' AND domain NOT IN (SELECT domain FROM domains WHERE gave_up))){where})""",
+                    OR (status = 'pending' AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})""",
             args,
         ).fetchone()[0])
 
@@ -350,6 +358,11 @@ def add_jobs(c, rows, now, priority=0):
         [(*row, priority, now, now) for row in rows],
     )
     return c.total_changes - before
+
+
+def pg_write_lock():
+    from scraper.db import pg
+    return pg.WRITE_LOCK
 
 
 def _bump(c, name, by=1):

@@ -1,8 +1,12 @@
-"""SQLite connections (WAL, busy timeout) and the schema, migrated by `PRAGMA user_version`."""
+"""Connections and the schema: SQLite (WAL, busy timeout, migrated by `PRAGMA user_version`) for a path,
+PostgreSQL (`scraper.db.pg`: the same SQL, translated; a `schema_version` table) for a database URL."""
 
+import socket
 import sqlite3
+import time
 
 from scraper.base.errors import ConfigError
+from scraper.base.urls import is_db_url
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 
@@ -240,15 +244,58 @@ MIGRATIONS = [
     );
     CREATE INDEX requests_at ON requests (at);
     """,  # noqa: E501 - a shipped migration is never edited, not even to wrap its lines
+    # 7: many runs on one database (PostgreSQL): who runs where, alive until its heartbeat stops; and each
+    # domain's rate reservation on the database clock (GCRA: the instant its next request may leave)
+    """
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN heartbeat_at REAL;
+    ALTER TABLE domains ADD COLUMN slot_at REAL NOT NULL DEFAULT 0;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
+# PostgreSQL's own additions, run right after the migration of that index (0-based): what SQLite does
+# with a feature PostgreSQL lacks (FTS5 at index 5) gets its PostgreSQL form here.
+PG_MIGRATIONS = {
+    5: [
+        # search: one weighted tsvector per template, kept by the writer's own statement (a generated column)
+        """ALTER TABLE workflows ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (
+               setweight(to_tsvector('english', coalesce(name, '')), 'A')
+               || setweight(to_tsvector('english', coalesce(description, '')), 'B')
+               || setweight(to_tsvector('english', coalesce(author, '')), 'B')
+               || setweight(to_tsvector('english', coalesce(node_types, '') || ' ' || coalesce(categories, '')), 'C')
+               || setweight(to_tsvector('english', coalesce(explainer, '')), 'D')) STORED""",
+        "CREATE INDEX workflows_search ON workflows USING gin (search_tsv)",
+    ],
+}
+
 JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
 
 
+def is_postgres(conn):
+    return getattr(conn, "is_postgres", False)
+
+
+def clock(conn):
+    """Now, in seconds since the epoch, on the clock that decides: the database's on PostgreSQL (many
+    machines share it), this machine's on SQLite (one machine)."""
+    return conn.clock() if is_postgres(conn) else time.time()
+
+
+def host():
+    return socket.gethostname()
+
+
 def connect(path):
-    """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout."""
+    """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout; a database
+    URL gives a PostgreSQL connection with the same interface (`scraper.db.pg`)."""
+    if is_db_url(path):
+        from scraper.db import pg
+        try:
+            return pg.Connection(path)
+        except ImportError:
+            raise ConfigError("a PostgreSQL database URL needs psycopg: pip install 'scraper[postgres]'.") from None
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -262,6 +309,8 @@ def connect(path):
 def check_readable(path):
     """Read the schema through a read-only connection: a damaged file is refused (ConfigError) before
     anything runs."""
+    if is_db_url(path):
+        return
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -282,6 +331,9 @@ def open_db(path):
 def migrate(conn):
     """Apply the migrations this file has not seen yet, all in one transaction (a failure leaves the
     schema as it was); returns the schema version."""
+    if is_postgres(conn):
+        from scraper.db import pg
+        return pg.migrate(conn, MIGRATIONS, PG_MIGRATIONS)
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version >= SCHEMA_VERSION:
         return version
@@ -312,13 +364,17 @@ def _statements(script):
 
 
 class transaction:
-    """`with transaction(conn):` = BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any exception."""
+    """`with transaction(conn):` = BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any exception.
 
-    def __init__(self, conn):
+    On PostgreSQL BEGIN IMMEDIATE waits for the one write lock, as on SQLite; `shared=True` (a claim with
+    SKIP LOCKED, finishing a job under its lease: row locks suffice) lets such transactions run together."""
+
+    def __init__(self, conn, shared=False):
         self.conn = conn
+        self.shared = shared
 
     def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute("BEGIN" if self.shared and is_postgres(self.conn) else "BEGIN IMMEDIATE")
         return self.conn
 
     def __exit__(self, exc_type, exc, tb):
