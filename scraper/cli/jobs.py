@@ -9,7 +9,7 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import ConfigError, FetchError, ParseError, RunLocked
-from scraper.cli.common import Failure, _existing_db, _say, _settings, log
+from scraper.cli.common import Failure, _db_exists, _existing_db, _say, _settings, log
 
 
 def _job_count(s):
@@ -57,12 +57,12 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         raise Failure("--limit goes with --from-search.")
     s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
                   backoff_base_s=backoff_base_s)
-    if os.path.exists(s.db_path):
+    if _db_exists(s):
         _check_source(s, adopt_urls)     # before any request: a database of another site is refused first
-    if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
+    if if_empty and _db_exists(s) and _job_count(s) > 0:
         _say("the database already has jobs; nothing seeded.")
         return
-    started, had_db = time.time(), os.path.exists(s.db_path)
+    started, had_db = time.time(), _db_exists(s)
     try:
         found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
@@ -75,7 +75,10 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         _forget_walk(s, had_db)
         raise Failure(f"{e.url or s.api_url} did not answer with a page of search results ({e}); check "
                       f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", exitcodes.FAILED) from None
-    conn = store.open_db(s.db_path)
+    try:
+        conn = store.open_db(s.db_path)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
     try:
         source.check(conn, s.api_url, s.site_url, adopt_urls, time.time())
         if ids_file:
@@ -97,7 +100,7 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
 def _forget_walk(s, had_db):
     """After a walk that seeded nothing into a folder that had no database: take away the rate-limit
     files it made, so a failed first seed leaves the folder as it found it."""
-    if had_db or os.path.exists(s.db_path):
+    if had_db or s.postgres or _db_exists(s):
         return
     for path in s.db_files:
         if path != s.db_path:
@@ -191,8 +194,8 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
         raise Failure(str(e)) from None
     s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
                   transcript_languages=settings.parse_languages(transcript_languages), **options)
-    if not os.path.exists(s.db_path):
-        raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
+    if not _db_exists(s):
+        raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
     _check_source(s, adopt_urls)
     try:
         code = supervisor.run(s)
@@ -216,7 +219,7 @@ def _next_step(s, code):
             stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
         finally:
             conn.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, ConfigError):
         failed, stuck = 0, {}
     return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None))
 

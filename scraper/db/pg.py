@@ -92,7 +92,7 @@ class Cursor:
         """The id the last INSERT made in this session (its identity column), like SQLite's rowid."""
         try:
             return self._conn._raw.execute("SELECT lastval()").fetchone()[0]
-        except Exception:   # noqa: BLE001 - no sequence used yet: SQLite would say None too
+        except Exception:
             return None
 
     def close(self):

@@ -1,5 +1,6 @@
-"""Is a run working on this database? The run lock says whether anyone holds it; the `runs` row says
-who and since when."""
+"""Is a run working on this database? On SQLite the run lock says whether anyone holds it and the `runs`
+row says who and since when; on PostgreSQL many runs share the database and each `runs` row's heartbeat
+says whether its run is alive."""
 
 import fcntl
 import os
@@ -25,11 +26,28 @@ def lock_held(lock_path):
         os.close(fd)
 
 
-def current(conn, lock_path):
+def runs(conn, lock_path, now):
+    """Every live run: [{host, pid, started_at, workers, heartbeat_at}], newest first."""
+    from scraper.db import store
+    if not store.is_postgres(conn) and not lock_held(lock_path):
+        return []
+    rows = store.live_runs(conn, now)
+    if not store.is_postgres(conn):
+        rows = rows[:1]      # one run at a time holds a SQLite file
+    return [{"host": r["host"], "pid": r["pid"], "started_at": r["started_at"], "workers": r["workers"],
+             "heartbeat_at": r["heartbeat_at"]} for r in rows]
+
+
+def current(conn, lock_path, now=None):
     """{pid, started_at, alive} of the run that holds the database, or None when none does.
 
     `alive` is False when the lock is held but the run's supervisor is gone (it was killed and its
-    workers are finishing their last jobs)."""
+    workers are finishing their last jobs). On PostgreSQL: the newest run whose heartbeat is alive."""
+    from scraper.db import store
+    if store.is_postgres(conn):
+        live = runs(conn, lock_path, store.clock(conn) if now is None else now)
+        return None if not live else {"pid": live[0]["pid"], "started_at": live[0]["started_at"], "alive": True,
+                                      "host": live[0]["host"]}
     if not lock_held(lock_path):
         return None
     row = conn.execute(

@@ -270,6 +270,9 @@ PG_MIGRATIONS = {
     ],
 }
 
+RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
+RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
+
 JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
 
 
@@ -304,6 +307,20 @@ def connect(path):
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def exists(path):
+    """A database is there: the SQLite file, or a PostgreSQL database with the schema (ConfigError, one
+    sentence, when the URL cannot be opened)."""
+    import os
+    if not is_db_url(path):
+        return os.path.exists(path)
+    conn = connect(path)
+    try:
+        from scraper.db import pg
+        return pg.schema_version(conn) > 0
+    finally:
+        conn.close()
 
 
 def check_readable(path):
@@ -389,13 +406,36 @@ def last_run(conn):
     return conn.execute("SELECT pid, started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
 
 
-def start_run(conn, pid, started_at, workers, settings_json):
-    """Record a run that starts; returns its id."""
+def start_run(conn, pid, started_at, workers, settings_json, host=None):
+    """Record a run that starts (its machine, its first heartbeat); returns its id."""
     with transaction(conn) as c:
         return c.execute(
-            "INSERT INTO runs (pid, started_at, workers, settings) VALUES (?, ?, ?, ?)",
-            (pid, started_at, workers, settings_json),
-        ).lastrowid
+            "INSERT INTO runs (pid, started_at, workers, settings, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?) "
+            "RETURNING id",
+            (pid, started_at, workers, settings_json, host, started_at),
+        ).fetchone()[0]
+
+
+def heartbeat_run(conn, run_id, now):
+    """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
+    conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
+
+
+def live_runs(conn, now):
+    """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
+    return conn.execute(
+        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+        "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC", (now - RUN_DEAD_AFTER_S,)
+    ).fetchall()
+
+
+def dead_runs(conn, now):
+    """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
+    return conn.execute(
+        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+        "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
+        (now - RUN_DEAD_AFTER_S,),
+    ).fetchall()
 
 
 def finish_run(conn, run_id, finished_at, counts, exit_code):
