@@ -144,6 +144,9 @@ def _check_source(s, adopt):
               help="Seconds one whole answer may take: connection, headers and body.")
 @click.option("--max-answer-mb", type=int, default=settings.MAX_ANSWER_MB, show_default=True,
               help="Largest answer accepted, in MB once decompressed; a larger one ends its job `too_large`.")
+@click.option("--lease", "lease_s", type=float, default=settings.LEASE_S, show_default=True,
+              help="Seconds a claimed job stays a worker's between renewals (longer than --timeout); on "
+                   "PostgreSQL also how soon the jobs of a run that died on another machine come back.")
 @click.option("--with-page", is_flag=True, help="Also fetch each template's n8n.io page (title, og:* tags).")
 @click.option("--max-jobs-per-worker", type=int, default=settings.MAX_JOBS_PER_WORKER, show_default=True,
               help="Recycle a worker after this many jobs.")

@@ -142,9 +142,11 @@ def translate(sql, pk=None, ddl=False):
     code = _qualify_upsert(code)
     if conflict:
         r = _RETURNING.search(code)
-        code = (code[:r.start()] + conflict.strip() + " " + code[r.start():]) if r else code.rstrip().rstrip(";") + conflict
+        if r:
+            code = code[:r.start()] + conflict.strip() + " " + code[r.start():]
+        else:
+            code = code.rstrip().rstrip(";") + conflict
     code = code.replace("%", "%%").replace("?", "%s")
-    literals.append("','")
 
     def restore(m):
         text = literals[int(m.group(1))] if m.group(1).isdigit() else "','"

@@ -194,6 +194,19 @@ class Connection:
             self.total_changes += cur.rowcount
         return Cursor(self, cur)
 
+    def stream(self, sql, params=(), size=500):
+        """Dicts of a SELECT, `size` rows at a time through a server-side cursor (a whole table is never
+        in memory; sqlite_utils' `query` does the same on SQLite)."""
+        import psycopg
+        try:
+            with self._raw.cursor(name=f"scraper_stream_{id(self)}", withhold=True) as cur:
+                cur.itersize = size
+                cur.execute(dialect.translate(sql), tuple(params))
+                for row in cur:
+                    yield dict(zip(row.keys(), row))
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from e
+
     def begin(self, shared=False):
         """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE)."""
         self.raw("BEGIN")

@@ -302,7 +302,8 @@ class Queue:
             where, args = f" AND site IN ({','.join('?' * len(sites))})", list(sites)
         return bool(self.conn.execute(
             f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
-                    OR (status = 'pending' AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})""",
+                    OR (status = 'pending'
+                        AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})""",
             args,
         ).fetchone()[0])
 

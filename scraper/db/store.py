@@ -264,7 +264,8 @@ PG_MIGRATIONS = {
                setweight(to_tsvector('english', coalesce(name, '')), 'A')
                || setweight(to_tsvector('english', coalesce(description, '')), 'B')
                || setweight(to_tsvector('english', coalesce(author, '')), 'B')
-               || setweight(to_tsvector('english', coalesce(node_types, '') || ' ' || coalesce(categories, '')), 'C')
+               || setweight(to_tsvector('english', translate(coalesce(node_types, '') || ' '
+                                                             || coalesce(categories, ''), '."[],-', '      ')), 'C')
                || setweight(to_tsvector('english', coalesce(explainer, '')), 'D')) STORED""",
         "CREATE INDEX workflows_search ON workflows USING gin (search_tsv)",
     ],

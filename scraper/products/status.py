@@ -28,7 +28,8 @@ def report(queue, now, run=None, runs=None):
         for name, b in queue.domains().items()
     }
     return {
-        "run": run, "runs": runs if runs is not None else [], "total": p.total, **counts, "stale_running": 0 if alive else counts["running"],
+        "run": run, "runs": runs if runs is not None else [],
+        "total": p.total, **counts, "stale_running": 0 if alive else counts["running"],
         "finished_last_1m": last_1m, "finished_last_5m": last_5m,
         "rate_window_s": round(window, 1), "rate_per_min": round(p.rate_per_min, 2),
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
