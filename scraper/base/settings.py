@@ -196,7 +196,7 @@ def build(**values):
 
 def check_db_path(path):
     """The database must sit in an existing folder and, if it exists, be a SQLite file (whether its
-    schema can be read is `db.store.check_readable`'s, which the CLI runs next). A PostgreSQL URL is
+    schema can be read is `db.runstate.check_readable`'s, which the CLI runs next). A PostgreSQL URL is
     checked when it is opened."""
     if is_db_url(path):
         _check(bool(urlsplit(path).path.strip("/")) or "dbname=" in path,

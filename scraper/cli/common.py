@@ -64,20 +64,20 @@ def _say(text):
 def _db_exists(s):
     """The database is there: a SQLite file, or a PostgreSQL database that has the schema (a URL that
     cannot be reached is one sentence, exit 2)."""
-    from scraper.db import store
+    from scraper.db import runstate
     try:
-        return store.exists(s.db_path)
+        return runstate.exists(s.db_path)
     except ConfigError as e:
         raise Failure(str(e)) from None
 
 
 def _settings(ctx, **values):
     """Validated settings from the global options plus this command's."""
-    from scraper.db import store
+    from scraper.db import runstate
     try:
         s = settings.build(**ctx.obj, **values)
         if os.path.isfile(s.db_path) and os.path.getsize(s.db_path):
-            store.check_readable(s.db_path)  # a damaged file is refused before anything runs
+            runstate.check_readable(s.db_path)  # a damaged file is refused before anything runs
         return s
     except ConfigError as e:
         raise Failure(str(e)) from None

@@ -48,9 +48,7 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         scraper seed --from-search --limit 500
         scraper seed --ids my-templates.txt
     """
-    from scraper.db import store
-    from scraper.db.queue import Queue
-    from scraper.mirror import seed, source, sync
+    from scraper.db import runstate
     if from_search == bool(ids_file):
         raise Failure("give exactly one of --from-search or --ids FILE.")
     if limit is not None and not from_search:
@@ -63,6 +61,22 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         _say("the database already has jobs; nothing seeded.")
         return
     started, had_db = time.time(), _db_exists(s)
+    try:
+        lock = runstate.walk_lock(s.db_path, "n8n") if from_search else contextlib.nullcontext(True)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    with lock as mine:
+        if not mine:
+            log.info("another walk of the n8n listing is running on this database; this one is skipped")
+            return
+        _seed(s, ids_file, limit, adopt_urls, started, had_db)
+
+
+def _seed(s, ids_file, limit, adopt_urls, started, had_db):
+    """The walk (or the ids file) and what it queues, inside the walk lock."""
+    from scraper.db import store
+    from scraper.db.queue import Queue
+    from scraper.mirror import seed, source, sync
     try:
         found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:

@@ -7,7 +7,7 @@ comments are set aside first, so nothing inside them is touched. What it maps:
   (the primary key comes from the caller, which reads it from the catalogue);
 - scalar `MAX(a, b)`/`MIN(a, b)` -> `GREATEST`/`LEAST`; `IFNULL` -> `COALESCE`; `group_concat` ->
   `string_agg`; `json_object`/`json_group_array` -> `json_build_object`/`json_agg`; `LIKE` -> `ILIKE`
-  (SQLite's LIKE ignores ASCII case); `LIMIT -1` -> `LIMIT ALL`; `==` -> `=`;
+  (SQLite's LIKE ignores ASCII case); `GLOB 'p'` -> `~ 'regex'`; `LIMIT -1` -> `LIMIT ALL`; `==` -> `=`;
 - `INDEXED BY x`, `NOT INDEXED`, `COLLATE NOCASE` dropped (planner hints and SQLite's collation);
 - in DDL: `INTEGER PRIMARY KEY` -> an identity column, `INTEGER` -> `BIGINT`, `REAL` -> `DOUBLE PRECISION`,
   `BLOB` -> `BYTEA`.
@@ -63,6 +63,28 @@ def _split_args(text):
             start = i + 1
     args.append(text[start:])
     return args
+
+
+_GLOB = re.compile(r"\b(NOT\s+)?GLOB\s+\x00(\d+)\x00", re.I)
+
+
+def _glob(m, literals):
+    """`x GLOB 'p'` -> `x ~ '^regex$'` (a new literal: the pattern is written as a regular expression)."""
+    pattern = literals[int(m.group(2))][1:-1].replace("''", "'")
+    regex, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "[":
+            j = pattern.find("]", i + 1)
+            j = len(pattern) - 1 if j < 0 else j
+            inner = pattern[i + 1:j]
+            regex.append("[" + ("^" + inner[1:] if inner.startswith("^") else inner) + "]")
+            i = j + 1
+            continue
+        regex.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
+        i += 1
+    literals.append("'^" + "".join(regex).replace("'", "''") + "$'")
+    return ("!~ " if m.group(1) else "~ ") + _MARK.format(len(literals) - 1)
 
 
 def _qualify_upsert(code):
@@ -122,6 +144,7 @@ def translate(sql, pk=None, ddl=False):
         return _MARK.format(len(literals) - 1)
 
     code = _LITERAL.sub(keep, sql)
+    code = _GLOB.sub(lambda m: _glob(m, literals), code)
     conflict = None
     m = _INSERT_OR.match(code)
     if m:

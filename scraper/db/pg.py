@@ -203,7 +203,7 @@ class Connection:
                 cur.itersize = size
                 cur.execute(dialect.translate(sql), tuple(params))
                 for row in cur:
-                    yield dict(zip(row.keys(), row))
+                    yield dict(zip(row.keys(), row, strict=True))
         except psycopg.Error as e:
             raise _sqlite_error(e) from e
 
@@ -316,6 +316,23 @@ def unreachable(url, error):
             f"~/.pgpass) and the database name.")
 
 
+# PostgreSQL's own additions, run right after the migration of that index (0-based): what SQLite does
+# with a feature PostgreSQL lacks (FTS5 at index 5) gets its PostgreSQL form here.
+EXTRA_MIGRATIONS = {
+    5: [
+        # search: one weighted tsvector per template, kept by the writer's own statement (a generated column)
+        """ALTER TABLE workflows ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (
+               setweight(to_tsvector('english', coalesce(name, '')), 'A')
+               || setweight(to_tsvector('english', coalesce(description, '')), 'B')
+               || setweight(to_tsvector('english', coalesce(author, '')), 'B')
+               || setweight(to_tsvector('english', translate(coalesce(node_types, '') || ' '
+                                                             || coalesce(categories, ''), '."[],-', '      ')), 'C')
+               || setweight(to_tsvector('english', coalesce(explainer, '')), 'D')) STORED""",
+        "CREATE INDEX workflows_search ON workflows USING gin (search_tsv)",
+    ],
+}
+
+
 # --- the schema ------------------------------------------------------------------------------------
 
 def schema_version(conn):
@@ -328,7 +345,7 @@ def schema_version(conn):
 
 def _skipped(statement):
     """SQLite-only statements of a migration: FTS5 tables and their triggers (search has its own index
-    here, `PG_MIGRATIONS`)."""
+    here, `EXTRA_MIGRATIONS`)."""
     head = " ".join(statement.split()[:3]).upper()
     return head.startswith("CREATE VIRTUAL TABLE") or head.startswith("CREATE TRIGGER") or "_fts" in statement
 

@@ -1,7 +1,6 @@
 """Connections and the schema: SQLite (WAL, busy timeout, migrated by `PRAGMA user_version`) for a path,
 PostgreSQL (`scraper.db.pg`: the same SQL, translated; a `schema_version` table) for a database URL."""
 
-import socket
 import sqlite3
 import time
 
@@ -255,25 +254,6 @@ MIGRATIONS = [
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-# PostgreSQL's own additions, run right after the migration of that index (0-based): what SQLite does
-# with a feature PostgreSQL lacks (FTS5 at index 5) gets its PostgreSQL form here.
-PG_MIGRATIONS = {
-    5: [
-        # search: one weighted tsvector per template, kept by the writer's own statement (a generated column)
-        """ALTER TABLE workflows ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (
-               setweight(to_tsvector('english', coalesce(name, '')), 'A')
-               || setweight(to_tsvector('english', coalesce(description, '')), 'B')
-               || setweight(to_tsvector('english', coalesce(author, '')), 'B')
-               || setweight(to_tsvector('english', translate(coalesce(node_types, '') || ' '
-                                                             || coalesce(categories, ''), '."[],-', '      ')), 'C')
-               || setweight(to_tsvector('english', coalesce(explainer, '')), 'D')) STORED""",
-        "CREATE INDEX workflows_search ON workflows USING gin (search_tsv)",
-    ],
-}
-
-RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
-RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
-
 JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
 
 
@@ -285,10 +265,6 @@ def clock(conn):
     """Now, in seconds since the epoch, on the clock that decides: the database's on PostgreSQL (many
     machines share it), this machine's on SQLite (one machine)."""
     return conn.clock() if is_postgres(conn) else time.time()
-
-
-def host():
-    return socket.gethostname()
 
 
 def connect(path):
@@ -310,35 +286,6 @@ def connect(path):
     return conn
 
 
-def exists(path):
-    """A database is there: the SQLite file, or a PostgreSQL database with the schema (ConfigError, one
-    sentence, when the URL cannot be opened)."""
-    import os
-    if not is_db_url(path):
-        return os.path.exists(path)
-    conn = connect(path)
-    try:
-        from scraper.db import pg
-        return pg.schema_version(conn) > 0
-    finally:
-        conn.close()
-
-
-def check_readable(path):
-    """Read the schema through a read-only connection: a damaged file is refused (ConfigError) before
-    anything runs."""
-    if is_db_url(path):
-        return
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as e:
-        raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e
-
-
 def open_db(path):
     """Connect and bring the schema up to date."""
     conn = connect(path)
@@ -351,7 +298,7 @@ def migrate(conn):
     schema as it was); returns the schema version."""
     if is_postgres(conn):
         from scraper.db import pg
-        return pg.migrate(conn, MIGRATIONS, PG_MIGRATIONS)
+        return pg.migrate(conn, MIGRATIONS, pg.EXTRA_MIGRATIONS)
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version >= SCHEMA_VERSION:
         return version
@@ -415,28 +362,6 @@ def start_run(conn, pid, started_at, workers, settings_json, host=None):
             "RETURNING id",
             (pid, started_at, workers, settings_json, host, started_at),
         ).fetchone()[0]
-
-
-def heartbeat_run(conn, run_id, now):
-    """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
-    conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
-
-
-def live_runs(conn, now):
-    """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
-    return conn.execute(
-        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-        "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC", (now - RUN_DEAD_AFTER_S,)
-    ).fetchall()
-
-
-def dead_runs(conn, now):
-    """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
-    return conn.execute(
-        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-        "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
-        (now - RUN_DEAD_AFTER_S,),
-    ).fetchall()
 
 
 def finish_run(conn, run_id, finished_at, counts, exit_code):

@@ -17,7 +17,7 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import RunLocked
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import store
+from scraper.db import runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.policy import progress
@@ -180,8 +180,8 @@ class Supervisor:
                     return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
                 continue
             if mono >= next_beat:
-                next_beat = mono + store.RUN_HEARTBEAT_S
-                store.heartbeat_run(self.conn, self.run_id, self.clock())
+                next_beat = mono + runstate.RUN_HEARTBEAT_S
+                runstate.heartbeat_run(self.conn, self.run_id, self.clock())
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
                 self._check_memory()
@@ -322,7 +322,7 @@ class Supervisor:
     def _note_unfinished_run(self, conn):
         """A run killed with -9 (or by a reboot) could not say so: say it now, in the log it left."""
         if self.s.postgres:
-            for dead in store.dead_runs(conn, self.clock()):
+            for dead in runstate.dead_runs(conn, self.clock()):
                 log.warning("the run pid %d on %s (started %s) stopped without finishing; its jobs come back as "
                             "their leases expire", dead["pid"], dead["host"] or "?",
                             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(dead["started_at"])))
@@ -354,7 +354,7 @@ class Supervisor:
         settings = {k: v for k, v in dataclasses.asdict(self.s).items() if k != "user_agent"}
         settings["db_path"] = self.s.db_shown     # never a password
         return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings),
-                               store.host())
+                               runstate.host())
 
     def _finish_run(self, conn, run_id, code):
         counts = self.queue.counts()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError
-from scraper.db import requestlog, store
+from scraper.db import requestlog, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.net import http
@@ -272,7 +272,7 @@ def worker_name(slot, pid, settings=None):
     """Unique among the workers of one database: on PostgreSQL runs on other machines share it, so the
     host is part of the name."""
     if settings is not None and settings.postgres:
-        return f"w{slot}-{pid}@{store.host()}"
+        return f"w{slot}-{pid}@{runstate.host()}"
     return f"w{slot}-{pid}"
 
 

@@ -1,5 +1,5 @@
 """`scraper search` on PostgreSQL: the same query syntax and answer as the FTS5 search, on a weighted
-`tsvector` column of `workflows` (`search_tsv`, generated, with a GIN index; store.PG_MIGRATIONS), ranked
+`tsvector` column of `workflows` (`search_tsv`, generated, with a GIN index; pg.EXTRA_MIGRATIONS), ranked
 by `ts_rank` (negated: `rank` stays lower-is-better), with `ts_headline` snippets.
 
 The syntax: words (all must match), "a phrase", prefix*, NOT word, a OR b, column:word (the column's
