@@ -80,17 +80,17 @@ def net():
 
 
 @pytest.fixture
-def make(tmp_path):
-    """make(ids=[TID], **settings) -> (worker, queue, clock), the jobs seeded as `scraper seed` would."""
+def make(backend):
+    """make(ids=[TID], **settings) -> (worker, queue, clock), the jobs seeded as `scraper seed` would: a
+    contract fixture, so the worker's, politeness' and mirror's tests run on SQLite and on PostgreSQL."""
     opened = []
 
     def build(ids=(TID,), limiter_kind="none", **options):
-        s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url=SITE, **options)
+        s = settings.build(db_path=backend, api_url=API, site_url=SITE, **options)
         conn = store.open_db(s.db_path)
         q = Queue(conn)
         q.seed([(n8n.job_key(i), n8n.SITE, n8n.page_url(SITE, i), s.domain) for i in ids], now=NOW - 100)
-        lim = (limiter.DomainLimiter(s.limiter_path, s.rate_per_s, s.burst) if limiter_kind == "domain"
-               else limiter.NoLimiter())
+        lim = limiter.open_limiter(s) if limiter_kind == "domain" else limiter.NoLimiter()
         session = http.make_session(s.user_agent)
         clock = Clock(NOW)
         w = worker.Worker(s, "w1", q, lim, session, clock=clock, rng=random.Random(7))
