@@ -39,6 +39,7 @@ demo: install
 
 bench: install
 	$(BIN)/python -m scripts.bench
+	$(BIN)/python -m scripts.bench_postgres
 
 clean:
 	rm -rf $(VENV) *.egg-info $(DEMO_DB) $(DEMO_DB)-*

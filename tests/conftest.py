@@ -15,6 +15,9 @@ from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
 from tests.helpers import API, NOW, NOWHERE, SITE, TID, Clock
+from tests.pg import pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
+
+BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +65,15 @@ def db(tmp_path):
     return tmp_path / "jobs.db"
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request, tmp_path):
+    """The contract tests' database, on each backend: a SQLite path, or the URL of a new PostgreSQL
+    database (skipped with the reason where PostgreSQL is not installed)."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "jobs.db")
+
+
 @pytest.fixture
 def net():
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
@@ -69,17 +81,17 @@ def net():
 
 
 @pytest.fixture
-def make(tmp_path):
-    """make(ids=[TID], **settings) -> (worker, queue, clock), the jobs seeded as `scraper seed` would."""
+def make(backend):
+    """make(ids=[TID], **settings) -> (worker, queue, clock), the jobs seeded as `scraper seed` would: a
+    contract fixture, so the worker's, politeness' and mirror's tests run on SQLite and on PostgreSQL."""
     opened = []
 
     def build(ids=(TID,), limiter_kind="none", **options):
-        s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url=SITE, **options)
+        s = settings.build(db_path=backend, api_url=API, site_url=SITE, **options)
         conn = store.open_db(s.db_path)
         q = Queue(conn)
         q.seed([(n8n.job_key(i), n8n.SITE, n8n.page_url(SITE, i), s.domain) for i in ids], now=NOW - 100)
-        lim = (limiter.DomainLimiter(s.limiter_path, s.rate_per_s, s.burst) if limiter_kind == "domain"
-               else limiter.NoLimiter())
+        lim = limiter.open_limiter(s) if limiter_kind == "domain" else limiter.NoLimiter()
         session = http.make_session(s.user_agent)
         clock = Clock(NOW)
         w = worker.Worker(s, "w1", q, lim, session, clock=clock, rng=random.Random(7))

@@ -6,7 +6,6 @@ import copy
 import json
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -64,9 +63,8 @@ def start_scraper(site, db, *args):
 
 
 def rows(db, sql, *params):
-    """The rows of one query, as dicts, on a connection of their own."""
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
+    """The rows of one query, as dicts, on a connection of their own (a SQLite path or a PostgreSQL URL)."""
+    conn = store.connect(str(db))
     try:
         return [dict(r) for r in conn.execute(sql, params)]
     finally:

@@ -11,10 +11,10 @@ from tests.helpers import ROOT, check_every_row, rows, scraper
 pytestmark = pytest.mark.slow
 
 
-def test_run_with_faults_checks_every_row(standin, tmp_path):
+def test_run_with_faults_checks_every_row(standin, backend):
     site = standin(templates=80, rate=50, burst=5, latency_ms=5,
                    faults="503:0.05,500x2:0.05,reset:0.05,truncate:0.05,404:0.05,403:0.05", seed=3)
-    db = tmp_path / "jobs.db"
+    db = backend
     assert "seeded 80 new" in scraper(site, db, "seed", "--from-search", check=0).stdout
     done = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--burst", "5", "--backoff-base", "0.1")
     assert done.returncode == 1, done.stderr[-2000:]     # the 403s end failed

@@ -257,9 +257,9 @@ def test_the_breaker_threshold_comes_from_settings(make, net):
 
 # --- leases and stopping -------------------------------------------------------------------------
 
-def test_a_result_is_not_written_when_the_lease_was_lost_during_the_request(make, net, tmp_path):
+def test_a_result_is_not_written_when_the_lease_was_lost_during_the_request(make, net):
     w, q, clock = make()
-    other = Queue(store.connect(str(tmp_path / "jobs.db")))
+    other = Queue(store.connect(w.s.db_path))
 
     def answer_after_the_job_was_taken_back(request):
         other.requeue(NOW + 1)                      # the supervisor thought we were dead

@@ -10,7 +10,7 @@ from scraper import __version__
 from scraper.base.errors import ConfigError
 from scraper.base.sources import BUILTIN as BUILTIN_SOURCES
 from scraper.base.sources import Source
-from scraper.base.urls import domain_of
+from scraper.base.urls import domain_of, is_db_url, redact_db_url
 
 # Defaults: one place, units in the names.
 DB_PATH = "jobs.db"
@@ -157,6 +157,16 @@ class Settings:
         return self.max_answer_mb * 2**20
 
     @property
+    def postgres(self):
+        """The database is a PostgreSQL URL (many machines), not a SQLite file."""
+        return is_db_url(self.db_path)
+
+    @property
+    def db_shown(self):
+        """The database as logs and errors may show it: a URL without its password."""
+        return redact_db_url(self.db_path)
+
+    @property
     def limiter_path(self):
         return self.db_path + "-limiter"
 
@@ -181,6 +191,8 @@ class Settings:
         limiter's file with its own, the limiter's flock file, the run lock and the browser slots' lock
         file (removing a database
         means removing all of them)."""
+        if self.postgres:
+            return ()
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
                 limiter + ".lock", self.lock_path, self.browser_lock_path)
@@ -258,7 +270,12 @@ def build(**values):
 
 def check_db_path(path):
     """The database must sit in an existing folder and, if it exists, be a SQLite file (whether its
-    schema can be read is `db.store.check_readable`'s, which the CLI runs next)."""
+    schema can be read is `db.runstate.check_readable`'s, which the CLI runs next). A PostgreSQL URL is
+    checked when it is opened."""
+    if is_db_url(path):
+        _check(bool(urlsplit(path).path.strip("/")) or "dbname=" in path,
+               f"the database URL {redact_db_url(path)} names no database (postgresql://USER@HOST:PORT/DB).")
+        return
     folder = os.path.dirname(os.path.abspath(path))
     _check(os.path.isdir(folder), f"the database folder {folder} does not exist.")
     _check(not os.path.isdir(path), f"the database path {path} is a folder, not a file.")

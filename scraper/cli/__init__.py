@@ -15,7 +15,9 @@ from scraper.cli.common import Choice, Group
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", "db_path", envvar=settings.ENV_DB, default=settings.DB_PATH, show_default=True,
-              help=f"The SQLite database of jobs and results [env {settings.ENV_DB}].")
+              help=f"The database of jobs and results: a SQLite file's path, or a PostgreSQL URL "
+                   f"postgresql://USER@HOST:PORT/DB (many machines; password from PGPASSWORD or ~/.pgpass) "
+                   f"[env {settings.ENV_DB}].")
 @click.option("--api-url", envvar=settings.ENV_API_URL, default=settings.API_URL, show_default=True,
               help=f"Base URL of the n8n template API [env {settings.ENV_API_URL}].")
 @click.option("--site-url", envvar=settings.ENV_SITE_URL, default=settings.SITE_URL, show_default=True,

@@ -107,14 +107,24 @@ def _say(text):
     click.echo(logs.stamped(text))
 
 
+def _db_exists(s):
+    """The database is there: a SQLite file, or a PostgreSQL database that has the schema (a URL that
+    cannot be reached is one sentence, exit 2)."""
+    from scraper.db import runstate
+    try:
+        return runstate.exists(s.db_path)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+
+
 def _settings(ctx, **values):
     """Validated settings from the global options plus this command's."""
-    from scraper.db import store
+    from scraper.db import runstate
     try:
         loaded = sources.load(ctx.obj["sources_path"])    # validated once, before anything runs
         s = settings.build(**ctx.obj, sources=loaded, **values)
         if os.path.isfile(s.db_path) and os.path.getsize(s.db_path):
-            store.check_readable(s.db_path)  # a damaged file is refused before anything runs
+            runstate.check_readable(s.db_path)  # a damaged file is refused before anything runs
         return s
     except ConfigError as e:
         raise Failure(str(e)) from None
@@ -125,12 +135,14 @@ def _existing_db(s):
     """`with _existing_db(s) as conn:` the database of a command that needs one already (status never
     creates one), closed at the end; a ConfigError from the library becomes the command's one sentence."""
     from scraper.db import store
-    if not os.path.exists(s.db_path):
-        raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
+    if not _db_exists(s):
+        raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
     try:
         conn = store.open_db(s.db_path)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
     except sqlite3.DatabaseError as e:
-        raise Failure(f"{s.db_path} cannot be used as a database ({e}).") from None
+        raise Failure(f"{s.db_shown} cannot be used as a database ({e}).") from None
     try:
         yield conn
     except ConfigError as e:

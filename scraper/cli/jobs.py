@@ -9,7 +9,7 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import ConfigError, FetchError, ParseError, RunLocked
-from scraper.cli.common import Failure, _existing_db, _say, _settings, log
+from scraper.cli.common import Failure, _db_exists, _existing_db, _say, _settings, log
 
 
 def _job_count(s):
@@ -56,9 +56,7 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
         scraper seed --from-search --limit 500
         scraper seed --ids my-templates.txt
     """
-    from scraper.db import store
-    from scraper.db.queue import Queue
-    from scraper.mirror import seed, source, sync
+    from scraper.db import runstate
     if sum((from_search, bool(ids_file), bool(source_names))) > 1:
         raise Failure("give at most one of --from-search, --ids FILE or --source NAME.")
     if limit is not None and not from_search:
@@ -68,15 +66,31 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
     if (from_search or ids_file) and not any(src.kind == "n8n" for src in s.sources):
         raise Failure(f"{'--from-search' if from_search else '--ids'} needs an n8n source, and "
                       f"{s.sources_path} has none.")
-    if os.path.exists(s.db_path) and (from_search or ids_file):
+    if (from_search or ids_file) and _db_exists(s):
         _check_source(s, adopt_urls)     # before any request: a database of another site is refused first
-    if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
+    if if_empty and _db_exists(s) and _job_count(s) > 0:
         _say("the database already has jobs; nothing seeded.")
         return
     if not (from_search or ids_file):
         _walk_sources(ctx, s, source_names or None, adopt_urls)
         return
-    started, had_db = time.time(), os.path.exists(s.db_path)
+    started, had_db = time.time(), _db_exists(s)
+    try:
+        lock = runstate.walk_lock(s.db_path, "n8n") if from_search else contextlib.nullcontext(True)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    with lock as mine:
+        if not mine:
+            log.info("another walk of the n8n listing is running on this database; this one is skipped")
+            return
+        _seed(s, ids_file, limit, adopt_urls, started, had_db)
+
+
+def _seed(s, ids_file, limit, adopt_urls, started, had_db):
+    """The walk (or the ids file) and what it queues, inside the walk lock."""
+    from scraper.db import store
+    from scraper.db.queue import Queue
+    from scraper.mirror import seed, source, sync
     try:
         found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
@@ -89,7 +103,10 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
         _forget_walk(s, had_db)
         raise Failure(f"{e.url or s.api_url} did not answer with a page of search results ({e}); check "
                       f"--api-url (n8n's is {settings.API_URL}); nothing was seeded.", exitcodes.FAILED) from None
-    conn = store.open_db(s.db_path)
+    try:
+        conn = store.open_db(s.db_path)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
     try:
         source.check(conn, s.api_url, s.site_url, adopt_urls, time.time())
         source.own_n8n_jobs(conn, s)
@@ -164,7 +181,7 @@ def _forget_db(s, had_db):
 def _forget_walk(s, had_db):
     """After a walk that seeded nothing into a folder that had no database: take away the rate-limit
     files it made, so a failed first seed leaves the folder as it found it."""
-    if had_db or os.path.exists(s.db_path):
+    if had_db or s.postgres or _db_exists(s):
         return
     for path in s.db_files:
         if path != s.db_path:
@@ -213,6 +230,9 @@ def _check_source(s, adopt):
               help="Seconds one whole answer may take: connection, headers and body.")
 @click.option("--max-answer-mb", type=int, default=settings.MAX_ANSWER_MB, show_default=True,
               help="Largest answer accepted, in MB once decompressed; a larger one ends its job `too_large`.")
+@click.option("--lease", "lease_s", type=float, default=settings.LEASE_S, show_default=True,
+              help="Seconds a claimed job stays a worker's between renewals (longer than --timeout); on "
+                   "PostgreSQL also how soon the jobs of a run that died on another machine come back.")
 @click.option("--with-page", is_flag=True, help="Also fetch each template's n8n.io page (title, og:* tags).")
 @click.option("--max-jobs-per-worker", type=int, default=settings.MAX_JOBS_PER_WORKER, show_default=True,
               help="Recycle a worker after this many jobs.")
@@ -264,8 +284,8 @@ def run_cmd(ctx, **options):
     from scraper.policy import outcome
     from scraper.pool import supervisor
     s, adopt_urls = run_settings(ctx, **options)
-    if not os.path.exists(s.db_path):
-        raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
+    if not _db_exists(s):
+        raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
     _check_source(s, adopt_urls)
     try:
         code = supervisor.run(s)
@@ -300,7 +320,7 @@ def _next_step(s, code):
             stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
         finally:
             conn.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, ConfigError):
         failed, stuck = 0, {}
     return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None))
 

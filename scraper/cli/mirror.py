@@ -6,7 +6,7 @@ import time
 import click
 
 from scraper.base import exitcodes, settings
-from scraper.base.errors import ParseError
+from scraper.base.errors import ConfigError, ParseError
 from scraper.cli.common import Choice, Failure, _existing_db, _say, _settings
 
 CHANGE_KINDS = ("added", "changed", "removed", "restored")
@@ -150,3 +150,37 @@ def reextract_cmd(ctx):
 
 
 COMMANDS = (refresh_cmd, changes_cmd, history_cmd, reextract_cmd,)
+
+
+@click.command("migrate")
+@click.option("--to", "to_url", required=True, metavar="URL",
+              help="The empty PostgreSQL database to copy into: postgresql://USER@HOST:PORT/DB.")
+@click.pass_context
+def migrate_cmd(ctx, to_url):
+    """Copy this SQLite mirror (--db) into an empty PostgreSQL database: jobs, templates, answers,
+    versions, domains, runs and every other table. It refuses a target that holds any row. A run can
+    then continue on the PostgreSQL database (`--db URL`) where the SQLite one stopped.
+
+    \b
+    Example:
+        PGPASSWORD=... scraper --db jobs.db migrate --to postgresql://scraper@db.example.org:5432/scraper
+    """
+    from scraper.base.urls import is_db_url, redact_db_url
+    from scraper.db import copy
+    s = _settings(ctx)
+    if s.postgres:
+        raise Failure("migrate copies a SQLite file: give its path with --db, and the PostgreSQL URL with --to.")
+    if not is_db_url(to_url):
+        raise Failure(f"--to must be a PostgreSQL URL (postgresql://USER@HOST:PORT/DB), not {to_url!r}.")
+    with _existing_db(s):
+        pass                     # refuses a missing or damaged SQLite file with its sentence
+    try:
+        copied = copy.copy(s.db_path, to_url)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    detail = ", ".join(f"{table} {n}" for table, n in copied.items() if n)
+    _say(f"copied {sum(copied.values())} row(s) from {len(copied)} table(s) to {redact_db_url(to_url)}"
+         f"{': ' + detail if detail else ''}.")
+
+
+COMMANDS = COMMANDS + (migrate_cmd,)

@@ -46,11 +46,13 @@ def status_cmd(ctx, as_json, watch):
 
 
 def _status_report(s):
-    from scraper.db import runstate
+    from scraper.db import runstate, store
     from scraper.db.queue import Queue
     from scraper.products import status
     with _existing_db(s) as conn:
-        return status.report(Queue(conn), time.time(), runstate.current(conn, s.lock_path))
+        now = store.clock(conn)
+        return status.report(Queue(conn), now, runstate.current(conn, s.lock_path, now),
+                             runstate.runs(conn, s.lock_path, now))
 
 
 

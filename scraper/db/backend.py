@@ -1,6 +1,8 @@
-"""The database seam: what the pool and the mirror ask of a backend. SQLite implements it today
-(`scraper.db.store` for connections, schema and run rows; `scraper.db.queue.Queue` for the jobs);
-a PostgreSQL backend implements the same two protocols.
+"""The database seam: what the pool and the mirror ask of a backend. `scraper.db.store` (connections,
+schema, run rows) and `scraper.db.queue.Queue` (the jobs) implement it for both backends: `--db PATH` is
+SQLite, `--db postgresql://...` PostgreSQL, whose connection (`scraper.db.pg`) takes the same SQL and
+translates it. Only where the two differ in meaning is there a PostgreSQL path (`store.is_postgres`): the
+claim's SKIP LOCKED, the clock, the rate slot (`db.slots`), the runs rows and heartbeats, search.
 
 mypy checks these protocols strictly, and that the SQLite modules conform (see the bottom of
 `scraper.db.queue`).

@@ -9,6 +9,7 @@ questions change separately. Each pick is a subquery giving one id; `Queue._take
 # (priority 1) first, then the longest-waiting. Fairness between domains decides which domains may be
 # taken from (`policy.fairness.plan`), the sources' priority which level first; this decides between jobs.
 CLAIM_ORDER = "priority DESC, available_at, id"
+SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"    # PostgreSQL: claims side by side pass over a row being taken
 
 
 def source_levels(sources):
@@ -21,15 +22,24 @@ def source_levels(sources):
 
 # Without ANALYZE statistics SQLite prefers jobs_status and sorts every pending row (measured: 176 ms
 # a claim at 1M pending); the claim index reads rows in claim order and stops at the first (56 us).
-def picks(levels, where, args, now):
+def picks(levels, where, args, now, postgres=False):
     """(sql, args) of the picks to try in turn: without `levels` one over every row (index jobs_claim);
     with them one per priority level, the first level first. One source's rows are read from its own
     index (jobs_claim_source) in claim order, a lookup rather than a sort; a level of several sources
-    takes the best of each source's first row (children first, then the oldest)."""
+    takes the best of each source's first row (children first, then the oldest).
+
+    On PostgreSQL each pick locks its row (FOR UPDATE SKIP LOCKED, which a UNION cannot carry: a level of
+    several sources is one query over `source IN (...)` there)."""
     if levels is None:
         yield (f"""SELECT id FROM jobs INDEXED BY jobs_claim
                    WHERE status = 'pending' AND available_at <= ? AND {where}
-                   ORDER BY {CLAIM_ORDER} LIMIT 1""", [now, *args])
+                   ORDER BY {CLAIM_ORDER} LIMIT 1{SKIP_LOCKED if postgres else ""}""", [now, *args])
+        return
+    if postgres:
+        for level in levels:
+            yield (f"""SELECT id FROM jobs WHERE source IN ({','.join('?' * len(level))}) AND status = 'pending'
+                       AND available_at <= ? AND {where} ORDER BY {CLAIM_ORDER} LIMIT 1{SKIP_LOCKED}""",
+                   [*level, now, *args])
         return
     for level in levels:
         parts, level_args = [], []

@@ -5,7 +5,7 @@ import time
 from typing import TYPE_CHECKING
 
 from scraper.db import claims
-from scraper.db.store import JOB_STATUSES, transaction
+from scraper.db.store import JOB_STATUSES, is_postgres, transaction
 from scraper.policy import breaker, fairness
 
 SEED_BATCH = 5_000
@@ -76,9 +76,13 @@ class Queue:
         `sources` (levels of source names, first level first: `claims.source_levels`) limits the claim to
         those sources and, among the domains it may take from, prefers a job of the first level that has one."""
         self._levels = sources
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             blocked, probes = self._blocked_domains(c, now)
-            base, base_args = "1", []
+            if probes and is_postgres(c):
+                # only one claimer may turn a domain half-open: wait for the write lock, then look again
+                c.execute("SELECT pg_advisory_xact_lock(?)", (pg_write_lock(),))
+                blocked, probes = self._blocked_domains(c, now)
+            base, base_args = "1 = 1", []
             if sites is not None:
                 base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
             job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
@@ -121,8 +125,11 @@ class Queue:
                 probes.append(r["domain"])
         return blocked, probes
 
+    # On PostgreSQL claims run side by side: SKIP LOCKED (in the pick) passes over a row another claim is
+    # taking, and `status = 'pending'` is checked again on the locked row (READ COMMITTED), so no job is
+    # taken twice.
     def _claim_where(self, c, where, args, worker, now, lease_s, probe=False):
-        for pick, pick_args in claims.picks(self._levels, where, args, now):
+        for pick, pick_args in claims.picks(self._levels, where, args, now, postgres=is_postgres(c)):
             job = self._take(c, pick, pick_args, worker, now, lease_s, probe)
             if job is not None:
                 return job
@@ -133,7 +140,7 @@ class Queue:
         row = c.execute(
             f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
                     started_at = ?, updated_at = ?
-                WHERE id = ({pick})
+                WHERE id = ({pick}) AND status = 'pending'
                 RETURNING id, key, site, url, domain, attempts, source""",
             [worker, now + lease_s, now, now, *pick_args],
         ).fetchone()
@@ -141,7 +148,7 @@ class Queue:
 
     def heartbeat(self, job, worker, now, lease_s):
         """Extend the lease; False when the job is no longer ours (it was taken back)."""
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 "UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND status = 'running'",
                 (now + lease_s, job.id, worker),
@@ -154,7 +161,7 @@ class Queue:
         """Mark the job done and run `write(conn)` (the result) in the same transaction.
 
         Returns False, writing nothing, when the lease was lost to another worker."""
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = 'done', worker = NULL, lease_until = NULL, error_kind = NULL,
                        last_error = NULL, http_status = ?, finished_at = ?, updated_at = ?, duration_ms = ?
@@ -180,7 +187,7 @@ class Queue:
         With `counted=False` the attempt is given back (a 429 is the domain's, not the job's); `write(conn)`
         runs in the same transaction (a confirmed removal)."""
         finished = None if status == "pending" else now
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = ?, worker = NULL, lease_until = NULL, error_kind = ?, last_error = ?,
                        http_status = ?, available_at = COALESCE(?, available_at), finished_at = ?,
@@ -200,7 +207,7 @@ class Queue:
 
     def release(self, job, worker, now):
         """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted."""
-        with transaction(self.conn) as c:
+        with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
                        attempts = MAX(0, attempts - 1), updated_at = ?
@@ -246,7 +253,7 @@ class Queue:
         elif expired:
             where, args = "lease_until < ?", [now]
         else:
-            where, args = "1", []
+            where, args = "1 = 1", []
         if workers is not None and not workers:
             return 0
         with transaction(self.conn) as c:
@@ -302,7 +309,7 @@ class Queue:
 
     def new_run(self, now):
         """Give domains a previous run gave up another chance; returns their names."""
-        names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up")]
+        names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up != 0")]
         for name in names:
             self.update_domain(name, breaker.on_new_run, now)
         return names
@@ -312,7 +319,7 @@ class Queue:
         return dict(self.conn.execute(
             """SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
-               WHERE domains.gave_up GROUP BY domains.domain ORDER BY domains.domain"""))
+               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))
 
     def work_left(self, sites=None, sources=None):
         """True while a job (of `sites` and `sources`, default all) runs, or a pending one belongs to a
@@ -324,7 +331,8 @@ class Queue:
             where, args = where + f" AND source IN ({','.join('?' * len(sources))})", args + list(sources)
         return bool(self.conn.execute(
             f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
-                    OR (status = 'pending' AND domain NOT IN (SELECT domain FROM domains WHERE gave_up))){where})""",
+                    OR (status = 'pending'
+                        AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})""",
             args,
         ).fetchone()[0])
 
@@ -392,6 +400,11 @@ def add_jobs(c, rows, now, priority=0, source=DEFAULT_SOURCE):
 def _with_source(row, source=DEFAULT_SOURCE):
     """(key, site, url, domain, source): a row of four gets `source`."""
     return tuple(row) if len(row) == 5 else (*row, source)
+
+
+def pg_write_lock():
+    from scraper.db import pg
+    return pg.WRITE_LOCK
 
 
 def _bump(c, name, by=1):

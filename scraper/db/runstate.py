@@ -1,8 +1,17 @@
-"""Is a run working on this database? The run lock says whether anyone holds it; the `runs` row says
-who and since when."""
+"""Is a run working on this database? On SQLite the run lock says whether anyone holds it and the `runs`
+row says who and since when; on PostgreSQL many runs share the database and each `runs` row's heartbeat
+says whether its run is alive."""
 
 import fcntl
 import os
+import socket
+import sqlite3
+
+from scraper.base.errors import ConfigError
+from scraper.base.urls import is_db_url
+
+RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
+RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
 
 
 def lock_held(lock_path):
@@ -25,11 +34,28 @@ def lock_held(lock_path):
         os.close(fd)
 
 
-def current(conn, lock_path):
+def runs(conn, lock_path, now):
+    """Every live run: [{host, pid, started_at, workers, heartbeat_at}], newest first."""
+    from scraper.db import store
+    if not store.is_postgres(conn) and not lock_held(lock_path):
+        return []
+    rows = live_runs(conn, now)
+    if not store.is_postgres(conn):
+        rows = rows[:1]      # one run at a time holds a SQLite file
+    return [{"host": r["host"], "pid": r["pid"], "started_at": r["started_at"], "workers": r["workers"],
+             "heartbeat_at": r["heartbeat_at"]} for r in rows]
+
+
+def current(conn, lock_path, now=None):
     """{pid, started_at, alive} of the run that holds the database, or None when none does.
 
     `alive` is False when the lock is held but the run's supervisor is gone (it was killed and its
-    workers are finishing their last jobs)."""
+    workers are finishing their last jobs). On PostgreSQL: the newest run whose heartbeat is alive."""
+    from scraper.db import store
+    if store.is_postgres(conn):
+        live = runs(conn, lock_path, store.clock(conn) if now is None else now)
+        return None if not live else {"pid": live[0]["pid"], "started_at": live[0]["started_at"], "alive": True,
+                                      "host": live[0]["host"]}
     if not lock_held(lock_path):
         return None
     row = conn.execute(
@@ -48,3 +74,80 @@ def _running(pid):
     except psutil.Error:
         return False
 
+
+def heartbeat_run(conn, run_id, now):
+    """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
+    conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
+
+
+def live_runs(conn, now):
+    """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
+    return conn.execute(
+        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+        "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC", (now - RUN_DEAD_AFTER_S,)
+    ).fetchall()
+
+
+def dead_runs(conn, now):
+    """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
+    return conn.execute(
+        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+        "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
+        (now - RUN_DEAD_AFTER_S,),
+    ).fetchall()
+
+
+class walk_lock:
+    """`with walk_lock(path, name) as mine:` one walk of a source at a time on a PostgreSQL database (many
+    machines may start one): `mine` is False when another holds it. On SQLite always True (a walk's
+    changes are one transaction there, and one machine runs the cron line)."""
+
+    def __init__(self, path, name):
+        self.path, self.name, self.conn = path, name, None
+
+    def __enter__(self):
+        if not is_db_url(self.path):
+            return True
+        from scraper.db import store
+        self.conn = store.open_db(self.path)
+        got = self.conn.raw("SELECT pg_try_advisory_lock(hashtext(%s))", ("walk:" + self.name,)).fetchone()[0]
+        return bool(got)
+
+    def __exit__(self, *exc):
+        if self.conn is not None:
+            self.conn.close()    # a session lock: freed with its session
+        return False
+
+
+def host():
+    return socket.gethostname()
+
+
+def exists(path):
+    """A database is there: the SQLite file, or a PostgreSQL database with the schema (ConfigError, one
+    sentence, when the URL cannot be opened)."""
+    import os
+    if not is_db_url(path):
+        return os.path.exists(path)
+    from scraper.db import store
+    conn = store.connect(path)
+    try:
+        from scraper.db import pg
+        return pg.schema_version(conn) > 0
+    finally:
+        conn.close()
+
+
+def check_readable(path):
+    """Read the schema through a read-only connection: a damaged file is refused (ConfigError) before
+    anything runs."""
+    if is_db_url(path):
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e

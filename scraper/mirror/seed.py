@@ -7,7 +7,7 @@ import typing
 from scraper.base.errors import ConfigError, FetchError, ParseError
 from scraper.net import http
 from scraper.policy import retry
-from scraper.politeness.limiter import DomainLimiter
+from scraper.politeness.limiter import open_limiter
 from scraper.sites import n8n
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def discover(settings, limit=None, sleep=time.sleep):
 
     A failing page is retried as `run` retries a job; a page that still fails raises, so a partial walk
     is never taken for the whole library. A walk stopped by `limit` before the last page is not complete."""
-    limiter = DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst, rate_of=settings.rate_for)
+    limiter = open_limiter(settings)
     session = http.make_session(settings.user_agent)
 
     def get(url, parse):

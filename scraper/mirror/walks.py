@@ -81,11 +81,10 @@ class PoliteGet:
 
     def __init__(self, settings):
         from scraper.net import http
-        from scraper.politeness.limiter import DomainLimiter, NoLimiter
+        from scraper.politeness.limiter import open_limiter
         self.s = settings
         self.http = http
-        self.limiter = (DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst,
-                                      rate_of=settings.rate_for) if settings.limiter else NoLimiter())
+        self.limiter = open_limiter(settings)   # the shared buckets (SQLite) or the GCRA rows (PostgreSQL)
         self.session = http.make_session(settings.user_agent)
         self.requests = 0
 

@@ -131,6 +131,19 @@ class DomainLimiter:
         self._lock.close()
 
 
+def open_limiter(settings, rate_of=None):
+    """The limiter of the settings' database: the file-backed buckets beside a SQLite file, the GCRA rows
+    of a PostgreSQL database (`gcra.GcraLimiter`); NoLimiter with --no-limit. Each domain's budget is
+    `settings.rate_for(domain)` unless `rate_of` says otherwise."""
+    rate_of = rate_of or settings.rate_for
+    if not settings.limiter:
+        return NoLimiter()
+    if settings.postgres:
+        from scraper.politeness.gcra import GcraLimiter
+        return GcraLimiter(settings.db_path, settings.rate_per_s, settings.burst, rate_of=rate_of)
+    return DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst, rate_of=rate_of)
+
+
 class NoLimiter:
     """The limiter when `--no-limit` is given (benchmarks of the queue alone)."""
 

@@ -15,7 +15,7 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import RunLocked
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import store
+from scraper.db import runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
@@ -95,15 +95,31 @@ class Supervisor:
 
     def run(self):
         """Work until no job is running and no pending one belongs to a domain still tried (`Queue.work_left`),
-        or a signal stops us; returns the exit code."""
-        lock = RunLock(self.s.lock_path).acquire()
-        conn = store.open_db(self.s.db_path)
+        or a signal stops us; returns the exit code.
+
+        On SQLite a run holds the database alone (the run lock). On PostgreSQL many runs, on many machines,
+        work it together: each has its `runs` row and heartbeat, and the clock is the database's."""
+        lock = None if self.s.postgres else RunLock(self.s.lock_path).acquire()
+        try:
+            conn = store.open_db(self.s.db_path)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
         self.queue = Queue(conn)
         self.known = orphans.children()     # not ours to reap: children the caller had before the run
         orphans.subreaper(True)
+        self.conn = conn
+        if self.s.postgres:
+            self.clock = conn.clock
         try:
             self._note_unfinished_run(conn)
-            taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
+            if self.s.postgres:
+                # other runs may hold running rows: only expired leases are orphans (a dead run's come back
+                # as their leases run out)
+                taken = self.queue.requeue(self.clock(), expired=True)
+            else:
+                taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
             self._resume_sites(conn)
@@ -121,7 +137,8 @@ class Supervisor:
             orphans.kill(self.known)        # what dead workers left (a browser whose watchdog failed)
             orphans.subreaper(False)
             conn.close()
-            lock.release()
+            if lock is not None:
+                lock.release()
 
     def _loop(self):
         prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -137,7 +154,7 @@ class Supervisor:
     def _work(self):
         for slot in self.slots:
             self._start(slot)
-        next_sample = next_show = 0.0
+        next_sample = next_show = next_beat = 0.0
         next_summary = time.monotonic() + PROGRESS_EVERY_S
         stop_deadline = None
         while True:
@@ -160,10 +177,14 @@ class Supervisor:
                 return exitcodes.CRASHING
             if stop_deadline is not None:
                 if all(s.process is None for s in self.slots):
-                    self.queue.requeue(self.clock())
+                    if not self.s.postgres:     # other runs' rows are theirs on PostgreSQL
+                        self.queue.requeue(self.clock())
                     self._show(final=True)
                     return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
                 continue
+            if mono >= next_beat:
+                next_beat = mono + runstate.RUN_HEARTBEAT_S
+                runstate.heartbeat_run(self.conn, self.run_id, self.clock())
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
                 orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
@@ -210,7 +231,7 @@ class Supervisor:
             p.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        slot.process, slot.name, slot.recycle_asked_at = p, worker.worker_name(slot.index, p.pid), None
+        slot.process, slot.name, slot.recycle_asked_at = p, worker.worker_name(slot.index, p.pid, self.s), None
         slot.started_at = time.monotonic()
 
     def _reap(self, restart):
@@ -236,7 +257,7 @@ class Supervisor:
             slot.process = None
             if restart and self._work_left():
                 self._start(slot)
-                log.info("started %s in place of %s", slot.name, worker.worker_name(slot.index, p.pid))
+                log.info("started %s in place of %s", slot.name, worker.worker_name(slot.index, p.pid, self.s))
 
     def _signal_all(self, sig):
         for slot in self.slots:
@@ -308,6 +329,12 @@ class Supervisor:
 
     def _note_unfinished_run(self, conn):
         """A run killed with -9 (or by a reboot) could not say so: say it now, in the log it left."""
+        if self.s.postgres:
+            for dead in runstate.dead_runs(conn, self.clock()):
+                log.warning("the run pid %d on %s (started %s) stopped without finishing; its jobs come back as "
+                            "their leases expire", dead["pid"], dead["host"] or "?",
+                            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(dead["started_at"])))
+            return
         last = store.last_run(conn)
         if last is not None and last["finished_at"] is None:
             log.warning("the previous run (pid %d, started %s) ended without finishing (killed or crashed); "
@@ -335,7 +362,9 @@ class Supervisor:
     def _start_run(self, conn):
         self.started_at = self.clock()
         settings = {k: v for k, v in dataclasses.asdict(self.s).items() if k != "user_agent"}
-        return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings))
+        settings["db_path"] = self.s.db_shown     # never a password
+        return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings),
+                               runstate.host())
 
     def _finish_run(self, conn, run_id, code):
         counts, own = self.queue.counts(), self.queue.run_counts(run_id)

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 from scraper import sites
 from scraper.base import exitcodes
-from scraper.base.errors import FetchError, HandedBack, JobInvalid, ParseError
+from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError
 from scraper.base.urls import domain_of
-from scraper.db import requestlog, store
+from scraper.db import requestlog, runstate, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.net import http
 from scraper.policy import retry
 from scraper.politeness import domain as politeness
-from scraper.politeness.limiter import DomainLimiter, NoLimiter
+from scraper.politeness.limiter import open_limiter
 
 log = logging.getLogger(__name__)
 
@@ -263,17 +263,16 @@ def main(settings, slot, parent_pid, run_id=None):
     signal.signal(signal.SIGUSR1, lambda *_: setattr(flags, "recycle", True))
     # the supervisor blocked these around the fork: one that came meanwhile is delivered now, to our handler
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORK_BLOCKED)
-    name = worker_name(slot, os.getpid())
+    name = worker_name(slot, os.getpid(), settings)
     try:
         conn = store.connect(settings.db_path)
-        limiter = (DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst,
-                                 rate_of=settings.rate_for)
-                   if settings.limiter else NoLimiter())
-    except (OSError, sqlite3.Error) as e:
+        limiter = open_limiter(settings, rate_of=settings.rate_for)
+    except (OSError, sqlite3.Error, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
         sys.exit(exitcodes.WORKER_CRASHED)
     session = http.make_session(settings.user_agent)
-    w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, parent_pid=parent_pid)
+    clock = conn.clock if store.is_postgres(conn) else time.time   # the database's clock decides on PostgreSQL
+    w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid)
     try:
         code = w.run()
     except Exception:
@@ -321,7 +320,11 @@ def _storable_text(text):
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def worker_name(slot, pid):
+def worker_name(slot, pid, settings=None):
+    """Unique among the workers of one database: on PostgreSQL runs on other machines share it, so the
+    host is part of the name."""
+    if settings is not None and settings.postgres:
+        return f"w{slot}-{pid}@{runstate.host()}"
     return f"w{slot}-{pid}"
 
 

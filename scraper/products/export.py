@@ -76,7 +76,9 @@ def rows(conn, columns=None, live_only=False):
     select = stored + (["videos"] if with_transcripts and "videos" not in stored else [])
     cols = ", ".join(f'"{c}"' for c in select) if select else "id"
     where = " WHERE removed_at IS NULL" if live_only else ""
-    for row in sqlite_utils.Database(conn).query(f"SELECT {cols} FROM workflows{where} ORDER BY id"):
+    sql = f"SELECT {cols} FROM workflows{where} ORDER BY id"
+    found = conn.stream(sql) if getattr(conn, "is_postgres", False) else sqlite_utils.Database(conn).query(sql)
+    for row in found:
         if with_transcripts:
             row[TRANSCRIPTS] = transcripts_of(conn, row)
         yield {c: row[c] for c in columns}

@@ -7,7 +7,7 @@ and `template_videos`, in the writer's own transaction; `rebuild()` makes it aga
 import sqlite3
 
 from scraper.base.errors import ConfigError
-from scraper.db.store import transaction
+from scraper.db.store import is_postgres, transaction
 
 COLUMNS = ("name", "description", "explainer", "node_types", "categories", "author", "transcripts")
 # bm25 weight of each column, in COLUMNS order: a word in the name says more than one in a sticky note
@@ -29,6 +29,9 @@ def query(conn, text, limit=LIMIT):
     ConfigError (one sentence) when `text` is not a usable FTS5 query."""
     if not text.strip():
         raise ConfigError("the search query is empty; give one or more words.")
+    if is_postgres(conn):
+        from scraper.products import pgsearch
+        return pgsearch.query(conn, text, limit, (MARK_START, MARK_END, ELLIPSIS))
     weights = ", ".join(str(w) for w in WEIGHTS)
     sql = f"""
         SELECT w.id, w.name,
@@ -91,7 +94,9 @@ def render_items(source, text, results):
 def rebuild(conn):
     """Make the index again from `workflows` and the transcripts of each template's videos, in one
     transaction; returns the number of rows indexed. For a re-extraction and repairs: writes keep it in
-    step by themselves."""
+    step by themselves. On PostgreSQL the index is a generated column: always in step."""
+    if is_postgres(conn):
+        return conn.execute("SELECT COUNT(*) FROM workflows").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     transcripts = "NULL"
     if {"transcripts", "template_videos"} <= tables:

@@ -10,8 +10,9 @@ from scraper.policy import breaker, progress
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
 
 
-def report(queue, now, run=None):
-    """The status as one dict (the `status --json` object); `run` is `runstate.current()`."""
+def report(queue, now, run=None, runs=None):
+    """The status as one dict (the `status --json` object); `run` is `runstate.current()` (the newest live
+    run), `runs` is `runstate.runs()` (every live run: several share a PostgreSQL database)."""
     counts = queue.counts()
     last_1m, last_5m = queue.finished_since(now - 60), queue.finished_since(now - 300)
     alive = run is not None and run["alive"]
@@ -35,7 +36,8 @@ def report(queue, now, run=None):
             "slot_wait_s": round(waits.get(name, 0.0), 1),
         }
     return {
-        "run": run, "total": p.total, **counts, "stale_running": 0 if alive else counts["running"],
+        "run": run, "runs": runs if runs is not None else [],
+        "total": p.total, **counts, "stale_running": 0 if alive else counts["running"],
         "finished_last_1m": last_1m, "finished_last_5m": last_5m,
         "rate_window_s": round(window, 1), "rate_per_min": round(p.rate_per_min, 2),
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
@@ -60,6 +62,9 @@ def _when(ts):
 
 
 def run_line(r):
+    if len(r.get("runs") or ()) > 1:
+        return "runs      " + "; ".join(f"pid {x['pid']} on {x['host']} since {_when(x['started_at'])}, "
+                                        f"{x['workers']} workers" for x in r["runs"])
     run = r["run"]
     if run is None:
         return "run       none: no run holds this database"

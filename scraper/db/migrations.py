@@ -1,0 +1,325 @@
+"""The schema of the jobs database, as migrations: entry N brings a database from version N to N + 1
+(`PRAGMA user_version` on SQLite, the `schema_version` table on PostgreSQL, where `db/pg.py` translates
+them). A shipped migration is never edited: a change of schema is a new entry at the end.
+"""
+
+from scraper.db.schema_mirror import MIRROR_CORE
+
+# Each entry moves the schema from version i to i+1; never edit one that has shipped, add another.
+MIGRATIONS = [
+    """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        site TEXT NOT NULL,
+        url TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        priority INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('pending', 'running', 'done', 'failed', 'invalid')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        available_at REAL NOT NULL DEFAULT 0,
+        lease_until REAL,
+        worker TEXT,
+        error_kind TEXT,
+        last_error TEXT,
+        http_status INTEGER,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL,
+        duration_ms INTEGER
+    );
+    -- claims read only pending rows, in this order
+    CREATE INDEX jobs_claim ON jobs (priority DESC, available_at, id) WHERE status = 'pending';
+    CREATE INDEX jobs_status ON jobs (status);
+    CREATE INDEX jobs_running ON jobs (worker) WHERE status = 'running';
+    CREATE INDEX jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+    CREATE TABLE workflows (
+        id INTEGER PRIMARY KEY,
+        name TEXT,
+        description TEXT,
+        author TEXT,
+        categories TEXT,
+        node_count INTEGER,
+        node_types TEXT,
+        workflow TEXT,
+        total_views INTEGER,
+        created_at TEXT,
+        images TEXT,
+        videos TEXT,
+        explainer TEXT,
+        quality_score INTEGER,
+        fetched_at TEXT,
+        content_hash TEXT,
+        page_title TEXT,
+        page_description TEXT,
+        page_og TEXT
+    );
+    CREATE TABLE domains (
+        domain TEXT PRIMARY KEY,
+        state TEXT NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half_open')),
+        failures INTEGER NOT NULL DEFAULT 0,
+        open_until REAL NOT NULL DEFAULT 0,
+        probe_until REAL NOT NULL DEFAULT 0,
+        paused_until REAL NOT NULL DEFAULT 0,
+        pause_s REAL NOT NULL DEFAULT 0,
+        updated_at REAL
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        workers INTEGER NOT NULL,
+        settings TEXT,
+        done INTEGER,
+        failed INTEGER,
+        invalid INTEGER,
+        exit_code INTEGER
+    );
+    -- all-time event counters (errors by kind, 429s): a status read is one small SELECT
+    CREATE TABLE counters (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL DEFAULT 0
+    );
+    """,
+    # 2: the API and site URLs the database was seeded from (one row), so a run cannot mix two sites
+    """
+    CREATE TABLE source (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        api_url TEXT NOT NULL,
+        site_url TEXT NOT NULL,
+        recorded_at REAL NOT NULL
+    );
+    """,
+    # 3: transcripts of the templates' YouTube videos; templates stored before it get their links
+    """
+    CREATE TABLE transcripts (
+        video_id TEXT PRIMARY KEY,
+        language_code TEXT NOT NULL,
+        is_generated INTEGER NOT NULL CHECK (is_generated IN (0, 1)),
+        text TEXT NOT NULL,
+        segments TEXT NOT NULL,
+        fetched_at TEXT NOT NULL
+    );
+    CREATE TABLE template_videos (
+        template_id INTEGER NOT NULL,
+        video_id TEXT NOT NULL,
+        PRIMARY KEY (template_id, video_id)
+    );
+    CREATE INDEX template_videos_video ON template_videos (video_id);
+    CREATE INDEX jobs_site ON jobs (site, status);
+    INSERT OR IGNORE INTO template_videos (template_id, video_id)
+        SELECT w.id, v.value FROM workflows AS w, json_each(w.videos) AS v
+        WHERE json_valid(w.videos) AND json_type(w.videos) = 'array' AND v.type = 'text';
+    """,
+    # 4: the mirror (issue 8): raw answers per version, the listing as last walked, removals, changes
+    """
+    ALTER TABLE workflows ADD COLUMN version INTEGER;
+    ALTER TABLE workflows ADD COLUMN first_seen_at TEXT;
+    ALTER TABLE workflows ADD COLUMN last_seen_at TEXT;
+    ALTER TABLE workflows ADD COLUMN removed_at TEXT;
+    UPDATE workflows SET version = 1, first_seen_at = fetched_at, last_seen_at = fetched_at;
+    CREATE INDEX workflows_removed ON workflows (removed_at) WHERE removed_at IS NOT NULL;
+    -- one row per (template, version, kind): the answer as served, zlib-compressed
+    CREATE TABLE answers (
+        template_id INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('api', 'page')),
+        content_hash TEXT NOT NULL,
+        fetched_at TEXT NOT NULL,
+        body_fetched_at TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (template_id, version, kind)
+    );
+    -- each listed template's entry as last seen (hash without view counters)
+    CREATE TABLE listing (
+        id INTEGER PRIMARY KEY,
+        entry_hash TEXT NOT NULL,
+        seen_at TEXT NOT NULL
+    );
+    CREATE TABLE changes (
+        seq INTEGER PRIMARY KEY,
+        template_id INTEGER NOT NULL,
+        change TEXT NOT NULL CHECK (change IN ('added', 'changed', 'removed', 'restored')),
+        at TEXT NOT NULL,
+        version INTEGER
+    );
+    CREATE INDEX changes_at ON changes (at);
+    CREATE TABLE walks (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        complete INTEGER NOT NULL,
+        pages INTEGER NOT NULL,
+        listed INTEGER NOT NULL,
+        new INTEGER NOT NULL,
+        changed INTEGER NOT NULL,
+        removed INTEGER NOT NULL,
+        restored INTEGER NOT NULL
+    );
+    """,
+    # 5: a domain's failed probes in a row, and whether this run gave it up (--max-open-cycles)
+    """
+    ALTER TABLE domains ADD COLUMN open_cycles INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE domains ADD COLUMN gave_up INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 6: full-text search (scraper.search) and the request log (scraper.requestlog)
+    """
+    -- Holds its own copy of the text (not external content): snippets need it, and the transcripts
+    -- text has no column in workflows. Node types and categories are indexed as words, not JSON.
+    CREATE VIRTUAL TABLE workflows_fts USING fts5(
+        name, description, explainer, node_types, categories, author, transcripts,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    -- Triggers keep the index in the writer's own transaction, whoever the writer is.
+    CREATE TRIGGER workflows_fts_insert AFTER INSERT ON workflows BEGIN
+        INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author, transcripts)
+        VALUES (new.id, new.name, new.description, new.explainer,
+                CASE WHEN json_valid(new.node_types)
+                     THEN (SELECT group_concat(value, ' ') FROM json_each(new.node_types)) ELSE new.node_types END,
+                CASE WHEN json_valid(new.categories)
+                     THEN (SELECT group_concat(value, ', ') FROM json_each(new.categories)) ELSE new.categories END,
+                new.author,
+                (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = new.id));
+    END;
+    CREATE TRIGGER workflows_fts_update
+    AFTER UPDATE OF id, name, description, explainer, node_types, categories, author ON workflows BEGIN
+        UPDATE workflows_fts SET
+            rowid = new.id, name = new.name, description = new.description, explainer = new.explainer,
+            node_types = CASE WHEN json_valid(new.node_types)
+                THEN (SELECT group_concat(value, ' ') FROM json_each(new.node_types)) ELSE new.node_types END,
+            categories = CASE WHEN json_valid(new.categories)
+                THEN (SELECT group_concat(value, ', ') FROM json_each(new.categories)) ELSE new.categories END,
+            author = new.author,
+            transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = new.id)
+        WHERE rowid = old.id;
+    END;
+    CREATE TRIGGER workflows_fts_delete AFTER DELETE ON workflows BEGIN
+        DELETE FROM workflows_fts WHERE rowid = old.id;
+    END;
+    -- a transcript or a template's link to a video changes the transcripts text of the templates concerned
+    CREATE TRIGGER workflows_fts_transcript_insert AFTER INSERT ON transcripts BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows_fts.rowid)
+        WHERE rowid IN (SELECT template_id FROM template_videos WHERE video_id = new.video_id);
+    END;
+    CREATE TRIGGER workflows_fts_transcript_update AFTER UPDATE OF video_id, text ON transcripts BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows_fts.rowid)
+        WHERE rowid IN (SELECT template_id FROM template_videos WHERE video_id IN (old.video_id, new.video_id));
+    END;
+    CREATE TRIGGER workflows_fts_transcript_delete AFTER DELETE ON transcripts BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows_fts.rowid)
+        WHERE rowid IN (SELECT template_id FROM template_videos WHERE video_id = old.video_id);
+    END;
+    CREATE TRIGGER workflows_fts_link_insert AFTER INSERT ON template_videos BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = new.template_id) WHERE rowid = new.template_id;
+    END;
+    CREATE TRIGGER workflows_fts_link_delete AFTER DELETE ON template_videos BEGIN
+        UPDATE workflows_fts SET transcripts = (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = old.template_id) WHERE rowid = old.template_id;
+    END;
+    INSERT INTO workflows_fts (rowid, name, description, explainer, node_types, categories, author, transcripts)
+    SELECT id, name, description, explainer,
+           CASE WHEN json_valid(node_types)
+                THEN (SELECT group_concat(value, ' ') FROM json_each(node_types)) ELSE node_types END,
+           CASE WHEN json_valid(categories)
+                THEN (SELECT group_concat(value, ', ') FROM json_each(categories)) ELSE categories END,
+           author,
+           (SELECT group_concat(t.text, ' ') FROM template_videos AS tv JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = workflows.id)
+    FROM workflows;
+    -- One row per HTTP request a worker sent through its own HTTP path (for `scraper report`): when the
+    -- answer or failure came, 'ok' (2xx) or the failure kind, the HTTP status of a failure, how long it took.
+    CREATE TABLE requests (
+        at REAL NOT NULL,
+        domain TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status INTEGER,
+        ms INTEGER NOT NULL
+    );
+    CREATE INDEX requests_at ON requests (at);
+    """,  # noqa: E501 - a shipped migration is never edited, not even to wrap its lines
+    # 7: each run's own record (issue 22): the jobs it finished and its id on the request log rows, so
+    # that later runs cannot change what `report` says of it. Runs before this schema get the best record
+    # left of them: the jobs finished in their window as they are now, and the requests sent in it.
+    """
+    CREATE TABLE run_jobs (
+        run_id INTEGER NOT NULL,
+        job_id INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('done', 'failed', 'invalid')),
+        at REAL NOT NULL
+    );
+    CREATE INDEX run_jobs_run ON run_jobs (run_id, at);
+    ALTER TABLE requests ADD COLUMN run_id INTEGER;
+    CREATE INDEX requests_run ON requests (run_id, at);
+    UPDATE requests SET run_id = (SELECT id FROM runs WHERE runs.started_at <= requests.at
+                                  ORDER BY runs.started_at DESC LIMIT 1);
+    INSERT INTO run_jobs (run_id, job_id, status, at)
+    SELECT (SELECT id FROM runs WHERE runs.started_at <= j.finished_at ORDER BY runs.started_at DESC LIMIT 1),
+           j.id, j.status, j.finished_at
+    FROM jobs AS j
+    WHERE j.status IN ('done', 'failed', 'invalid') AND j.finished_at IS NOT NULL
+      AND EXISTS (SELECT 1 FROM runs WHERE runs.started_at <= j.finished_at);
+    """,
+    # 8: one mirror core for every kind (issue 16): items; answers and changes keyed by (source, key)
+    MIRROR_CORE,
+    # 9: sources (issue 16): each job's source; each source's walks (for its cadence) and recorded site
+    """
+    ALTER TABLE jobs ADD COLUMN source TEXT NOT NULL DEFAULT 'n8n';
+    -- claims across sources read one source's pending rows in claim order (Queue._claim_where)
+    CREATE INDEX jobs_claim_source ON jobs (source, priority DESC, available_at, id) WHERE status = 'pending';
+    CREATE TABLE source_walks (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        complete INTEGER NOT NULL,
+        new INTEGER NOT NULL DEFAULT 0,
+        changed INTEGER NOT NULL DEFAULT 0,
+        removed INTEGER NOT NULL DEFAULT 0,
+        restored INTEGER NOT NULL DEFAULT 0,
+        requests INTEGER NOT NULL DEFAULT 0,
+        error TEXT
+    );
+    CREATE INDEX source_walks_source ON source_walks (source, complete, id);
+    -- the listing walks made before sources existed are the n8n source's: its cadence goes on from them
+    INSERT INTO source_walks (source, started_at, finished_at, complete, new, changed, removed, restored, requests)
+        SELECT 'n8n', started_at, finished_at, complete, new, changed, removed, restored, pages FROM walks ORDER BY id;
+    -- the home URL each catalogue source was walked from (n8n's URLs stay in `source`)
+    CREATE TABLE source_sites (
+        source TEXT PRIMARY KEY,
+        site TEXT NOT NULL,
+        recorded_at REAL NOT NULL
+    );
+    """,
+    # 10: what `fetcher = "auto"` learnt per source and URL pattern (issue 17)
+    """
+    -- `fetcher = "auto"`: what each source's URL pattern learnt (scraper.policy.fetchmode), and the pages
+    -- it fetched by plain HTTP and by browser, its re-checks and how many changed the verdict.
+    CREATE TABLE fetch_patterns (
+        source TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        agreeing INTEGER NOT NULL DEFAULT 0,
+        by_http INTEGER NOT NULL DEFAULT 0,
+        by_browser INTEGER NOT NULL DEFAULT 0,
+        rechecks INTEGER NOT NULL DEFAULT 0,
+        changes INTEGER NOT NULL DEFAULT 0,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (source, pattern)
+    );
+    """,
+    # 11: the wait for the rate slot of each request (issue 21)
+    """
+    -- How long the worker waited for the domain's rate slot (and any 429 pause) before the request
+    -- (`status` sums it per domain over the last minute); 0 for the rows written before.
+    ALTER TABLE requests ADD COLUMN slot_wait_ms INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 12: many runs on one database (PostgreSQL): who runs where, alive until its heartbeat stops; and each
+    # domain's rate reservation on the database clock (GCRA: the instant its next request may leave)
+    """
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN heartbeat_at REAL;
+    ALTER TABLE domains ADD COLUMN slot_at REAL NOT NULL DEFAULT 0;
+    """,
+]

@@ -1,0 +1,379 @@
+"""A PostgreSQL connection that speaks to the rest of the code like a sqlite3 connection.
+
+The project's SQL stays in SQLite's dialect; `execute` translates each statement once (`dialect.translate`,
+cached) and returns rows that index by position and by name, like sqlite3.Row. `total_changes`,
+`rowcount` and `lastrowid` behave as the code expects, and errors come out as sqlite3's exception classes,
+so every `except sqlite3.Error` keeps working on both backends.
+
+Transactions: `BEGIN IMMEDIATE` takes a transaction-level advisory lock, so the read-modify-write
+transactions written for SQLite (one writer at a time) stay correct here unchanged; the hot paths (a claim
+with `FOR UPDATE SKIP LOCKED`, finishing a job under its lease) ask for a plain `BEGIN` and run side by side.
+
+psycopg (3) is imported only here, only when a URL is opened: SQLite users need not install it.
+"""
+
+import logging
+import sqlite3
+import time
+from urllib.parse import urlsplit
+
+from scraper.base.errors import ConfigError
+from scraper.base.urls import redact_db_url
+from scraper.db import dialect
+
+log = logging.getLogger(__name__)
+
+WRITE_LOCK = 0x5C4A9E01      # the advisory lock that stands for SQLite's one writer (BEGIN IMMEDIATE)
+MIGRATE_LOCK = 0x5C4A9E02
+CONNECT_TIMEOUT_S = 10
+CLOCK_RESYNC_S = 5.0         # how often the offset to the database's clock is measured again
+_PRAGMA_TYPES = {"bigint": "INTEGER", "integer": "INTEGER", "double precision": "REAL", "text": "TEXT",
+                 "bytea": "BLOB", "boolean": "INTEGER", "tsvector": "TSVECTOR"}
+
+
+class Row(tuple):
+    """A row by position and by column name (sqlite3.Row's interface)."""
+
+    __slots__ = ()
+    _names: dict = {}
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self):
+        return list(self._names)
+
+
+def _row_factory(cursor):
+    if cursor.description is None:
+        return tuple
+    names = {c.name: i for i, c in enumerate(cursor.description)}
+    cls = type("Row", (Row,), {"_names": names, "__slots__": ()})
+    return cls
+
+
+def _sqlite_error(e):
+    """The sqlite3 exception that stands for psycopg's `e` (the message kept)."""
+    import psycopg
+    kind = sqlite3.IntegrityError if isinstance(e, psycopg.IntegrityError) else sqlite3.OperationalError
+    return kind(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+
+
+class Cursor:
+    """What a statement gave: rows, rowcount, lastrowid."""
+
+    def __init__(self, conn, cur):
+        self._conn, self._cur = conn, cur
+
+    def fetchone(self):
+        return self._cur.fetchone() if self._cur.description is not None else None
+
+    def fetchall(self):
+        return self._cur.fetchall() if self._cur.description is not None else []
+
+    def fetchmany(self, size=1):
+        return self._cur.fetchmany(size) if self._cur.description is not None else []
+
+    def __iter__(self):
+        return iter(self.fetchall()) if self._cur.description is not None else iter(())
+
+    @property
+    def rowcount(self):
+        return self._cur.rowcount
+
+    @property
+    def description(self):
+        return None if self._cur.description is None else [(c.name,) + (None,) * 6 for c in self._cur.description]
+
+    @property
+    def lastrowid(self):
+        """The id the last INSERT made in this session (its identity column), like SQLite's rowid."""
+        try:
+            return self._conn._raw.execute("SELECT lastval()").fetchone()[0]
+        except Exception:
+            return None
+
+    def close(self):
+        self._cur.close()
+
+
+class Connection:
+    """One session on a PostgreSQL database, in autocommit mode (transactions are explicit)."""
+
+    is_postgres = True
+
+    def __init__(self, url):
+        import psycopg
+        from psycopg.adapt import Loader
+
+        class _Number(Loader):
+            """numeric (SUM of bigint, AVG) as int when whole, else float: what sqlite3 returns."""
+
+            def load(self, data):
+                text = bytes(data).decode()
+                return int(text) if text.lstrip("-").isdigit() else float(text)
+
+        class _Bool(Loader):
+            def load(self, data):
+                return 1 if bytes(data) == b"t" else 0
+
+        class _Text(Loader):
+            def load(self, data):
+                return bytes(data).decode()
+
+        self.url = redact_db_url(url)
+        try:
+            self._raw = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
+                                        connect_timeout=CONNECT_TIMEOUT_S, row_factory=_row_factory)
+        except psycopg.Error as e:
+            raise ConfigError(unreachable(url, e)) from None
+        for name, loader in (("numeric", _Number), ("bool", _Bool), ("json", _Text), ("jsonb", _Text)):
+            self._raw.adapters.register_loader(name, loader)
+        self.total_changes = 0
+        self._pks = {}
+        self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
+
+    # --- statements ----------------------------------------------------------------------------
+
+    def execute(self, sql, params=()):
+        head = sql.lstrip()[:24].upper()
+        if head.startswith("BEGIN"):
+            return self.begin(shared=not any(w in head for w in ("IMMEDIATE", "EXCLUSIVE")))
+        if head.startswith("PRAGMA"):
+            return self._pragma(sql)
+        return self._run(self._translate(sql), params)
+
+    def executemany(self, sql, seq):
+        import psycopg
+        rows = [tuple(p) for p in seq]
+        cur = self._raw.cursor()
+        try:
+            if rows:
+                cur.executemany(self._translate(sql), rows)
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from e
+        self.total_changes += max(0, cur.rowcount)
+        return Cursor(self, cur)
+
+    def executescript(self, script):
+        from scraper.db import store
+        for statement in store._statements(script):
+            self.execute(statement)
+
+    def _translate(self, sql):
+        head = sql.lstrip()[:40].upper()
+        pk = None
+        if head.startswith("INSERT OR REPLACE"):
+            pk = self.primary_key(sql.split()[4].split("(")[0])
+        return dialect.translate(sql, pk)
+
+    def _run(self, sql, params=()):
+        import psycopg
+        cur = self._raw.cursor()
+        try:
+            cur.execute(sql, tuple(params) if not isinstance(params, dict) else params)
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from e
+        if cur.description is None and cur.rowcount > 0:
+            self.total_changes += cur.rowcount
+        elif cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"):
+            self.total_changes += cur.rowcount   # with RETURNING
+        return Cursor(self, cur)
+
+    def raw(self, sql, params=None):
+        """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
+        import psycopg
+        cur = self._raw.cursor()
+        try:
+            cur.execute(sql, params)
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from e
+        if cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"):
+            self.total_changes += cur.rowcount
+        return Cursor(self, cur)
+
+    def stream(self, sql, params=(), size=500):
+        """Dicts of a SELECT, `size` rows at a time through a server-side cursor (a whole table is never
+        in memory; sqlite_utils' `query` does the same on SQLite)."""
+        import psycopg
+        try:
+            with self._raw.cursor(name=f"scraper_stream_{id(self)}", withhold=True) as cur:
+                cur.itersize = size
+                cur.execute(dialect.translate(sql), tuple(params))
+                for row in cur:
+                    yield dict(zip(row.keys(), row, strict=True))
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from e
+
+    def begin(self, shared=False):
+        """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE)."""
+        self.raw("BEGIN")
+        if not shared:
+            self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        return Cursor(self, self._raw.cursor())
+
+    def primary_key(self, table):
+        """The primary key's columns of `table`, comma-separated (cached)."""
+        pk = self._pks.get(table)
+        if pk is None:
+            rows = self.raw(
+                """SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
+                   AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary
+                   ORDER BY array_position(i.indkey, a.attnum)""", (table,)).fetchall()
+            pk = self._pks[table] = ", ".join(r[0] for r in rows)
+        return pk or None
+
+    def _pragma(self, sql):
+        body = sql.strip().rstrip(";")[6:].strip()
+        name = body.split("(")[0].split("=")[0].strip().lower()
+        if name == "table_info":   # generated columns left out, as SQLite's table_info does
+            table = body.split("(", 1)[1].rstrip(")").strip().strip("'\"")
+            rows = self.raw(
+                """SELECT ordinal_position - 1 AS cid, column_name::text AS name, data_type::text AS type,
+                          (is_nullable = 'NO')::int AS notnull, column_default::text AS dflt_value, 0 AS pk
+                   FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s
+                       AND is_generated = 'NEVER'
+                   ORDER BY ordinal_position""", (table,)).fetchall()
+            names = {"cid": 0, "name": 1, "type": 2, "notnull": 3, "dflt_value": 4, "pk": 5}
+            cls = type("Row", (Row,), {"_names": names, "__slots__": ()})
+            return _Rows([cls((r[0], r[1], _PRAGMA_TYPES.get(r[2], r[2].upper()), r[3], r[4], r[5]))
+                          for r in rows])
+        if name == "user_version":
+            return _Rows([(schema_version(self),)])
+        return _Rows([])    # journal_mode, busy_timeout, synchronous ...: SQLite's business only
+
+    # --- the rest of sqlite3.Connection's interface the code uses ------------------------------
+
+    @property
+    def in_transaction(self):
+        from psycopg.pq import TransactionStatus
+        return self._raw.info.transaction_status != TransactionStatus.IDLE
+
+    def commit(self):
+        if self.in_transaction:
+            self.raw("COMMIT")
+
+    def rollback(self):
+        if self.in_transaction:
+            self.raw("ROLLBACK")
+
+    def cursor(self):
+        return self
+
+    def close(self):
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def clock(self):
+        """Seconds since the epoch on the database's clock: the local clock plus its measured offset to
+        `clock_timestamp()` (taken again every CLOCK_RESYNC_S), so machines whose clocks or time zones
+        differ agree, at one round trip every few seconds."""
+        mono = time.monotonic()
+        if mono - self._synced >= CLOCK_RESYNC_S:
+            before = time.time()
+            db_now = self.raw("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
+            after = time.time()
+            self._offset, self._synced = db_now - (before + after) / 2, mono
+        return time.time() + self._offset
+
+
+class _Rows:
+    """A cursor over rows made here (a PRAGMA's answer)."""
+
+    def __init__(self, rows):
+        self._rows = rows
+        self.rowcount = -1
+        self.lastrowid = None
+        self.description = None
+
+    def fetchone(self):
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self):
+        return list(self._rows)
+
+    def __iter__(self):
+        return iter(self._rows)
+
+
+def unreachable(url, error):
+    """One sentence for a database URL that cannot be opened (no password in it)."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "localhost (Unix socket)", parts.port or 5432
+    reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+    if parts.password:
+        reason = reason.replace(parts.password, "***")
+    return (f"cannot open the PostgreSQL database {redact_db_url(url)} at {host}:{port} ({reason}); check that "
+            f"the server runs and accepts connections there, and the user, the password (PGPASSWORD or "
+            f"~/.pgpass) and the database name.")
+
+
+# PostgreSQL's own additions, run right after the migration of that index (0-based): what SQLite does
+# with a feature PostgreSQL lacks (FTS5 at index 5) gets its PostgreSQL form here.
+EXTRA_MIGRATIONS = {
+    5: [
+        # search: one weighted tsvector per template, kept by the writer's own statement (a generated column)
+        """ALTER TABLE workflows ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (
+               setweight(to_tsvector('english', coalesce(name, '')), 'A')
+               || setweight(to_tsvector('english', coalesce(description, '')), 'B')
+               || setweight(to_tsvector('english', coalesce(author, '')), 'B')
+               || setweight(to_tsvector('english', translate(coalesce(node_types, '') || ' '
+                                                             || coalesce(categories, ''), '."[],-', '      ')), 'C')
+               || setweight(to_tsvector('english', coalesce(explainer, '')), 'D')) STORED""",
+        "CREATE INDEX workflows_search ON workflows USING gin (search_tsv)",
+    ],
+}
+
+
+# --- the schema ------------------------------------------------------------------------------------
+
+def schema_version(conn):
+    row = conn.raw("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
+    if not row[0]:
+        return 0
+    row = conn.raw("SELECT version FROM schema_version").fetchone()
+    return 0 if row is None else row[0]
+
+
+def _skipped(statement):
+    """SQLite-only statements of a migration: FTS5 tables and their triggers (search has its own index
+    here, `EXTRA_MIGRATIONS`)."""
+    head = " ".join(statement.split()[:3]).upper()
+    return head.startswith("CREATE VIRTUAL TABLE") or head.startswith("CREATE TRIGGER") or "_fts" in statement
+
+
+def migrate(conn, migrations, extra):
+    """Apply the migrations this database has not seen (each translated; `extra[i]`, PostgreSQL's own
+    addition, right after migration i), all in one transaction; returns the schema version."""
+    target = len(migrations)
+    if schema_version(conn) >= target:
+        return target
+    from scraper.db import store
+    conn.raw("BEGIN")
+    try:
+        conn.raw("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        conn.raw("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        version = schema_version(conn)
+        if version < target:
+            conn.raw(dialect.SHIMS)
+        for number in range(version, target):
+            for statement in store._statements(migrations[number]):
+                if not _skipped(statement):
+                    conn.raw(dialect.translate(statement, ddl=True), ())
+            for statement in extra.get(number, ()):
+                conn.raw(statement)
+        conn.raw("DELETE FROM schema_version")
+        conn.raw("INSERT INTO schema_version (version) VALUES (%s)", (target,))
+        conn.raw("COMMIT")
+    except BaseException:
+        conn.raw("ROLLBACK")
+        raise
+    return target

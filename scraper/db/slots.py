@@ -1,0 +1,50 @@
+"""Each domain's rate slot on PostgreSQL: a GCRA reservation in the domain's `domains` row, taken on the
+database's clock, so every process on every machine shares one budget per domain.
+
+GCRA (the generic cell rate algorithm) keeps one number per domain, `slot_at`: the theoretical arrival
+time of the next request. A request may leave when `slot_at - now <= tolerance` (the burst as an
+allowance); leaving moves `slot_at` to `max(slot_at, now) + interval`. One UPDATE does the test and the
+move under the row's lock, on `clock_timestamp()` (seconds since the epoch: no time zone can shift it;
+pyrate-limiter's PostgresBucket stores zone-less timestamps, which another session's time zone shifts).
+"""
+
+_NOW = "extract(epoch FROM clock_timestamp())::float8"
+
+TAKE = f"""
+WITH up AS (
+    UPDATE domains SET slot_at = GREATEST(slot_at, {_NOW}) + %(interval)s
+    WHERE domain = %(domain)s AND slot_at - {_NOW} <= %(tolerance)s
+    RETURNING 1)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM up) THEN 0.0
+            ELSE (SELECT GREATEST(0.001, slot_at - {_NOW} - %(tolerance)s) FROM domains WHERE domain = %(domain)s)
+       END"""
+
+WAIT = f"SELECT GREATEST(0.0, slot_at - {_NOW} - %(tolerance)s) FROM domains WHERE domain = %(domain)s"
+
+ENSURE = "INSERT INTO domains (domain, updated_at) VALUES (%(domain)s, 0) ON CONFLICT (domain) DO NOTHING"
+
+
+def gcra(rate_per_s, burst):
+    """(interval, tolerance) in seconds for `rate_per_s` with `burst`. As the SQLite limiter does, one unit
+    of the burst is kept back as a margin for the time between the slot and the request's arrival, so a
+    server enforcing exactly (rate, burst) never answers 429; any 1-second window then holds at most
+    rate + burst - 1 requests."""
+    interval = 1.0 / rate_per_s
+    units = burst - 1 if burst >= 2 else 1
+    return interval, (units - 1) * interval
+
+
+def ensure(conn, domain):
+    conn.raw(ENSURE, {"domain": domain})
+
+
+def take(conn, domain, interval, tolerance):
+    """Take the domain's slot now: 0.0 when taken, else the seconds until one may be free."""
+    wait = conn.raw(TAKE, {"domain": domain, "interval": interval, "tolerance": tolerance}).fetchone()[0]
+    return 0.0 if wait is None else float(wait)
+
+
+def wait(conn, domain, tolerance):
+    """Seconds until the domain's slot is free (0.0: now); takes nothing."""
+    row = conn.raw(WAIT, {"domain": domain, "tolerance": tolerance}).fetchone()
+    return 0.0 if row is None else float(row[0])

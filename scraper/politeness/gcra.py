@@ -1,0 +1,52 @@
+"""The rate limiter of a PostgreSQL database: one GCRA reservation per domain in its `domains` row
+(`scraper.db.slots`), shared by every process on every machine. Same interface as `DomainLimiter`."""
+
+import time
+
+from scraper.db import slots, store
+
+
+class GcraLimiter:
+    """`acquire(domain)` waits for the domain's slot. Open it inside the process that uses it: it holds
+    its own connection, so a slot is never taken inside another transaction."""
+
+    def __init__(self, db_url, rate_per_s, burst, sleep=time.sleep, rate_of=None):
+        self._conn = store.open_db(db_url)    # the schema first: a first seed walks before it stores
+        self._default = slots.gcra(rate_per_s, burst)
+        self._rate_of = rate_of
+        self._known = {}
+        self._sleep = sleep
+
+    def _params(self, domain):
+        params = self._known.get(domain)
+        if params is None:
+            slots.ensure(self._conn, domain)
+            params = self._known[domain] = slots.gcra(*self._rate_of(domain)) if self._rate_of else self._default
+        return params
+
+    def wait_s(self, domain):
+        return slots.wait(self._conn, domain, self._params(domain)[1])
+
+    def try_acquire(self, domain):
+        """Take one slot now: 0.0 when admitted, else the seconds until one may be free."""
+        interval, tolerance = self._params(domain)
+        return slots.take(self._conn, domain, interval, tolerance)
+
+    def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
+        """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            if should_stop():
+                return False
+            wait = self.try_acquire(domain)
+            if wait == 0.0:
+                return True
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                wait = min(wait, left)
+            self._sleep(min(wait, 0.25))   # short naps keep a stop request responsive
+
+    def close(self):
+        self._conn.close()

@@ -1,0 +1,115 @@
+"""PostgreSQL against SQLite: claims plus completions per second with 1, 4 and 8 processes, and the
+efficiency of two `scraper run` groups (two machines, two time zones) on one PostgreSQL database against
+the stand-in.
+
+    .venv/bin/python -m scripts.bench_postgres [--seconds 3] [--templates 300] [--rate 20]
+
+PostgreSQL is a throw-away server started like the tests' (tests/pg.py: Debian's package, an unprivileged
+user, 127.0.0.1 only, fsync off); nothing else is contacted.
+"""
+
+import argparse
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from scraper.db import store
+from scraper.db.queue import Queue
+from scripts.standin import client
+from tests.pg import Server, why_not
+
+LEASE_S = 60.0
+JOBS = 200_000
+
+
+def _worker(path, index, seconds, out):
+    conn = store.connect(path)
+    q, done = Queue(conn), 0
+    clock = store.clock if store.is_postgres(conn) else (lambda c: time.time())
+    name = f"bench-{index}-{os.getpid()}"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        now = clock(conn)
+        job = q.claim(name, now, LEASE_S)
+        if job is None:
+            break
+        q.complete(job, name, now, 1, write=lambda c, i=job.id: c.execute(
+            "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO NOTHING", (f"bench:{i}",)))
+        done += 1
+    conn.close()
+    out.put(done)
+
+
+def claims_per_s(path, processes, seconds):
+    conn = store.open_db(path)
+    Queue(conn).seed(((f"b:{i}", "n8n", f"https://example.org/{i}", "example.org") for i in range(JOBS)), now=0)
+    conn.close()
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(path, i, seconds, out)) for i in range(processes)]
+    started = time.perf_counter()
+    for p in procs:
+        p.start()
+    total = sum(out.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return total / (time.perf_counter() - started)
+
+
+def two_groups(server, templates, rate, burst=5):
+    """(seconds, efficiency = achieved rate / --rate, 429s, max in 1 s) of two 3-worker groups."""
+    url = server.new_url()
+    site = client.start(templates=templates, rate=rate, burst=burst, latency_ms=20)
+    env = {**os.environ, "SCRAPER_API_URL": site.api_url, "SCRAPER_SITE_URL": site.url, "SCRAPER_DB": url,
+           "SCRAPER_TRANSCRIPTS": "0"}
+    try:
+        subprocess.run([sys.executable, "-m", "scraper", "seed", "--from-search", "--rate", str(rate)], env=env,
+                       check=True, capture_output=True)
+        before = site.stats()["requests"]
+        started = time.perf_counter()
+        groups = [subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", str(rate),
+                                    "--burst", str(burst)], env={**env, "TZ": tz}, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL) for tz in ("UTC", "Asia/Macau")]
+        for g in groups:
+            g.wait(600)
+        elapsed = time.perf_counter() - started
+        stats = site.stats()
+        sent = stats["requests"] - before
+        return elapsed, sent / elapsed / rate, stats["http_429"], stats["max_in_1s"]
+    finally:
+        site.stop()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="Length of each claims measurement.")
+    parser.add_argument("--templates", type=int, default=300, help="Stand-in templates for the two-group run.")
+    parser.add_argument("--rate", type=float, default=20.0, help="--rate of the two-group run (and the site's).")
+    args = parser.parse_args(argv)
+    reason = why_not()
+    if reason:
+        print(f"PostgreSQL bench skipped: {reason}")
+        return 0
+    server = Server().start()
+    try:
+        print("claims + completions per second (one claim, one result row and its done per job)")
+        print(f"{'processes':>10} {'SQLite':>10} {'PostgreSQL':>12}")
+        for n in (1, 4, 8):
+            with tempfile.TemporaryDirectory() as work:
+                lite = claims_per_s(os.path.join(work, "jobs.db"), n, args.seconds)
+            pg = claims_per_s(server.new_url(), n, args.seconds)
+            print(f"{n:>10} {lite:>10.0f} {pg:>12.0f}")
+        elapsed, efficiency, http_429, max_1s = two_groups(server, args.templates, args.rate)
+        print(f"two run groups (UTC, Asia/Macau; 3 workers each) on one PostgreSQL database, {args.templates} "
+              f"templates at --rate {args.rate:g} --burst 5: {elapsed:.1f} s, efficiency {efficiency:.0%} of the "
+              f"rate, {http_429} 429s, at most {max_1s} requests in one second")
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

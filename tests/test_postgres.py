@@ -1,0 +1,203 @@
+"""What only PostgreSQL has: a database URL, its errors, search on tsvector, `migrate --to`, the GCRA slot
+shared by processes, and many `scraper run` groups on one database (the many-machines simulation).
+Skipped with the reason where PostgreSQL is not installed (tests/pg.py)."""
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from scraper import cli
+from scraper.db import slots, store
+from scraper.politeness.gcra import GcraLimiter
+from scraper.sites import n8n
+from tests.helpers import check_every_row, definition_ids, detail_body, rows, scraper, scraper_env, wait_until
+
+ERROR_PREFIX = "Error: "
+
+
+def invoke(db, *args):
+    return CliRunner().invoke(cli.main, ["--db", str(db), *args])
+
+
+def error_sentence(result):
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert "Traceback" not in result.output
+    errors = [line.split(ERROR_PREFIX, 1)[1] for line in result.output.splitlines() if ERROR_PREFIX in line]
+    assert len(errors) == 1 and errors[0].endswith("."), result.output
+    return errors[0]
+
+
+# --- the URL ---------------------------------------------------------------------------------------
+
+def test_an_unreachable_url_is_one_sentence_without_the_password():
+    result = invoke("postgresql://scraper:s3cret-pw@127.0.0.1:1/mirror", "status")
+    sentence = error_sentence(result)
+    assert "127.0.0.1:1" in sentence and "PGPASSWORD" in sentence and "s3cret-pw" not in result.output
+
+
+def test_the_runs_row_keeps_the_url_without_its_password(pg_url, standin):
+    site = standin(templates=5, rate=50, burst=5)
+    with_password = pg_url.replace("://nobody@", "://nobody:hunter2@")   # trust auth: any password works
+    scraper(site, with_password, "seed", "--from-search", check=0)
+    done = scraper(site, with_password, "run", "--workers", "1", "--rate", "50", check=0)
+    assert "hunter2" not in done.stderr
+    settings = json.loads(rows(pg_url, "SELECT settings FROM runs")[0]["settings"])
+    assert "hunter2" not in settings["db_path"] and ":***@" in settings["db_path"]
+
+
+# --- search ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def pg_small(pg_url):
+    conn = store.open_db(pg_url)
+    for template_id in definition_ids()[:5]:
+        store.upsert(conn, "workflows", n8n.extract(detail_body(template_id), "2026-01-02T03:04:05+00:00"), "id")
+    conn.close()
+    return pg_url
+
+
+def search(db, *args):
+    result = invoke(db, "search", "--json", "--limit", "50", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_search_speaks_the_documented_syntax(pg_small):
+    stored = rows(pg_small, "SELECT id, name FROM workflows ORDER BY id")
+    first = stored[0]
+    word = max(first["name"].split(), key=len).strip(".,:()").lower()
+    found = search(pg_small, word)
+    assert first["id"] in [f["id"] for f in found]
+    assert [f["rank"] for f in found] == sorted(f["rank"] for f in found)      # lower is better
+    assert all({"id", "name", "snippet", "rank"} <= set(f) for f in found)
+    assert first["id"] in [f["id"] for f in search(pg_small, f"name:{word}")]
+    assert first["id"] in [f["id"] for f in search(pg_small, word[:4] + "*")]
+    assert first["id"] not in [f["id"] for f in search(pg_small, f"{word[:4]}* NOT {word}")]
+    phrase = " ".join(first["name"].split()[:2])
+    assert first["id"] in [f["id"] for f in search(pg_small, f'"{phrase}"')]
+
+
+@pytest.mark.parametrize("bad", ['"unclosed', "nosuchcolumn:word", "(a OR b)", "AND", "   "])
+def test_a_query_it_cannot_run_is_one_sentence(pg_small, bad):
+    assert "query" in error_sentence(invoke(pg_small, "search", bad))
+
+
+# --- the rate slot -------------------------------------------------------------------------------
+
+def _take_slots(url, out, seconds):
+    limiter = GcraLimiter(url, 10.0, 4)
+    taken, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if limiter.acquire("example.org", timeout_s=0.5):
+            taken.append(time.time())
+    limiter.close()
+    with open(out, "w") as f:
+        json.dump(taken, f)
+
+
+def test_the_gcra_slot_holds_the_rate_across_processes(pg_url, tmp_path):
+    store.open_db(pg_url).close()
+    ctx = multiprocessing.get_context("fork")
+    outs = [str(tmp_path / f"slots-{i}.json") for i in range(3)]
+    procs = [ctx.Process(target=_take_slots, args=(pg_url, out, 2.5)) for out in outs]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    times = sorted(t for out in outs for t in json.load(open(out)))
+    interval, tolerance = slots.gcra(10.0, 4)
+    allowed = round(tolerance / interval) + 1 + 10      # the allowance plus one second's worth
+    assert len(times) >= 10
+    assert max(sum(1 for u in times if t <= u < t + 1.0) for t in times) <= allowed <= 10 + 4
+
+
+# --- migrate --to ----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_migrate_copies_a_sqlite_mirror_and_a_run_continues_on_it(standin, tmp_path, pg_url):
+    site = standin(templates=30, rate=100, burst=10, faults="404:0.1,503:0.1", seed=2)
+    sqlite_db = tmp_path / "jobs.db"
+    scraper(site, sqlite_db, "seed", "--from-search", check=0)
+    scraper(site, sqlite_db, "run", "--workers", "2", "--rate", "100", "--max-attempts", "1", "--backoff-base", "0")
+    done = scraper(site, sqlite_db, "migrate", "--to", pg_url, check=0)
+    assert "copied" in done.stdout and "jobs 30" in done.stdout
+    exports = [scraper(site, db, "export", "--format", "jsonl", check=0).stdout for db in (sqlite_db, pg_url)]
+    assert exports[0] == exports[1] and exports[0].count("\n") > 0
+    again = scraper(site, sqlite_db, "migrate", "--to", pg_url)
+    assert again.returncode == 2 and "not empty" in again.stderr and "Traceback" not in again.stderr
+    # the run goes on where the SQLite one stopped: failed rows again, then everything ends where it must
+    scraper(site, pg_url, "retry", "--failed", check=0)
+    scraper(site, pg_url, "run", "--workers", "2", "--rate", "100", check=0)
+    check_every_row(site, pg_url)
+
+
+# --- many machines -----------------------------------------------------------------------------------
+
+RATE, BURST = 30, 5
+
+
+def start_group(site, db, tz):
+    """One `scraper run` process group, as another machine would start it."""
+    env = {**scraper_env(site, db), "TZ": tz}
+    return subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", str(RATE),
+                             "--burst", str(BURST), "--lease", "6", "--timeout", "5", "--backoff-base", "0.1"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+@pytest.mark.slow
+def test_two_run_groups_in_two_time_zones_one_killed_lose_nothing_and_hold_the_rate(standin, pg_url):
+    site = standin(templates=600, rate=RATE, burst=BURST, latency_ms=5, faults="503:0.03,500x2:0.03,404:0.02",
+                   seed=7)
+    scraper(site, pg_url, "seed", "--from-search", "--rate", str(RATE), check=0)
+    first, second = start_group(site, pg_url, "UTC"), start_group(site, pg_url, "Asia/Macau")
+    try:
+        status = wait_until(lambda: (lambda s: s if len(s["runs"]) == 2 else None)(
+            json.loads(scraper(site, pg_url, "status", "--json", check=0).stdout)), timeout=60)
+        assert all(set(r) == {"host", "pid", "started_at", "workers", "heartbeat_at"} for r in status["runs"])
+        assert {r["pid"] for r in status["runs"]} == {first.pid, second.pid}
+        wait_until(lambda: rows(pg_url, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] > 150,
+                   timeout=120)
+        os.killpg(first.pid, signal.SIGKILL)      # the supervisor and its workers, mid-job
+        first.wait(10)
+        first = start_group(site, pg_url, "UTC")
+        assert second.wait(300) == 0, second.stderr.read()[-2000:]
+        assert first.wait(300) == 0, first.stderr.read()[-2000:]
+    finally:
+        for group in (first, second):
+            if group.poll() is None:
+                os.killpg(group.pid, signal.SIGKILL)
+    check_every_row(site, pg_url)
+    twice = rows(pg_url, "SELECT template_id FROM answers GROUP BY template_id, kind HAVING COUNT(*) > 1")
+    assert twice == []
+    stats = site.stats()
+    assert stats["http_429"] == 0 and stats["max_in_1s"] <= RATE + BURST
+    assert rows(pg_url, "SELECT COUNT(*) AS n FROM jobs WHERE status IN ('pending', 'running')")[0]["n"] == 0
+
+
+@pytest.mark.slow
+def test_every_command_works_on_postgresql(standin, pg_url, tmp_path):
+    site = standin(templates=30, rate=100, burst=10, faults="404:0.1,403:0.05", seed=1)
+    scraper(site, pg_url, "seed", "--from-search", check=0)
+    assert scraper(site, pg_url, "run", "--workers", "2", "--rate", "100").returncode in (0, 1)
+    for args in (["status"], ["status", "--json"], ["failures", "--json"], ["retry", "--failed"],
+                 ["export", "--format", "csv"], ["export", "--format", "json"], ["refresh", "--older-than", "0"],
+                 ["changes", "--json"], ["reextract"], ["search", "slack OR telegram"], ["stats", "--json"],
+                 ["report", "--output", str(tmp_path / "report.html")]):
+        done = scraper(site, pg_url, *args)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr[-2000:])
+    stored = rows(pg_url, "SELECT id FROM workflows ORDER BY id LIMIT 1")[0]["id"]
+    assert "version 1" in scraper(site, pg_url, "history", str(stored), check=0).stdout
+    # one walk of a source at a time: a second one, while the first holds the lock, skips and exits 0
+    from scraper.db import runstate
+    with runstate.walk_lock(pg_url, "n8n") as mine:
+        assert mine
+        second = scraper(site, pg_url, "seed", "--from-search", check=0)
+        assert "another walk" in second.stderr
