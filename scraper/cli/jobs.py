@@ -9,7 +9,7 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import ConfigError, FetchError, ParseError, RunLocked
-from scraper.cli.common import Failure, _existing_db, _say, _settings, log
+from scraper.cli.common import Failure, _existing_db, _health, _say, _settings, log
 
 
 def _job_count(s):
@@ -163,6 +163,12 @@ def _check_source(s, adopt):
 @click.option("--domain-rate", "domain_rates", multiple=True, metavar="DOMAIN=RATE/BURST",
               help=f"A domain's own requests per second and burst; repeatable [default youtube.com="
                    f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
+@click.option("--ping-url", envvar=settings.ENV_PING_URL, metavar="URL",
+              help=f"Cron monitoring (healthchecks.io, Uptime Kuma): send URL/start at the start, then URL on "
+                   f"exit 0 or 75, or URL/fail with the last line [env {settings.ENV_PING_URL}].")
+@click.option("--notify-url", envvar=settings.ENV_NOTIFY_URL, metavar="URL",
+              help=f'POST {{"text": ...}} (Slack, Mattermost) to this webhook on any exit but 0 and 75 '
+                   f"[env {settings.ENV_NOTIFY_URL}].")
 @click.pass_context
 def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
     """Work through the pending jobs with N worker processes until no job is running and no pending one
@@ -176,6 +182,10 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
     error; 3 some jobs were left pending because their domain kept failing; 70 workers kept crashing at
     start; 75 another run holds this database; 130/143 stopped by Ctrl-C/SIGTERM. The last line says
     what to do next.
+
+    With --ping-url and --notify-url the run tells your monitoring how it ended; those calls are bounded
+    (5 s, 2 tries), never change the exit code, and skip robots.txt and the rate limit (they go to your
+    own service).
 
     \b
     Example:
@@ -191,20 +201,23 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
         raise Failure(str(e)) from None
     s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
                   transcript_languages=settings.parse_languages(transcript_languages), **options)
-    if not os.path.exists(s.db_path):
-        raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
-    _check_source(s, adopt_urls)
-    try:
-        code = supervisor.run(s)
-    except RunLocked as e:
-        step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
-        raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
-    log.info("%s", _next_step(s, code))
+    with _health(s, "run") as health:
+        if not os.path.exists(s.db_path):
+            raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
+        _check_source(s, adopt_urls)
+        try:
+            code = supervisor.run(s)
+        except RunLocked as e:
+            step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
+            raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
+        last, counts = _next_step(s, code)
+        log.info("%s", last)
+        health.finished(code, last, counts)
     ctx.exit(code)
 
 
 def _next_step(s, code):
-    """The run's last line: what to do now, from the exit code and what the database holds."""
+    """(the run's last line: what to do now, from the exit code and what the database holds; the job counts)."""
     from scraper.db import store
     from scraper.db.queue import Queue
     from scraper.policy import outcome
@@ -212,13 +225,13 @@ def _next_step(s, code):
         conn = store.connect(s.db_path)
         try:
             queue = Queue(conn)
-            failed, now = queue.counts()["failed"], time.time()
+            counts, now = queue.counts(), time.time()
             stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
         finally:
             conn.close()
     except sqlite3.Error:
-        failed, stuck = 0, {}
-    return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None))
+        counts, stuck = {}, {}
+    return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None)), counts
 
 
 

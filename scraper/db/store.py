@@ -240,6 +240,21 @@ MIGRATIONS = [
     );
     CREATE INDEX requests_at ON requests (at);
     """,  # noqa: E501 - a shipped migration is never edited, not even to wrap its lines
+    # 7: what came with each raw answer (for the WARC export): the URL it came from, its HTTP status and
+    # Content-Type; NULL for answers stored before (the export rebuilds their URL from id and kind)
+    """
+    ALTER TABLE answers ADD COLUMN url TEXT;
+    ALTER TABLE answers ADD COLUMN http_status INTEGER;
+    ALTER TABLE answers ADD COLUMN content_type TEXT;
+    -- 7 also: each ping or notification a run sent to the operator's service, and whether it arrived
+    CREATE TABLE notifications (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        kind TEXT NOT NULL,
+        ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+        detail TEXT
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -349,6 +364,19 @@ def finish_run(conn, run_id, finished_at, counts, exit_code):
             "UPDATE runs SET finished_at = ?, done = ?, failed = ?, invalid = ?, exit_code = ? WHERE id = ?",
             (finished_at, counts["done"], counts["failed"], counts["invalid"], exit_code, run_id),
         )
+
+
+# --- the notifications table: pings and messages a run sent (scraper.net.notify) ---------------------
+
+def record_notification(conn, at, kind, ok, detail=None):
+    with transaction(conn) as c:
+        c.execute("INSERT INTO notifications (at, kind, ok, detail) VALUES (?, ?, ?, ?)", (at, kind, int(ok), detail))
+
+
+def last_notification(conn):
+    """{at, kind, ok} of the last ping or notification sent, or None before the first."""
+    row = conn.execute("SELECT at, kind, ok FROM notifications ORDER BY id DESC LIMIT 1").fetchone()
+    return None if row is None else {"at": row["at"], "kind": row["kind"], "ok": bool(row["ok"])}
 
 
 def upsert(conn, table, row, pk):

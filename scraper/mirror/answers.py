@@ -83,12 +83,16 @@ def store(conn, row, raw, fetched_at):
 
 def _keep(conn, tid, version, kind, digest, fetched_at, body):
     # a new version gets its row; the same version gets the latest body (only counters differ)
+    # what came with the body (net.http.Answer); a plain bytes body (a test, an import) has none
+    url, status, ctype = (getattr(body, a, None) for a in ("url", "status", "content_type"))
     conn.execute(
-        """INSERT INTO answers (template_id, version, kind, content_hash, fetched_at, body_fetched_at, size, body)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        """INSERT INTO answers (template_id, version, kind, content_hash, fetched_at, body_fetched_at, size, body,
+                                url, http_status, content_type)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (template_id, version, kind) DO UPDATE SET content_hash = excluded.content_hash,
-               body_fetched_at = excluded.body_fetched_at, size = excluded.size, body = excluded.body""",
-        (tid, version, kind, digest, fetched_at, fetched_at, len(body), compress(body)),
+               body_fetched_at = excluded.body_fetched_at, size = excluded.size, body = excluded.body,
+               url = excluded.url, http_status = excluded.http_status, content_type = excluded.content_type""",
+        (tid, version, kind, digest, fetched_at, fetched_at, len(body), compress(body), url, status, ctype),
     )
 
 
