@@ -10,6 +10,7 @@ that runs unattended (`scraper update`).
 
 import logging
 import time
+from urllib.parse import urlsplit
 
 import requests
 
@@ -47,7 +48,9 @@ def send(method, url, *, body=None, json_body=None, timeout_s=TIMEOUT_S, tries=T
                 return True
             why = f"HTTP {resp.status_code}"
         except (requests.RequestException, ValueError) as e:    # ValueError: a malformed URL
-            why = f"{type(e).__name__}: {e}"
+            # requests names the URL's path in its messages: the path is the secret, leave it out
+            path = urlsplit(url).path
+            why = f"{type(e).__name__}: {str(e).replace(path, '/…') if path not in ('', '/') else e}"
         log.warning("could not reach %s (try %d of %d): %s", _safe(url), attempt, tries, why)
         if attempt < tries:
             sleep(RETRY_PAUSE_S)
@@ -104,7 +107,6 @@ class Health:
 
 def _safe(url):
     """The URL without its path (a ping URL's path is its secret: anyone who has it can ping)."""
-    from urllib.parse import urlsplit
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/…" if parts.netloc else "(a malformed URL)"
 

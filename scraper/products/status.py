@@ -3,6 +3,7 @@ each domain's breaker."""
 
 import time
 
+from scraper.db import store
 from scraper.policy import progress
 
 
@@ -34,6 +35,7 @@ def report(queue, now, run=None):
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         "sites": queue.counts_by_site(),
         **mirror_fields(queue.conn),
+        "last_notification": store.last_notification(queue.conn),
     }
 
 
@@ -73,6 +75,9 @@ def render(r):
         f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
         + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed",
     ]
+    n = r.get("last_notification")
+    lines.append("notified  " + ("none sent" if n is None else
+                                 f"{n['kind']} at {_when(n['at'])}, {'delivered' if n['ok'] else 'FAILED'}"))
     for name, c in r["sites"].items():
         lines.append(f"site      {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
                      f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
