@@ -117,7 +117,7 @@ def write(conn, folder, redact=True, stop=lambda: None):
             continue
         doc = importable(tid, name, wf)
         if redact:
-            doc, n = redaction.value(doc)
+            doc, n = redaction.workflow(doc)
             summary.redacted += n
         fname = file_name(tid, name, page_url)
         _put(folder, fname, dumps(doc), summary)
