@@ -248,19 +248,17 @@ def test_files_export_needs_an_existing_folder(mirror, tmp_path):
 
 
 def test_the_documented_ci_example_uses_commands_that_exist():
+    import re
     doc = (ROOT / "docs" / "operations.md").read_text()
-    start = doc.index("<!-- ci-example -->")
-    block = doc[start:doc.index("<!-- /ci-example -->")]
-    lines = [line.strip() for line in block.splitlines() if line.strip().startswith(("scraper ", "- run: scraper",
-                                                                                    "run: scraper"))]
-    commands = [line[line.index("scraper "):] for line in lines]
-    assert len(commands) >= 3
-    for command in commands:
-        words = command.split()
-        options = [w.split("=")[0] for w in words if w.startswith("--")]
-        help_text = invoke(words[1], "--help").output
-        for option in options:
-            assert option in help_text, (command, option)
+    block = doc[doc.index("<!-- ci-example -->"):doc.index("<!-- /ci-example -->")]
+    commands = re.findall(r"\bscraper\s+([a-z][\w-]*)([^&|;\n]*)", block)
+    assert {c for c, _ in commands} >= {"seed", "run", "export"}
+    assert "make install" in block and "git commit" in block
+    for command, rest in commands:
+        help_text = invoke(command, "--help")
+        assert help_text.exit_code == 0, command
+        for option in re.findall(r"--[a-z][\w-]*", rest):
+            assert option in help_text.output, (command, option)
 
 
 # --- pings and notifications ------------------------------------------------------------------------------
