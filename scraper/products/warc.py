@@ -31,7 +31,8 @@ class Summary:
     bytes: int = 0
 
     def describe(self):
-        line = f"{self.records} response record(s), {self.bytes / 2**20:.1f} MB"
+        line = (f"{self.records} response record(s), {self.bytes / 2**20:.1f} MB; the answers are as served, "
+                f"not redacted (an archive keeps what was received)")
         if self.reconstructed:
             line += (f"; {self.reconstructed} answer(s) stored before URLs were kept have their URL rebuilt "
                      f"(marked {RECONSTRUCTED_HEADER})")
