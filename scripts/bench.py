@@ -24,6 +24,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import seed as seeding
 from scraper.products import status
+from scripts.bench_publish import bench_warc
 from scripts.benchkit import (
     Results,
     RssSampler,
@@ -289,6 +290,20 @@ def bench_export(work, quick, results):
         wall, _ = timed_peak(raw, env_for(db))
         results.add(f"export_jsonl_no_redact_{label(n)}", n / wall, "rows/s", "")
         out.unlink()
+        # redaction at the speed of export (issue 19): the default within 1.5 times --no-redact; best of 3
+        # of each, interleaved, so a busy machine weighs on both alike
+        walls = {True: [], False: []}
+        for _ in range(3):
+            for redact in (True, False):
+                cmd = scraper_cmd("export", "--format", "jsonl", *(() if redact else ("--no-redact",)),
+                                  "--output", str(out))
+                walls[redact].append(timed_peak(cmd, env_for(db))[0])
+        best_redacted, best_raw = min(walls[True]), min(walls[False])
+        results.note(f"export jsonl {label(n)}: redacted {n / best_redacted:,.0f} rows/s, --no-redact "
+                     f"{n / best_raw:,.0f} rows/s (best of 3 each)")
+        results.add(f"export_redact_cost_{label(n)}", best_redacted / best_raw, "x --no-redact", "< 1.5",
+                    best_redacted / best_raw < 1.5)
+        out.unlink()
     for fmt_name in ("jsonl", "csv"):
         growth = peaks[(sizes[1], fmt_name)] / peaks[(sizes[0], fmt_name)]
         results.add(f"export_{fmt_name}_rss_growth", growth, f"{label(sizes[1])} / {label(sizes[0])} rows",
@@ -315,7 +330,7 @@ def bench_domains(work, quick, results):
 
 
 SECTIONS = {"efficiency": bench_efficiency, "queue": bench_queue, "seed": bench_seed, "status": bench_status,
-            "claim_scale": bench_claim_scale, "export": bench_export, "domains": bench_domains}
+            "claim_scale": bench_claim_scale, "export": bench_export, "domains": bench_domains, "warc": bench_warc}
 
 
 def main(argv=None):

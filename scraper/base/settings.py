@@ -59,6 +59,8 @@ ENV_USER_AGENT = "SCRAPER_USER_AGENT"
 ENV_YOUTUBE_URL = "SCRAPER_YOUTUBE_URL"
 ENV_TRANSCRIPTS = "SCRAPER_TRANSCRIPTS"
 ENV_BROWSER = "SCRAPER_BROWSER"
+ENV_PING_URL = "SCRAPER_PING_URL"
+ENV_NOTIFY_URL = "SCRAPER_NOTIFY_URL"
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -98,6 +100,8 @@ class Settings:
     run_sources: tuple = ()     # `run --source NAME`: only these sources' jobs (empty: every enabled one)
     browser_path: str = BROWSER
     browser_timeout_s: float = None     # one page in the browser, navigation and settling; None: timeout_s
+    ping_url: str | None = None     # cron monitoring: URL/start, URL, URL/fail (scraper.net.notify)
+    notify_url: str | None = None   # a chat webhook told of a run that did not end well
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -231,6 +235,10 @@ def build(**values):
     _check(bool(s.user_agent.strip()) and s.user_agent.isprintable() and s.user_agent.isascii(),
            f"--user-agent must be one line of printable ASCII text (got {s.user_agent!r}).")
     _check_url("YouTube URL", s.youtube_url)
+    if s.ping_url:
+        _check_url("--ping-url", s.ping_url)
+    if s.notify_url:
+        _check_url("--notify-url", s.notify_url)
     _check(bool(s.transcript_languages) and all(re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", c)
                                                 for c in s.transcript_languages),
            f"--transcript-languages must be language codes such as en or pt-BR "

@@ -184,3 +184,35 @@ def stops_cleanly(what, partial=None):
         said = partial or "nothing was written"
         click.echo(logs.stamped(f"{what} stopped by {SIGNAL_NAMES[e.signum]}; {said}."), err=True)
         raise click.exceptions.Exit(e.code) from None
+
+
+@contextlib.contextmanager
+def _health(s, what):
+    """`with _health(s, "run") as health:` the command's ping at its start; a Failure or crash inside is
+    reported (ping /fail, notification) before it propagates. The block calls `health.finished(code, ...)`
+    itself when it ends on its own. Nothing is sent where --ping-url and --notify-url are not set."""
+    from scraper.net import notify
+    health = notify.Health(s.ping_url, s.notify_url, record=lambda at, kind, ok: _record(s, at, kind, ok),
+                           what=what, user_agent=s.user_agent)
+    health.started()
+    try:
+        yield health
+    except Failure as e:
+        health.finished(e.exit_code, str(e))
+        raise
+    except Exception as e:
+        health.finished(exitcodes.FAILED, f"{type(e).__name__}: {e}")
+        raise
+
+
+def _record(s, at, kind, ok):
+    """Keep a ping's outcome in the database (for `status`), when there is one."""
+    from scraper.db import store
+    if not os.path.exists(s.db_path):
+        return
+    conn = store.connect(s.db_path)
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'notifications'").fetchone():
+            store.record_notification(conn, at, kind, ok)
+    finally:
+        conn.close()

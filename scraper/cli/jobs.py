@@ -9,13 +9,15 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import ConfigError, FetchError, ParseError, RunLocked
-from scraper.cli.common import Failure, _db_exists, _existing_db, _say, _settings, log
+from scraper.cli.common import Failure, _db_exists, _existing_db, _health, _say, _settings, log
 
 
 def _job_count(s):
     from scraper.db.queue import Queue
     with _existing_db(s) as conn:
         return sum(Queue(conn).counts().values())
+
+HEALTH_OWNED = "scraper.health_owned"   # ctx.meta: a caller (`update`) sends the pings of the whole command
 
 
 @click.command("seed")
@@ -258,6 +260,12 @@ def _check_source(s, adopt):
                    f"domain its sources' rate, else --rate/--burst].")
 @click.option("--source", "run_sources", multiple=True, metavar="NAME",
               help="Work only this source's pending jobs; repeatable [default: every enabled source].")
+@click.option("--ping-url", envvar=settings.ENV_PING_URL, metavar="URL",
+              help=f"Cron monitoring (healthchecks.io, Uptime Kuma): send URL/start at the start, then URL on "
+                   f"exit 0 or 75, or URL/fail with the last line [env {settings.ENV_PING_URL}].")
+@click.option("--notify-url", envvar=settings.ENV_NOTIFY_URL, metavar="URL",
+              help=f'POST {{"text": ...}} (Slack, Mattermost) to this webhook on any exit but 0 and 75 '
+                   f"[env {settings.ENV_NOTIFY_URL}].")
 @click.pass_context
 def run_cmd(ctx, **options):
     """Work through the pending jobs of every enabled source (or those of --source) with N worker
@@ -274,6 +282,10 @@ def run_cmd(ctx, **options):
     start; 75 another run holds this database; 130/143 stopped by Ctrl-C/SIGTERM. The last line says
     what to do next.
 
+    With --ping-url and --notify-url the run tells your monitoring how it ended; those calls are bounded
+    (5 s, 2 tries), never change the exit code, and skip robots.txt and the rate limit (they go to your
+    own service).
+
     \b
     Example:
         scraper run --workers 4 --rate 2 --burst 5
@@ -284,15 +296,19 @@ def run_cmd(ctx, **options):
     from scraper.policy import outcome
     from scraper.pool import supervisor
     s, adopt_urls = run_settings(ctx, **options)
-    if not _db_exists(s):
-        raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
-    _check_source(s, adopt_urls)
-    try:
-        code = supervisor.run(s)
-    except RunLocked as e:
-        step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
-        raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
-    log.info("%s", _next_step(s, code))
+    with _health(s, "run") if not ctx.meta.get(HEALTH_OWNED) else contextlib.nullcontext() as health:
+        if not _db_exists(s):
+            raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
+        _check_source(s, adopt_urls)
+        try:
+            code = supervisor.run(s)
+        except RunLocked as e:
+            step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
+            raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
+        last, counts = _next_step(s, code)
+        log.info("%s", last)
+        if health is not None:
+            health.finished(code, last, counts)
     ctx.exit(code)
 
 
@@ -308,7 +324,7 @@ def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, 
 
 
 def _next_step(s, code):
-    """The run's last line: what to do now, from the exit code and what the database holds."""
+    """(the run's last line: what to do now, from the exit code and what the database holds; the job counts)."""
     from scraper.db import store
     from scraper.db.queue import Queue
     from scraper.policy import outcome
@@ -316,13 +332,13 @@ def _next_step(s, code):
         conn = store.connect(s.db_path)
         try:
             queue = Queue(conn)
-            failed, now = queue.counts()["failed"], time.time()
+            counts, now = queue.counts(), time.time()
             stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
         finally:
             conn.close()
     except (sqlite3.Error, ConfigError):
-        failed, stuck = 0, {}
-    return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None))
+        counts, stuck = {}, {}
+    return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None)), counts
 
 
 

@@ -1,29 +1,37 @@
 """Commands that publish the mirror: export, search, stats, report."""
 
+import contextlib
 import json
+import os
+import signal
 import sys
 import time
 
 import click
 
-from scraper.base import logs
+from scraper.base import exitcodes, logs
 from scraper.cli.common import Choice, Failure, _existing_db, _settings, stops_cleanly
 from scraper.products import export, search
 
+PUBLISHED = ("warc", "files")      # formats written by their own modules: the raw answers, a folder of files
+
 
 @click.command("export")
-@click.option("--format", "fmt", type=Choice(export.FORMATS), required=True, help="Output format.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
-              help="Write to this file (default: stdout; parquet needs a file).")
+@click.option("--format", "fmt", type=Choice(export.FORMATS + PUBLISHED), required=True, help="Output format.")
+@click.option("--output", "-o", type=click.Path(),
+              help="Write to this file (default: stdout; parquet and warc need a file, files a folder).")
 @click.option("--columns", help="Comma-separated columns to export, in this order (default: all).")
 @click.option("--no-redact", is_flag=True, help="Keep credentials as stored (by default they become [REDACTED]).")
 @click.option("--live-only", is_flag=True, help="Leave out templates removed from n8n.io.")
 @click.option("--source", "source_name", metavar="NAME",
-              help="Export the items of this catalogue source instead of the templates.")
+              help="Export the items of this catalogue source instead of the templates (warc: only this source's "
+                   "answers).")
+@click.option("--since", help="warc: only answers fetched at or after this time (ISO 8601; no offset means UTC).")
 @click.pass_context
-def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name):
+def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name, since):
     """Stream the workflows table as JSON Lines, JSON, CSV or Parquet (needs pyarrow: pip install
-    'scraper[parquet]').
+    'scraper[parquet]'); or publish the raw answers as a WARC file, or the templates as a folder of
+    importable n8n workflow files.
 
     CSV is made for spreadsheets: formula-safe, without the workflow JSON unless --columns names it,
     and any cell over 32,767 characters cut with a visible mark.
@@ -34,18 +42,43 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name):
     JSON Lines, JSON and Parquet give each template its `transcripts` (video_id, language_code,
     is_generated, text); CSV gives their texts joined in one `transcripts` cell.
 
+    warc (needs warcio: pip install 'scraper[warc]') writes a WARC 1.1 file: a warcinfo record, then one
+    response record per stored answer version, the payload exactly as served (raw answers are never
+    redacted); --source, --since and --live-only choose which.
+
+    files writes DIR/<id>-<slug>.json per live template (n8n's import shape), DIR/index.json and
+    DIR/README.md, with stable bytes for git; it deletes only files the previous index.json lists. A
+    signal stops it between two files (exit 130/143).
+
     \b
     Example:
         scraper export --format jsonl --output workflows.jsonl
         scraper export --format csv --columns id,name,author,quality_score > workflows.csv
         scraper export --format parquet --output workflows.parquet
         scraper export --source events --format csv > events.csv
+        scraper export --format warc --output n8n.warc.gz --since 2026-11-01
+        scraper export --format files --output templates/
 
     With --source, each row is an item: source, key, url, version, first_seen_at, last_seen_at,
     removed_at and record (nested in JSON and JSON Lines; one `record.<field>` column each in CSV and
     Parquet).
     """
     s = _settings(ctx)
+    if since and fmt != "warc":
+        raise Failure("--since goes with --format warc.")
+    if fmt in PUBLISHED:
+        if not output:
+            raise Failure(f"--format {fmt} needs --output {'FILE' if fmt == 'warc' else 'DIR'}.")
+        if columns:
+            raise Failure(f"--columns does not go with --format {fmt}.")
+        if source_name and fmt == "files":
+            raise Failure("--source does not go with --format files (the files are n8n's templates).")
+        if fmt == "files":
+            return _published(s, fmt, output, not no_redact, live_only, source_name, since)
+        with stops_cleanly("export"):
+            return _published(s, fmt, output, not no_redact, live_only, source_name, since)
+    if output and os.path.isdir(output):
+        raise Failure(f"--output {output} is a folder; give a file name.")
     if source_name is not None:
         with stops_cleanly("export", None if output else "what went to stdout is incomplete"):
             return _export_items(s, fmt, output, columns, live_only, source_name)
@@ -75,6 +108,48 @@ def _export_items(s, fmt, output, columns, live_only, source_name):
             summary = export_items.write(conn, fmt, sys.stdout, source_name, live_only)
             sys.stdout.flush()
             click.echo(logs.stamped(f"exported {summary.rows} item(s) of {source_name}."), err=True)
+
+
+def _published(s, fmt, output, redact, live_only, source, since):
+    from scraper.mirror import sync
+    if since is not None:
+        try:
+            since = sync.parse_time(since)
+        except ValueError:
+            raise Failure(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-25 or 2026-11-25T02:00:00Z).") \
+                from None
+    with _existing_db(s) as conn:
+        if fmt == "warc":
+            from scraper.products import warc
+            if os.path.isdir(output):
+                raise Failure(f"--output {output} is a folder; give a file name such as mirror.warc.gz.")
+            summary = warc.write_file(conn, output, (s.api_url, s.site_url), source, since, live_only)
+            click.echo(logs.stamped(f"exported {summary.describe()[:-1]} to {output}."), err=True)
+            return
+        from scraper.products import files
+        if not os.path.isdir(output):
+            raise Failure(f"--output {output} is not a folder; create it first (it may be a git working tree).")
+        with _stop_on_signal() as stop:
+            summary = files.write(conn, output, redact=redact, stop=stop)
+        if summary.stopped:
+            code = exitcodes.SIGINT if summary.stopped == "SIGINT" else exitcodes.SIGTERM
+            raise Failure(f"stopped by {summary.stopped} after changing {summary.changed} file(s) in {output}; "
+                          f"export again to finish.", code)
+        click.echo(logs.stamped(f"exported to {output}: {summary.describe()}"), err=True)
+
+
+@contextlib.contextmanager
+def _stop_on_signal():
+    """`with _stop_on_signal() as stop:` SIGINT and SIGTERM only set a flag; `stop()` returns its name."""
+    got = []
+    handler = lambda signum, frame: got.append(signal.Signals(signum).name)  # noqa: E731 - a one-line handler
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield lambda: got[0] if got else None
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
 
 
 @click.command("search")

@@ -8,8 +8,8 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import Stopped
-from scraper.cli.common import SIGNAL_NAMES, Failure, _existing_db, _say, log, raising_on_signals
-from scraper.cli.jobs import _check_source, run_cmd, run_settings, seed_cmd
+from scraper.cli.common import SIGNAL_NAMES, Failure, _existing_db, _health, _say, log, raising_on_signals
+from scraper.cli.jobs import HEALTH_OWNED, _check_source, run_cmd, run_settings, seed_cmd
 
 # most serious first: a crashing pool, failed rows, a domain given up, a held lock, success
 SERIOUSNESS = (exitcodes.CRASHING, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED, exitcodes.OK)
@@ -85,31 +85,46 @@ def update_cmd(ctx, retry_after_h, **run_options):
     s, adopt_urls = run_settings(ctx, **run_options)         # any usage error (2) before anything runs
     if os.path.exists(s.db_path):
         _check_source(s, adopt_urls)
+    with _health(s, "update") as health:        # one start ping and one end ping for the whole update
+        ctx.meta[HEALTH_OWNED] = True           # its run step sends none of its own
+        code, step = _steps(ctx, s, retry_after_h, run_options)
+        line = f"update finished: exit {code}, set by {step}"
+        log.info("%s", line)
+        health.finished(code, line, _counts(s))
+    ctx.exit(code)
+
+
+def _steps(ctx, s, retry_after_h, run_options):
+    """Run the steps; (the exit code, the step that set it)."""
     steps, current = [], WALK
     try:
         with raising_on_signals():
             had_db = os.path.exists(s.db_path)
             steps.append((WALK, walk(ctx, run_options)))
             if steps[-1][1] == exitcodes.USAGE:
-                return _finish(ctx, exitcodes.USAGE, WALK)
+                return exitcodes.USAGE, WALK
             if not had_db and not os.path.exists(s.db_path):
                 log.error("update: the walk made no database, so nothing else runs")
-                return _finish(ctx, steps[-1][1], WALK)
+                return steps[-1][1], WALK
             current = RETRY
             steps.append((RETRY, retry_old_failures(s, retry_after_h, time.time())))
             current = RUN
             steps.append((RUN, _outcome(lambda: ctx.invoke(run_cmd, **run_options))))
     except Stopped as e:
         log.warning("update stopped by %s during %s", SIGNAL_NAMES[e.signum], current)
-        return _finish(ctx, e.code, current)
+        return e.code, current
     if steps[-1][1] in (exitcodes.SIGINT, exitcodes.SIGTERM, exitcodes.USAGE):
-        return _finish(ctx, steps[-1][1], RUN)
-    return _finish(ctx, *most_serious(steps))
+        return steps[-1][1], RUN
+    return most_serious(steps)
 
 
-def _finish(ctx, code, step):
-    log.info("update finished: exit %d, set by %s", code, step)
-    ctx.exit(code)
+def _counts(s):
+    """The job counts for a notification (empty when there is no database)."""
+    from scraper.db.queue import Queue
+    if not os.path.exists(s.db_path):
+        return {}
+    with _existing_db(s) as conn:
+        return Queue(conn).counts()
 
 
 COMMANDS = (update_cmd,)

@@ -131,6 +131,19 @@ def finish_run(conn, run_id, finished_at, counts, exit_code):
         )
 
 
+# --- the notifications table: pings and messages a run sent (scraper.net.notify) ---------------------
+
+def record_notification(conn, at, kind, ok, detail=None):
+    with transaction(conn) as c:
+        c.execute("INSERT INTO notifications (at, kind, ok, detail) VALUES (?, ?, ?, ?)", (at, kind, int(ok), detail))
+
+
+def last_notification(conn):
+    """{at, kind, ok} of the last ping or notification sent, or None before the first."""
+    row = conn.execute("SELECT at, kind, ok FROM notifications ORDER BY id DESC LIMIT 1").fetchone()
+    return None if row is None else {"at": row["at"], "kind": row["kind"], "ok": bool(row["ok"])}
+
+
 def upsert(conn, table, row, pk):
     """Insert `row` or update the row with the same `pk` (no duplicates on a re-fetch)."""
     cols = list(row)

@@ -94,14 +94,18 @@ def last_hash(conn, source, key, kind):
 
 def keep(conn, source, key, version, kind, digest, fetched_at, body, template_id=None):
     """Store one raw answer: a new version gets its row; the same version gets the latest body (only
-    volatile fields differ)."""
+    volatile fields differ). The URL, HTTP status and Content-Type it came with (`net.http.Answer`; a
+    plain bytes body, from a test or an import, has none) are kept for the WARC export."""
+    url, status, ctype = (getattr(body, a, None) for a in ("url", "status", "content_type"))
     conn.execute(
         """INSERT INTO answers (source, key, template_id, version, kind, content_hash, fetched_at, body_fetched_at,
-                               size, body)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                               size, body, url, http_status, content_type)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (source, key, version, kind) DO UPDATE SET content_hash = excluded.content_hash,
-               body_fetched_at = excluded.body_fetched_at, size = excluded.size, body = excluded.body""",
-        (source, key, template_id, version, kind, digest, fetched_at, fetched_at, len(body), compress(body)),
+               body_fetched_at = excluded.body_fetched_at, size = excluded.size, body = excluded.body,
+               url = excluded.url, http_status = excluded.http_status, content_type = excluded.content_type""",
+        (source, key, template_id, version, kind, digest, fetched_at, fetched_at, len(body), compress(body),
+         url, status, ctype),
     )
 
 

@@ -20,6 +20,21 @@ MAX_REDIRECTS = 5
 CHUNK_BYTES = 64 * 1024     # urllib3 decompresses at most this much per read: the cap is overshot by one chunk
 
 
+class Answer(bytes):
+    """The decoded body of a 2xx answer, with what the mirror keeps beside it: the URL it came from (after
+    redirects), its HTTP status and Content-Type. A bytes subclass, so every reader of a body still works."""
+
+    url: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+
+
+def answer(body, url, status, content_type):
+    out = Answer(body)
+    out.url, out.status, out.content_type = url, status, content_type
+    return out
+
+
 def kind_of_status(status):
     """The failure kind of an HTTP status, or None when the status is a success."""
     if 200 <= status < 300:
@@ -112,7 +127,8 @@ def _read(resp, url, deadline, timeout_s, max_bytes, clock):
             if clock() > deadline:
                 break
         else:
-            return bytes(body)      # complete, even if the timer fired just after the last chunk
+            # complete, even if the timer fired just after the last chunk
+            return answer(body, url, resp.status_code, resp.headers.get("Content-Type"))
     except requests.RequestException as e:
         if not cut.is_set():
             resp.close()

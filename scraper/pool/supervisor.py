@@ -361,7 +361,9 @@ class Supervisor:
 
     def _start_run(self, conn):
         self.started_at = self.clock()
-        settings = {k: v for k, v in dataclasses.asdict(self.s).items() if k != "user_agent"}
+        # a ping URL's path is its secret: kept out of the runs row, like the contact in the user agent
+        settings = {k: v for k, v in dataclasses.asdict(self.s).items()
+                    if k not in ("user_agent", "ping_url", "notify_url")}
         settings["db_path"] = self.s.db_shown     # never a password
         return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings),
                                runstate.host())

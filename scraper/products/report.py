@@ -14,6 +14,7 @@ import tempfile
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
+from scraper.db import store
 from scraper.products import stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
@@ -49,6 +50,7 @@ def gather(conn, now, run_id=None):
         "quality": st["quality_score"],
         "node_types": st["node_types"][:TOP_NODE_TYPES],
         "node_types_total": len(st["node_types"]),
+        "last_notification": store.last_notification(conn),
     }
 
 
@@ -70,7 +72,15 @@ def render(data):
     return (_PAGE.replace("@@GENERATED@@", html.escape(data["generated_at"]))
                  .replace("@@RUN@@", heading)
                  .replace("@@RUNS_TABLE@@", _runs_table(data["runs"]))
+                 .replace("@@NOTIFICATION@@", html.escape(notification_line(data["last_notification"])))
                  .replace("@@DATA@@", payload))
+
+
+def notification_line(n):
+    """The last ping or notification sent to the operator's monitoring, in words (report and status)."""
+    if n is None:
+        return "Last notification: none sent (no --ping-url or --notify-url yet)."
+    return f"Last notification: {n['kind']} at {_iso(n['at'])}, {'delivered' if n['ok'] else 'FAILED to arrive'}."
 
 
 def write(conn, path, now, run_id=None):
@@ -237,6 +247,7 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 </div>
 <h2>Runs</h2>
 @@RUNS_TABLE@@
+<p id="last-notification">@@NOTIFICATION@@</p>
 <h2>Errors, all time</h2>
 <table id="errors-table"><tbody></tbody></table>
 <noscript><p>The charts are drawn by the page's own script; the tables above show the same runs.</p></noscript>

@@ -3,7 +3,7 @@ each domain's breaker."""
 
 import time
 
-from scraper.db import fetchlearn, requestlog
+from scraper.db import fetchlearn, requestlog, store
 from scraper.db.store import JOB_STATUSES
 from scraper.policy import breaker, progress
 
@@ -46,6 +46,7 @@ def report(queue, now, run=None, runs=None):
         "sources": counts_by_source(queue.conn),
         "fetch": fetchlearn.summary(queue.conn),
         **mirror_fields(queue.conn),
+        "last_notification": store.last_notification(queue.conn),
     }
 
 
@@ -101,6 +102,9 @@ def render(r):
         f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
         + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed",
     ]
+    n = r.get("last_notification")
+    lines.append("notified  " + ("none sent" if n is None else
+                                 f"{n['kind']} at {_when(n['at'])}, {'delivered' if n['ok'] else 'FAILED'}"))
     for name, c in r["sites"].items():
         lines.append(f"site      {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
                      f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")

@@ -1,0 +1,187 @@
+"""`export --format files --output DIR`: one importable n8n workflow file per live template, for a git
+repository of templates that users import and diff (the git-scraping pattern: a scheduled job runs the
+mirror, exports, commits DIR).
+
+- `DIR/<id>-<slug>.json`: n8n's import shape (`name`, `nodes`, `connections`, `settings`, `pinData` where
+  present, `meta.templateId` as a string, as n8n writes it), credentials redacted unless asked otherwise;
+  the slug is that of the template's n8n.io URL.
+- `DIR/index.json` (the templates, and those removed) and `DIR/README.md` (a table).
+- Stable bytes: keys sorted (n8n reads objects by key, arrays keep their order), an indent of 2, a final
+  newline, nothing that changes by itself (no export time): an unchanged template gives the same bytes,
+  and a file whose bytes would not change is not written at all.
+- Only files the previous `index.json` lists are ever deleted (DIR may hold files of its own), each
+  file is replaced atomically, and `stop()` is asked between files (a signal ends the export there).
+"""
+
+import json
+import os
+import re
+import tempfile
+import unicodedata
+from dataclasses import dataclass, field
+
+from scraper.base.errors import ConfigError
+from scraper.products import redact as redaction
+
+INDEX, README = "index.json", "README.md"
+SLUG_MAX = 80
+IMPORT_KEYS = ("name", "nodes", "connections", "settings", "pinData")   # what n8n's import reads
+_PAGE_SLUG_RE = re.compile(r"/workflows/(\d+)-([^/?#]+)")
+
+
+@dataclass
+class Summary:
+    written: list = field(default_factory=list)     # files created or changed
+    deleted: list = field(default_factory=list)
+    unchanged: int = 0
+    redacted: int = 0
+    stopped: str | None = None      # the signal that ended the export early
+
+    @property
+    def changed(self):
+        return len(self.written) + len(self.deleted)
+
+    def describe(self):
+        line = (f"{len(self.written)} file(s) written, {len(self.deleted)} deleted, {self.unchanged} unchanged; "
+                f"{self.redacted} value(s) redacted")
+        return line + "."
+
+
+def slug(name):
+    """n8n.io's slug of a template name: ASCII lower case, words joined by '-'."""
+    text = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:SLUG_MAX].strip("-")
+
+
+def file_name(template_id, name, page_url=None):
+    """`<id>-<slug>.json`: the slug of the stored page URL when the site answered with one, else the name's."""
+    m = _PAGE_SLUG_RE.search(page_url or "")
+    s = slug(m.group(2)) if m and int(m.group(1)) == template_id else slug(name)
+    return f"{template_id}-{s}.json" if s else f"{template_id}.json"
+
+
+def importable(template_id, name, workflow):
+    """The workflow in n8n's import shape (pure): the keys n8n reads, and meta.templateId."""
+    out = {k: workflow[k] for k in IMPORT_KEYS if k in workflow}
+    out["name"] = name if name is not None else workflow.get("name", "")
+    out.setdefault("nodes", [])
+    out.setdefault("connections", {})
+    out.setdefault("settings", {})
+    meta = workflow.get("meta") if isinstance(workflow.get("meta"), dict) else {}
+    out["meta"] = {**meta, "templateId": str(template_id)}
+    return out
+
+
+def dumps(obj):
+    """Stable text: sorted keys, indent 2, a final newline."""
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+
+
+def templates(conn):
+    """Live templates with a workflow, in id order, one at a time: (id, name, version, categories, node
+    types, workflow JSON text, URL of the latest stored page or None)."""
+    has_url = any(r[1] == "url" for r in conn.execute("PRAGMA table_info(answers)"))
+    page = ("(SELECT a.url FROM answers AS a WHERE a.template_id = w.id AND a.kind = 'page' "
+            "ORDER BY a.version DESC LIMIT 1)") if has_url else "NULL"
+    yield from conn.execute(
+        f"SELECT w.id, w.name, w.version, w.categories, w.node_types, w.workflow, {page} FROM workflows AS w "
+        "WHERE w.removed_at IS NULL AND w.workflow IS NOT NULL ORDER BY w.id")
+
+
+def previous_files(folder):
+    """The file names the previous export's index.json lists (plain names only: never a path elsewhere)."""
+    try:
+        with open(os.path.join(folder, INDEX), encoding="utf-8") as fh:
+            old = json.load(fh)
+        listed = [t.get("file") for t in old.get("templates", [])]
+    except (OSError, ValueError, AttributeError, TypeError):
+        return set()
+    return {f for f in listed if isinstance(f, str) and f == os.path.basename(f) and f.endswith(".json")
+            and f not in (INDEX,) and not f.startswith(".")}
+
+
+def write(conn, folder, redact=True, stop=lambda: None):
+    """Export into `folder` (which must exist); returns a Summary. `stop()` returns a signal's name to
+    end the export between two files."""
+    if not os.path.isdir(folder):
+        raise ConfigError(f"the output folder {folder} does not exist.")
+    summary = Summary()
+    before = previous_files(folder)
+    index = []
+    for tid, name, version, categories, node_types, workflow, page_url in templates(conn):
+        summary.stopped = stop()
+        if summary.stopped:
+            return summary
+        wf = json.loads(workflow)
+        if not isinstance(wf, dict):
+            continue
+        doc = importable(tid, name, wf)
+        if redact:
+            doc, n = redaction.workflow(doc)
+            summary.redacted += n
+        fname = file_name(tid, name, page_url)
+        _put(folder, fname, dumps(doc), summary)
+        index.append({"id": tid, "name": name, "file": fname, "version": version,
+                      "categories": _list(categories), "node_types": _list(node_types)})
+    current = {t["file"] for t in index}
+    for fname in sorted(before - current):
+        summary.stopped = stop()
+        if summary.stopped:
+            return summary
+        try:
+            os.unlink(os.path.join(folder, fname))
+            summary.deleted.append(fname)
+        except FileNotFoundError:
+            pass
+    removed = [{"id": r[0], "name": r[1], "removed_at": r[2]} for r in conn.execute(
+        "SELECT id, name, removed_at FROM workflows WHERE removed_at IS NOT NULL ORDER BY id")]
+    _put(folder, INDEX, dumps({"templates": index, "removed": removed}), summary)
+    _put(folder, README, readme(index, removed), summary)
+    return summary
+
+
+def readme(index, removed):
+    """DIR/README.md: a table of the templates (stable: no date in it)."""
+    lines = ["# n8n workflow templates", "",
+             f"{len(index)} importable workflow(s), written by `scraper export --format files`. In n8n: "
+             "Workflows, Import from File. Credentials are redacted (`[REDACTED]`).", "",
+             "| id | name | version | file |", "|---:|---|---:|---|"]
+    for t in index:
+        cell = (t["name"] or "").replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {t['id']} | {cell} | {t['version']} | [{t['file']}]({t['file']}) |")
+    if removed:
+        lines += ["", f"{len(removed)} template(s) were removed from n8n.io; their files are gone "
+                      "(see `removed` in index.json)."]
+    return "\n".join(lines) + "\n"
+
+
+def _list(text):
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _put(folder, fname, text, summary):
+    """Write `text` to folder/fname atomically, and only when its bytes change."""
+    path, data = os.path.join(folder, fname), text.encode("utf-8")
+    try:
+        with open(path, "rb") as fh:
+            if fh.read() == data:
+                summary.unchanged += 1
+                return
+    except FileNotFoundError:
+        pass
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    summary.written.append(fname)

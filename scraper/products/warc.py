@@ -1,0 +1,108 @@
+"""`export --format warc`: the stored raw answers as a WARC 1.1 file (ISO 28500), the format Heritrix,
+brozzler, browsertrix and pywb keep what a crawler received in.
+
+A `warcinfo` record first (the tool and its version), then one `response` record per stored answer
+version: its URL as WARC-Target-URI, the time its body was fetched as WARC-Date, the HTTP status and
+Content-Type as recorded, and the payload byte for byte as served (decoded: the mirror keeps no
+Content-Encoding, so none is claimed). One gzip member per record, so any record can be read alone.
+The file is written through a temporary file beside it and streamed: one answer in memory at a time.
+
+warcio is an optional extra (`pip install 'scraper[warc]'`): only this format needs it.
+"""
+
+import datetime
+import io
+import os
+import tempfile
+from dataclasses import dataclass
+from http import HTTPStatus
+
+from scraper import __version__
+from scraper.base.errors import ConfigError
+from scraper.mirror import versions
+
+RECONSTRUCTED_HEADER = "WARC-Scraper-Reconstructed"   # which fields an answer stored before schema 7 lacked
+
+
+@dataclass
+class Summary:
+    records: int = 0
+    reconstructed: int = 0
+    bytes: int = 0
+
+    def describe(self):
+        line = (f"{self.records} response record(s), {self.bytes / 2**20:.1f} MB; the answers are as served, "
+                f"not redacted (an archive keeps what was received)")
+        if self.reconstructed:
+            line += (f"; {self.reconstructed} answer(s) stored before URLs were kept have their URL rebuilt "
+                     f"(marked {RECONSTRUCTED_HEADER})")
+        return line + "."
+
+
+def require():
+    try:
+        import warcio  # noqa: F401 - only checking that it is there
+    except ImportError:
+        raise ConfigError("--format warc needs warcio: pip install 'scraper[warc]'.") from None
+
+
+def warc_date(iso_text):
+    """WARC-Date (W3C-DTF, UTC, `Z`) of a stored ISO 8601 time; fractions of a second kept (WARC 1.1)."""
+    t = datetime.datetime.fromisoformat(iso_text.replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    t = t.astimezone(datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + (f".{t.microsecond:06d}" if t.microsecond else "") + "Z"
+
+
+def write_file(conn, path, urls, source=None, since=None, live_only=False, now=None):
+    """Write the WARC to `path` (through a temporary file beside it); returns a Summary.
+    `urls`: (api_url, site_url) for rebuilding the URLs of answers stored before they were kept."""
+    require()
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ConfigError(f"the output folder {folder} does not exist.")
+    versions.check_source(conn, source)         # before a file exists
+    answers = versions.stored(conn, urls, source, since, live_only)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            summary = write(out, answers, os.path.basename(path))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+        return summary
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write(out, answers, filename):
+    """Write the warcinfo record and one response record per `versions.Stored` to the binary stream `out`."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    writer = WARCWriter(out, gzip=True, warc_version="1.1")     # gzip: one member per record
+    writer.write_record(writer.create_warcinfo_record(filename, {
+        "software": f"scraper/{__version__}",
+        "format": "WARC File Format 1.1",
+        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        "description": "raw answers of the n8n.io template library, one response record per stored version",
+    }))
+    summary = Summary()
+    for a in answers:
+        reason = HTTPStatus(a.status).phrase if a.status in HTTPStatus._value2member_map_ else ""
+        http = StatusAndHeaders(f"{a.status} {reason}".strip(),
+                                [("Content-Type", a.content_type), ("Content-Length", str(len(a.body)))],
+                                protocol="HTTP/1.1")
+        headers = {"WARC-Date": warc_date(a.fetched_at)}
+        if a.reconstructed:
+            headers[RECONSTRUCTED_HEADER] = " ".join(a.reconstructed)
+            summary.reconstructed += 1
+        record = writer.create_warc_record(a.url, "response", payload=io.BytesIO(a.body), length=len(a.body),
+                                           http_headers=http, warc_headers_dict=headers)
+        writer.write_record(record)
+        summary.records += 1
+        summary.bytes += len(a.body)
+    return summary
