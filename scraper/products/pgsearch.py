@@ -87,3 +87,12 @@ def query(conn, text, limit, marks):
         raise _fail(text, str(e)) from None
     return [{"id": r[0], "name": r[1], "snippet": " ".join((r[2] or "").split()), "rank": round(r[3], 4)}
             for r in found]
+
+
+def count(conn, text):
+    """How many stored templates match `text` (the total `--limit` cuts)."""
+    expr, params = tsquery(text)
+    try:
+        return conn.raw(f"SELECT COUNT(*) FROM workflows w WHERE w.search_tsv @@ ({expr})", params).fetchone()[0]
+    except sqlite3.OperationalError as e:
+        raise _fail(text, str(e)) from None

@@ -56,6 +56,9 @@ def query(conn, text, limit=LIMIT):
 
 def count(conn, text):
     """How many stored templates match `text` (the total `--limit` cuts); call after `query()`."""
+    if is_postgres(conn):
+        from scraper.products import pgsearch
+        return pgsearch.count(conn, text)
     return conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).fetchone()[0]
 
 
