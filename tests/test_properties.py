@@ -1,17 +1,18 @@
-"""Property-based tests (hypothesis) of the pure policy modules: retry, breaker, progress, outcome.
+"""Property-based tests (hypothesis) of the pure policy modules: retry, breaker, progress, outcome, margin.
 
 Each test states what ALWAYS holds, for any input hypothesis can build; time is passed in (`now=`), never slept.
 The redaction properties are in test_properties_redact.py."""
 
 import math
 import random
+from fractions import Fraction
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from scraper.base import exitcodes
-from scraper.policy import breaker, outcome, progress, retry
+from scraper.policy import breaker, margin, outcome, progress, retry
 
 FAST = settings(max_examples=80, deadline=None)
 
@@ -336,3 +337,62 @@ def test_every_exit_code_ends_on_one_non_empty_line(failed, domains, retry_in):
 def test_any_exit_code_at_all_gets_one_non_empty_line(code):
     last = outcome.next_step(code)
     assert last.strip() and len(last.splitlines()) == 1
+
+
+# --- margin -----------------------------------------------------------------------------------------------
+
+def _gcra_slots(rate_per_s, units, n):
+    """The densest slot times (exact fractions of a second) a GCRA of `units` burst grants from t = 0."""
+    interval = Fraction(1) / Fraction(str(rate_per_s))
+    tolerance = (units - 1) * interval
+    tat, times = Fraction(0), []
+    for _ in range(n):
+        t = max(Fraction(0), tat - tolerance)       # the earliest moment this slot conforms
+        times.append(t)
+        tat = max(tat, t) + interval
+    return times
+
+
+def _bucket_refuses(times, rate_per_s, burst):
+    """Whether a full-at-start token bucket (capacity burst, refill rate_per_s) refuses any arrival."""
+    refill, tokens, last = Fraction(str(rate_per_s)), Fraction(burst), Fraction(0)
+    for t in sorted(times):
+        tokens = min(Fraction(burst), tokens + (t - last) * refill)
+        last = t
+        if tokens < 1:
+            return True
+        tokens -= 1
+    return False
+
+
+@FAST
+@given(rate=st.sampled_from([0.5, 1, 2, 3, 7.5, 10, 30, 50, 100]), burst=st.integers(1, 20),
+       delays=st.lists(st.integers(0, 1000), min_size=60, max_size=60))
+def test_slots_arriving_within_the_absorbed_jitter_never_meet_a_429(rate, burst, delays):
+    units = margin.burst_units(rate, burst)
+    assert 1 <= units <= burst and margin.kept_back(rate, burst) == burst - units
+    absorbed = Fraction(str(margin.jitter_absorbed_s(rate, burst)))
+    slots = _gcra_slots(rate, units, len(delays))
+    arrivals = [t + absorbed * d / 1000 for t, d in zip(slots, delays, strict=True)]
+    assert not _bucket_refuses(arrivals, rate, burst)
+
+
+@FAST
+@given(rate=st.floats(0.01, 1000), burst=st.integers(2, 50))
+def test_the_margin_covers_the_jitter_allowance_where_the_burst_allows_it(rate, burst):
+    absorbed = margin.jitter_absorbed_s(rate, burst)
+    assert absorbed >= min(margin.ARRIVAL_JITTER_S, (burst - 1) / rate) - 1e-9
+    assert margin.burst_units(rate, burst) >= 1
+
+
+def test_the_check_catches_jitter_beyond_the_margin():
+    # one slot late by more than the margin lets its followers bunch up: the bucket refuses one
+    rate, burst = 30, 5
+    slots = _gcra_slots(rate, margin.burst_units(rate, burst), 40)
+    late = Fraction(str(margin.jitter_absorbed_s(rate, burst))) + Fraction(1, 100)
+    arrivals = [t + (late if i < 20 else 0) for i, t in enumerate(slots)]
+    assert _bucket_refuses(arrivals, rate, burst)
+
+
+def test_n8n_keeps_back_one_unit_as_before_and_a_fast_site_keeps_back_more():
+    assert margin.burst_units(2, 5) == 4 and margin.burst_units(30, 5) == 2 and margin.burst_units(2, 1) == 1

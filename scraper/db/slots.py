@@ -8,6 +8,8 @@ move under the row's lock, on `clock_timestamp()` (seconds since the epoch: no t
 pyrate-limiter's PostgresBucket stores zone-less timestamps, which another session's time zone shifts).
 """
 
+from scraper.policy import margin
+
 _NOW = "extract(epoch FROM clock_timestamp())::float8"
 
 TAKE = f"""
@@ -25,12 +27,12 @@ ENSURE = "INSERT INTO domains (domain, updated_at) VALUES (%(domain)s, 0) ON CON
 
 
 def gcra(rate_per_s, burst):
-    """(interval, tolerance) in seconds for `rate_per_s` with `burst`. As the SQLite limiter does, one unit
-    of the burst is kept back as a margin for the time between the slot and the request's arrival, so a
-    server enforcing exactly (rate, burst) never answers 429; any 1-second window then holds at most
-    rate + burst - 1 requests."""
+    """(interval, tolerance) in seconds for `rate_per_s` with `burst`. As the SQLite limiter does, part of
+    the burst is kept back as a margin for the time between the slot and the request's arrival
+    (`policy/margin`), so a server enforcing exactly (rate, burst) never answers 429; any 1-second window
+    then holds at most rate + burst - 1 requests."""
     interval = 1.0 / rate_per_s
-    units = burst - 1 if burst >= 2 else 1
+    units = margin.burst_units(rate_per_s, burst)
     return interval, (units - 1) * interval
 
 

@@ -20,16 +20,18 @@ import time
 
 from pyrate_limiter import Rate, RateItem, SQLiteBucket
 
+from scraper.policy import margin
+
 LEAK_EVERY = 200            # admissions between clean-ups of rows that left every window
 
 
 def rates_for(rate_per_s, burst):
     """Sliding-window rates that never exceed a token bucket of `rate_per_s` with `burst`.
 
-    One unit of the burst is kept back as a margin for the time between admission here and
-    arrival at the server (process scheduling, connection set-up): a server that enforces
-    exactly (rate, burst) then never answers 429. The sustained rate is unchanged."""
-    window_units = burst - 1 if burst >= 2 else 1
+    Part of the burst is kept back as a margin for the time between admission here and arrival
+    at the server (`policy/margin`): a server that enforces exactly (rate, burst) then never
+    answers 429. The sustained rate is unchanged."""
+    window_units = margin.burst_units(rate_per_s, burst)
     interval_ms = math.ceil(window_units * 1000 / rate_per_s)
     return [Rate(window_units, interval_ms)]
 
