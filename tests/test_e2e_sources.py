@@ -2,12 +2,16 @@
 events calendar (a catalogue, 127.0.0.2) in one sources file; one seed and one run store both sites, a
 second seed at once sends nothing, a walk after the calendar changed catches new, edited and removed
 events, and each domain stays within its rate. Plain-HTTP /events/ pages only (the /live/ pages need a
-browser)."""
+browser). A database of the previous release upgrades in place, keeps every row and runs on."""
 
 import json
+import sqlite3
+import time
 
 import pytest
 
+from scraper.db import store
+from scraper.sites import n8n
 from scripts.standin import client
 from tests.helpers import check_every_row, rows, scraper, write
 
@@ -70,7 +74,8 @@ def test_one_seed_and_one_run_mirror_both_sources_then_a_walk_catches_the_calend
     site, calendar, path, db = two_sites
     seeded = scraper(site, db, "--sources", path, "seed", check=0)
     assert "n8n: walked" in seeded.stderr + seeded.stdout and "events: walked" in seeded.stderr + seeded.stdout
-    scraper(site, db, "--sources", path, "run", "--workers", "4", check=0)
+    ran = scraper(site, db, "--sources", path, "run", "--workers", "4", check=0)
+    assert "`scraper seed` walks each source when it is due" in ran.stderr     # not n8n's --from-search alone
 
     # every template as the n8n stand-in serves it
     _, jobs, stored = check_every_row(site, db)
@@ -139,3 +144,90 @@ def test_one_seed_and_one_run_mirror_both_sources_then_a_walk_catches_the_calend
     listed = {s["name"]: s for s in json.loads(scraper(site, db, "--sources", path, "sources", "--json",
                                                        check=0).stdout)}
     assert listed["events"]["items"] == {"live": len(after) - len(removed), "removed": len(removed)}
+
+
+# --- a database of the previous release ------------------------------------------------------------
+
+PREVIOUS = 6        # the schema of the release before sources and the catalogue kind (issue 16)
+
+
+def previous_release_database(path, site):
+    """A database as the previous release left it: the first PREVIOUS migrations, a row in every table
+    (a stored template with its answers, change, video and transcript; a done, a failed and a pending
+    job on the stand-in), made with plain SQL as that release did. Returns the ids (stored, pending)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    for number in range(PREVIOUS):
+        for statement in store._statements(store.MIGRATIONS[number]):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {PREVIOUS}")
+    stored, failed, pending = site.corpus()["ids"][:3]
+    now = time.time() - 3600
+    for tid, status in ((stored, "done"), (failed, "failed"), (pending, "pending")):
+        conn.execute("INSERT INTO jobs (key, site, url, domain, status, attempts, created_at, updated_at, finished_at,"
+                     " error_kind) VALUES (?, 'n8n', ?, '127.0.0.1', ?, ?, ?, ?, ?, ?)",
+                     (n8n.job_key(tid), n8n.page_url(site.url, tid), status, int(status != "pending"), now, now,
+                      None if status == "pending" else now, "http_5xx" if status == "failed" else None))
+    conn.execute("INSERT INTO workflows (id, name, description, workflow, fetched_at, content_hash, version, "
+                 "first_seen_at, last_seen_at) VALUES (?, 'Quokka relay', 'd', '{}', 'f', 'h', 1, 'f', 'f')",
+                 (stored,))
+    conn.execute("INSERT INTO domains (domain, updated_at) VALUES ('127.0.0.1', ?)", (now,))
+    conn.execute("INSERT INTO runs (pid, started_at, finished_at, workers, done, failed, invalid, exit_code) "
+                 "VALUES (1, ?, ?, 2, 1, 1, 0, 1)", (now - 60, now))
+    conn.execute("INSERT INTO counters (name, value) VALUES ('recycles', 3)")
+    conn.execute("INSERT INTO source (id, api_url, site_url, recorded_at) VALUES (1, ?, ?, ?)",
+                 (site.api_url, site.url, now))
+    conn.execute("INSERT INTO transcripts VALUES ('vid1', 'en', 0, 'hello', '[]', 'f')")
+    conn.execute("INSERT INTO template_videos VALUES (?, 'vid1')", (stored,))
+    for kind in ("api", "page"):
+        conn.execute("INSERT INTO answers VALUES (?, 1, ?, 'h', 'f', 'f', 1, x'7b7d')", (stored, kind))
+    conn.execute("INSERT INTO listing VALUES (?, 'eh', 'f')", (stored,))
+    conn.execute("INSERT INTO changes (template_id, change, at, version) VALUES (?, 'added', 'f', 1)", (stored,))
+    conn.execute("INSERT INTO walks (started_at, finished_at, complete, pages, listed, new, changed, removed, "
+                 "restored) VALUES ('2026-01-01T00:00:00+00:00', '2026-01-01T00:00:05+00:00', 1, 1, 3, 3, 0, 0, 0)")
+    conn.execute("INSERT INTO requests (at, domain, kind, status, ms) VALUES (?, '127.0.0.1', 'ok', 200, 5)", (now,))
+    conn.close()
+    return stored, pending
+
+
+def snapshot(path):
+    """{table: (columns, rows)} of every table but the full-text index's own."""
+    conn = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                             "AND name NOT LIKE '%fts%' AND name NOT LIKE 'sqlite_%'")]
+        out = {}
+        for t in tables:
+            columns = [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
+            out[t] = (columns, sorted(map(tuple, conn.execute(f"SELECT * FROM {t}")), key=repr))
+        return out
+    finally:
+        conn.close()
+
+
+def test_a_database_of_the_previous_release_upgrades_in_place_keeps_every_row_and_runs(standin, tmp_path):
+    site = standin(templates=6)
+    db = tmp_path / "old.db"
+    stored, pending = previous_release_database(db, site)
+    before = snapshot(db)
+    assert all(rows_ for _, rows_ in before.values()), [t for t, (_, r) in before.items() if not r]
+    status = json.loads(scraper(site, db, "status", "--json", check=0).stdout)     # the upgrade, in place
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    after = snapshot(db)
+    for table, (columns, old_rows) in before.items():
+        assert table in after, table
+        conn = sqlite3.connect(db)
+        kept = sorted(map(tuple, conn.execute(f"SELECT {', '.join(columns)} FROM {table}")), key=repr)
+        conn.close()
+        assert kept == old_rows, table
+    assert (status["total"], status["pending"], status["done"], status["failed"]) == (3, 1, 1, 1)
+    found = json.loads(scraper(site, db, "search", "quokka", "--json", check=0).stdout)
+    assert [r["id"] for r in found] == [stored]
+    assert "version 1" in scraper(site, db, "history", str(stored), check=0).stdout
+    # and the upgraded database works on: the pending template is fetched and stored
+    scraper(site, db, "run", "--workers", "2", check=1)      # 1: the old failed job is still failed
+    assert rows(db, "SELECT status FROM jobs WHERE key = ?", n8n.job_key(pending)) == [{"status": "done"}]
+    assert rows(db, "SELECT name FROM workflows WHERE id = ?", pending)[0]["name"] == \
+        site.template(pending)["workflow"]["name"]
+    listed = json.loads(scraper(site, db, "sources", "--json", check=0).stdout)
+    assert [s["name"] for s in listed] == ["n8n"]
+    assert listed[0]["last_walk_at"] == "2026-01-01T00:00:05+00:00"   # the old release's walk counts

@@ -302,7 +302,8 @@ def _next_step(s, code):
             conn.close()
     except sqlite3.Error:
         failed, stuck = 0, {}
-    return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None))
+    return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None),
+                             kinds=[src.kind for src in s.working_sources])
 
 
 
