@@ -73,7 +73,9 @@ def within_rate(stats, rate, burst):
 def test_one_seed_and_one_run_mirror_both_sources_then_a_walk_catches_the_calendars_changes(two_sites):
     site, calendar, path, db = two_sites
     seeded = scraper(site, db, "--sources", path, "seed", check=0)
-    assert "n8n: walked" in seeded.stderr + seeded.stdout and "events: walked" in seeded.stderr + seeded.stdout
+    said = seeded.stderr + seeded.stdout
+    assert "n8n: walked (complete, 1 request(s)): 24 new" in said
+    assert "events: walked (complete, 5 request(s))" in said      # robots.txt, the index, its 3 files (README)
     ran = scraper(site, db, "--sources", path, "run", "--workers", "4", check=0)
     assert "`scraper seed` walks each source when it is due" in ran.stderr     # not n8n's --from-search alone
 
@@ -122,11 +124,13 @@ def test_one_seed_and_one_run_mirror_both_sources_then_a_walk_catches_the_calend
     edited, removed = ids[:3], ids[3:5]
     added = calendar.change(add=4, edit=edited, remove=removed)["added"]
     calendar.reset()
+    new_pages = [e for e in events_of(calendar).values() if e["id"] in added]
     n8n_sent = site.stats()["requests"]
-    scraper(site, db, "--sources", path, "seed", "--source", "events", check=0)
+    walked = scraper(site, db, "--sources", path, "seed", "--source", "events", check=0)
+    assert (f"events: walked (complete, 5 request(s)): {len(new_pages)} new, 3 changed, 2 removed"
+            in walked.stderr + walked.stdout)
     scraper(site, db, "--sources", path, "run", "--workers", "4", check=0)
     stats = calendar.stats()
-    new_pages = [e for e in events_of(calendar).values() if e["id"] in added]
     sitemap_files, robots_txt = 4, 1
     assert stats["requests"] <= sitemap_files + robots_txt + len(new_pages) + len(edited) + len(removed) + 3, stats
     assert site.stats()["requests"] == n8n_sent         # the n8n source was not walked, nothing of it was due
