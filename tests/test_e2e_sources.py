@@ -84,6 +84,7 @@ def test_one_seed_and_one_run_mirror_both_sources_then_a_walk_catches_the_calend
     assert len(stored) == len(jobs) == 24
     # every plain-HTML event as the calendar serves it, the `fields` included
     truth = events_of(calendar)
+    assert any(not e["organizer_in_jsonld"] for e in truth.values())      # the css field has work to do
     got = items(db)
     assert set(got) == set(truth)
     for url, row in got.items():
@@ -143,6 +144,7 @@ def test_one_seed_and_one_run_mirror_both_sources_then_a_walk_catches_the_calend
             assert row["version"] == 2 and "(revised 2)" in row["record"]["name"], row
         elif eid in removed:
             assert row["removed_at"] is not None and row["version"] == 1, row
+            assert row["record"] == got[url]["record"]          # the data is kept
         else:
             assert row["version"] == 1 and row["removed_at"] is None, row
     listed = {s["name"]: s for s in json.loads(scraper(site, db, "--sources", path, "sources", "--json",
