@@ -64,7 +64,7 @@ def main():
                 jobs += 1
             t2 = time.monotonic()
             stats = site.stats()
-            print(f"{label}: walk {result.requests} sitemap request(s) in {t1 - t0:.2f} s "
+            print(f"{label}: walk {result.requests} request(s) (robots.txt, sitemaps) in {t1 - t0:.2f} s "
                   f"({result.listed} listed, {result.new} new, {result.changed} changed, {result.removed} "
                   f"missing); {jobs} job(s) in {t2 - t1:.2f} s; {stats['requests']} requests in all "
                   f"({stats['by_kind']}), {t2 - t0:.2f} s wall, 429s {stats['http_429']}")

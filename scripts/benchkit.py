@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from scraper.base import settings as config
-from scraper.base import urls
+from scraper.base import sources, urls
 from scraper.db import store
 from scraper.sites import n8n
 from scripts.standin import client
@@ -209,6 +209,7 @@ class Domain:
     burst: int
     start: object
     domain: str = None
+    walked: bool = False        # its stand-in answers the seed's walk (those requests do not count)
 
 
 def _n8n(templates, video_every):
@@ -224,14 +225,40 @@ def _youtube(rate, burst, latency_ms):
     return yt, {config.ENV_YOUTUBE_URL: yt.url}
 
 
-def default_domains(templates, video_every, n8n_rate=2.0, youtube_rate=0.2):
+def _catalogue(events, sources_path):
+    """The events calendar on 127.0.0.2 as a catalogue source beside the n8n source, in a sources file
+    written at `sources_path` once the stand-in's port is known (plain HTML /events/ pages only)."""
+    def start(rate, burst, latency_ms):
+        site = client.start(catalogue=True, events=events, rate=rate, burst=burst, latency_ms=latency_ms)
+        try:
+            _write_sources(sources_path, site.url, rate, burst)
+        except BaseException:
+            site.stop()     # not yet the caller's to stop
+            raise
+        return site, {sources.ENV_SOURCES: str(sources_path)}
+    return start
+
+
+def _write_sources(path, url, rate, burst):
+    Path(path).write_text(
+        '[[source]]\nname = "n8n"\nkind = "n8n"\n\n'
+        f'[[source]]\nname = "events"\nkind = "catalogue"\npriority = 2\nrate = {rate:g}\nburst = {burst}\n'
+        f'site = "{url}/"\ninclude = ["^/events/"]\ntype = "Event"\nrequired = ["name", "startDate"]\n'
+        '[source.fields]\norganizer = "css:.organizer::text"\n')
+
+
+def default_domains(templates, video_every, n8n_rate=2.0, youtube_rate=0.2, events=None, sources_path=None,
+                    events_rate=0.5, events_burst=2):
     """n8n (the templates, every `video_every`th with a video of its own) and YouTube (those videos'
-    transcripts, three requests each), at the default rates. A third domain is one more line here once a
-    third site exists (a catalogue at 1/s): the sites layer has no second n8n-like site to point at
-    another stand-in, and YouTube's jobs always get the domain youtube.com, so a second YouTube stand-in
-    at 0.5/s would share youtube.com's budget."""
-    return [Domain("n8n", n8n_rate, 5, _n8n(templates, video_every)),
-            Domain("youtube", youtube_rate, 2, _youtube, "youtube.com")]
+    transcripts, three requests each), at the default rates; with `events` (and a `sources_path` to write
+    the sources file at), the events calendar on 127.0.0.2 as a third domain at `events_rate` (about three
+    in four of its events are plain /events/ pages, one request each)."""
+    domains = [Domain("n8n", n8n_rate, 5, _n8n(templates, video_every), walked=True),
+               Domain("youtube", youtube_rate, 2, _youtube, "youtube.com")]
+    if events:
+        domains.append(Domain("events", events_rate, events_burst, _catalogue(events, sources_path), "127.0.0.2",
+                              walked=True))
+    return domains
 
 
 def domains_run(db, domains, workers=4, latency_ms=40.0, transcripts=True):
@@ -248,10 +275,13 @@ def domains_run(db, domains, workers=4, latency_ms=40.0, transcripts=True):
         remove_db(db)
         budget = [f"--domain-rate={d.domain}={d.rate:g}/{d.burst}" for d in domains if d.domain]
         n8n = domains[0]
-        subprocess.run(scraper_cmd("seed", "--from-search", "--rate", f"{n8n.rate:g}", "--burst", str(n8n.burst)),
+        # with a sources file, a bare seed walks every source (n8n's search and the catalogue's sitemaps)
+        walk = () if sources.ENV_SOURCES in env else ("--from-search",)
+        subprocess.run(scraper_cmd("seed", *walk, "--rate", f"{n8n.rate:g}", "--burst", str(n8n.burst)),
                        env=env, check=True, capture_output=True)
-        for site in started[:1]:
-            site.reset()    # the seed's search requests do not count
+        for d, site in zip(domains, started, strict=True):
+            if d.walked:
+                site.reset()    # the seed's walk requests do not count
         done = subprocess.run(scraper_cmd("run", "--workers", str(workers), "--rate", f"{n8n.rate:g}",
                                           "--burst", str(n8n.burst), *budget), env=env, capture_output=True,
                               text=True)

@@ -212,3 +212,13 @@ def test_check_options_names_what_is_wrong():
     assert "site" in catalogue.check_options(Source(name="x", kind="catalogue"))
     assert "css:SELECTOR" in catalogue.check_options(source(fields={"a": "xpath://a"}))
     assert "fetcher" in catalogue.check_options(source(fetcher="browser"))
+
+
+def test_the_sitemaps_of_a_robots_txt_are_its_http_sitemap_lines_once_each_and_bounded():
+    from scraper.sites import sitemaps as parser
+    body = (b"User-agent: *\nDisallow: /x\nSITEMAP: http://a.test/one.xml # the main one\n"
+            b"sitemap:https://a.test/two.xml.gz\nSitemap: ftp://a.test/no.xml\nSitemap: http://a.test/one.xml\n"
+            b"Sitemap:\n\xff\xfe garbage\n")
+    assert parser.from_robots(body) == ["http://a.test/one.xml", "https://a.test/two.xml.gz"]
+    many = "".join(f"Sitemap: http://a.test/{i}.xml\n" for i in range(500)).encode()
+    assert len(parser.from_robots(many)) == parser.MAX_ROBOTS_SITEMAPS

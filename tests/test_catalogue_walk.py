@@ -62,7 +62,7 @@ def test_a_walk_and_a_run_store_every_event_and_request_nothing_else(calendar, m
     s, source, conn, get, run = mirror
     result = walker.walk(conn, s, source, get, time.time())
     truth = {e["url"]: e for e in calendar.truth()["events"] if "/events/" in e["url"]}
-    assert result.complete and result.new == len(truth) and result.requests == 4   # index + 3 children
+    assert result.complete and result.new == len(truth) and result.requests == 5   # robots, index, 3 children
     run()
     rows = stored(conn)
     assert len(rows) == len(truth)
@@ -73,11 +73,11 @@ def test_a_walk_and_a_run_store_every_event_and_request_nothing_else(calendar, m
         assert rec["organizer"] == want["organizer"]        # from the HTML where the JSON-LD has none
         assert row["version"] == 1 and row["removed_at"] is None
     stats = calendar.stats()
-    assert set(stats["by_kind"]) == {"sitemap_index", "sitemap", "event"}   # no page that is not an event
+    assert set(stats["by_kind"]) == {"robots", "sitemap_index", "sitemap", "event"}   # no page that is not an event
     assert stats["by_kind"]["event"] == len(truth) and stats["http_429"] == 0
     # a second walk at once queues nothing and sends only the sitemap files
     again = walker.walk(conn, s, source, get, time.time())
-    assert (again.new, again.changed, again.removed, again.requests) == (0, 0, 0, 4)
+    assert (again.new, again.changed, again.removed, again.requests) == (0, 0, 0, 5)
 
 
 def test_a_walk_after_the_calendar_changed_catches_new_edited_and_removed_events(calendar, mirror):
@@ -94,8 +94,8 @@ def test_a_walk_after_the_calendar_changed_catches_new_edited_and_removed_events
     assert (result.new, result.changed, result.removed, result.complete) == (len(added), 3, 2, True)
     run()
     stats = calendar.stats()
-    sitemap_files = 4
-    assert stats["requests"] <= sitemap_files + 1 + len(added) + len(edited) + len(removed) + 3, stats
+    sitemap_files, robots_txt = 4, 1
+    assert stats["requests"] <= sitemap_files + robots_txt + len(added) + len(edited) + len(removed) + 3, stats
     after = stored(conn)
     for key, row in after.items():
         eid = int(key.rsplit("-", 1)[1])
@@ -115,6 +115,22 @@ def test_a_walk_after_the_calendar_changed_catches_new_edited_and_removed_events
     removed_jobs = conn.execute("SELECT status, http_status FROM jobs WHERE key LIKE 'events:%-' || ?",
                                 (removed[0],)).fetchall()
     assert [tuple(r) for r in removed_jobs] == [("invalid", 404)]
+
+
+def test_the_walk_reads_the_sitemaps_robots_txt_names_on_the_sites_host(calendar, mirror):
+    """No `sitemaps` in the source: robots.txt's Sitemap lines (of the site's own host) say where to
+    start; without robots.txt, /sitemap.xml."""
+    s, source, conn, get, _ = mirror
+    calendar.robots(sitemap=["/sitemaps/events-1.xml.gz", "http://elsewhere.test/sitemap.xml"])
+    result = walker.walk(conn, s, source, get, time.time())
+    stats = calendar.stats()
+    assert stats["by_path"] == {"/robots.txt": 1, "/sitemaps/events-1.xml.gz": 1}, stats["by_path"]
+    assert result.requests == 2 and result.complete and result.new > 0
+    calendar.robots("404")
+    calendar.reset()
+    walker.walk(conn, s, source, get, time.time())
+    assert set(calendar.stats()["by_path"]) == {"/robots.txt", "/sitemap.xml", "/sitemaps/events-1.xml.gz",
+                                                "/sitemaps/events-2.xml.gz", "/sitemaps/pages.xml.gz"}
 
 
 def test_script_rendered_pages_end_incomplete_over_http(calendar, tmp_path):

@@ -338,7 +338,8 @@ def _next_step(s, code):
             conn.close()
     except (sqlite3.Error, ConfigError):
         counts, stuck = {}, {}
-    return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None)), counts
+    return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
+                             kinds=[src.kind for src in s.working_sources]), counts
 
 
 

@@ -148,9 +148,26 @@ def plan(listed, complete, jobs, items):
     return Plan(new, changed, missing, restored)
 
 
+def read_robots(source, get) -> list:
+    """The sitemaps the site's robots.txt names on the site's own host (one GET through `get`); none
+    when the source gives its `sitemaps`, or robots.txt cannot be read or names none."""
+    if source.opt("sitemaps"):
+        return []
+    try:
+        named = sitemaps.from_robots(get(urljoin(source.opt("site"), "/robots.txt")))
+    except FetchError as e:
+        log.info("source %s: no robots.txt to read its sitemaps from (%s); /sitemap.xml then", source.name, e)
+        return []
+    host = _bare(urlsplit(source.opt("site")).hostname)
+    return [u for u in named if _bare(urlsplit(u).hostname) == host]   # another host is not this source's
+
+
 def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
-    """Walk one catalogue source: read its sitemaps, queue new, changed, restored and missing pages."""
+    """Walk one catalogue source: read its sitemaps (those of robots.txt when the source names none and
+    the caller gives none), queue new, changed, restored and missing pages."""
     counted = _Counted(get)
+    if robots_sitemaps is None:
+        robots_sitemaps = read_robots(source, counted)
     listed, complete, requests, errors = read(counted, sitemap_urls(source, robots_sitemaps), wanted(source))
     for e in errors:
         log.warning("source %s: %s", source.name, e)

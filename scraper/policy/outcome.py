@@ -4,12 +4,16 @@ from scraper.base.exitcodes import CRASHING, FAILED, GAVE_UP, LOCKED, OK, SIGINT
 from scraper.policy.progress import format_duration
 
 
-def next_step(code, failed=0, domains=(), retry_in_s=None):
+def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",)):
     """One sentence: what to do after a run that exited `code`.
 
     `failed` is the database's count of failed rows, `domains` the domains whose breaker gave up,
-    `retry_in_s` how long until such a domain may be tried again (when known)."""
+    `retry_in_s` how long until such a domain may be tried again (when known), `kinds` those of the
+    sources the run worked (n8n alone: the n8n walk is the way to what is new)."""
     if code == OK:
+        if set(kinds) - {"n8n"}:
+            return ("next: nothing to do; `scraper seed` walks each source when it is due (`--source NAME` at "
+                    "once) for what was published since.")
         return "next: nothing to do; `scraper seed --from-search` adds templates published since."
     if code == FAILED:
         return (f"next: {failed} job(s) are failed; see why with `scraper failures`, then "

@@ -104,3 +104,21 @@ def parse_lastmod(text) -> str | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
     return moment.astimezone(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+MAX_ROBOTS_SITEMAPS = 100     # Sitemap: lines one robots.txt may name; more is a hostile file
+
+
+def from_robots(body: bytes) -> list:
+    """The http(s) URLs of a robots.txt's `Sitemap:` lines, in order, without repeats (at most
+    MAX_ROBOTS_SITEMAPS). Anything else in the file is not ours to read here."""
+    found = []
+    for line in body.decode("utf-8", errors="replace").splitlines():
+        field, _, value = line.split("#", 1)[0].partition(":")
+        value = value.strip()
+        if field.strip().lower() == "sitemap" and value.lower().startswith(("http://", "https://")) \
+                and value not in found:
+            found.append(value)
+            if len(found) >= MAX_ROBOTS_SITEMAPS:
+                break
+    return found
