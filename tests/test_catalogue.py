@@ -211,4 +211,5 @@ def test_check_options_names_what_is_wrong():
     assert catalogue.check_options(source()) is None
     assert "site" in catalogue.check_options(Source(name="x", kind="catalogue"))
     assert "css:SELECTOR" in catalogue.check_options(source(fields={"a": "xpath://a"}))
-    assert "fetcher" in catalogue.check_options(source(fetcher="browser"))
+    assert catalogue.check_options(source(fetcher="auto")) is None
+    assert "fetcher" in catalogue.check_options(source(fetcher="selenium"))

@@ -98,6 +98,7 @@ class Settings:
     run_sources: tuple = ()     # `run --source NAME`: only these sources' jobs (empty: every enabled one)
     browser_path: str = BROWSER
     browser_timeout_s: float = None     # one page in the browser, navigation and settling; None: timeout_s
+    browserless: tuple = ()     # sources that need a browser when none can be started: not worked, left pending
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -139,8 +140,10 @@ class Settings:
 
     @property
     def working_sources(self) -> tuple[Source, ...]:
-        """The sources whose jobs this run works: enabled, and named by `run --source` when given."""
-        return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources))
+        """The sources whose jobs this run works: enabled, named by `run --source` when given, and not one
+        that needs a browser none can start (`browserless`: its jobs are neither claimed nor waited for)."""
+        return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources)
+                     and s.name not in self.browserless)
 
     @property
     def domain(self):

@@ -1,6 +1,7 @@
 """Commands that fill and work the queue: seed, run, retry."""
 
 import contextlib
+import dataclasses
 import os
 import sqlite3
 import time
@@ -65,6 +66,7 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
         raise Failure("--limit goes with --from-search.")
     s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
                   backoff_base_s=backoff_base_s)
+    _without_browser(s)     # said before any work; a walk needs no browser, so its pages are queued all the same
     if (from_search or ids_file) and not any(src.kind == "n8n" for src in s.sources):
         raise Failure(f"{'--from-search' if from_search else '--ids'} needs an n8n source, and "
                       f"{s.sources_path} has none.")
@@ -267,6 +269,7 @@ def run_cmd(ctx, **options):
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     _check_source(s, adopt_urls)
+    s = dataclasses.replace(s, browserless=_without_browser(s))
     try:
         code = supervisor.run(s)
     except RunLocked as e:
@@ -274,6 +277,16 @@ def run_cmd(ctx, **options):
         raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
     log.info("%s", _next_step(s, code))
     ctx.exit(code)
+
+
+def _without_browser(s):
+    """Say in one sentence, before any work, which sources of this run need a browser that cannot be
+    started; returns their names (the run leaves their jobs pending and exits 3)."""
+    from scraper.net import chromium
+    sentence, names = chromium.sources_without_browser(s, s.working_sources)
+    if sentence:
+        log.error("%s", sentence)
+    return names
 
 
 def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, run_sources=(), **options):
@@ -302,7 +315,8 @@ def _next_step(s, code):
             conn.close()
     except sqlite3.Error:
         failed, stuck = 0, {}
-    return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None))
+    return outcome.next_step(code, failed, sorted(stuck), max(stuck.values(), default=None),
+                             browserless=s.browserless)
 
 
 

@@ -14,7 +14,7 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import FetchError, HandedBack, JobInvalid, ParseError
 from scraper.base.urls import domain_of
-from scraper.db import requestlog, store
+from scraper.db import fetchlearn, requestlog, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
@@ -298,6 +298,9 @@ class _JobContext:
 
     def render(self, url, allow_domains=(), settle=None):
         return self.w._render(self.job, url, allow_domains, settle)
+
+    def verdict(self, pattern):
+        return fetchlearn.verdict(self.w.queue.conn, self.job.source, pattern)
 
     def gate(self):
         self.w._gate(self.job)
