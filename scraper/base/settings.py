@@ -25,9 +25,11 @@ MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
 # The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
 PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
-# Measured (scripts/bench_browser.py, lean flags): each browser adds about 250 MB of PSS to the pool (its
-# Playwright driver and Chromium's processes); 4 do not fit under 1 GB with their workers, 3 do.
-BROWSER_MB = 250
+# Measured (lean flags): scripts/bench_browser.py saw each browser add about 250 MB of PSS (its Playwright
+# driver and Chromium's processes), but in a real 4-worker `run` with 3 browsers the pool reached 1039-1092 MB
+# (each browser's worker tree 333-377 MB, the pages' contexts and the worker's own imports on top), so the
+# supervisor kept recycling; with 330 MB a browser, 4 workers under 1 GB get 2 browsers and stay under it.
+BROWSER_MB = 330
 MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)

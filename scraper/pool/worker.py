@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
+BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
 
 
 class Flags:
@@ -53,6 +54,7 @@ class Worker:
         self.jobs_done = 0
         self.fetchers = {}
         self.browser = None     # net.browser.BrowserFetcher, opened by the first page a site renders
+        self.idle_since = None  # when claims started finding nothing
         self.sites = sites.enabled(settings)
         self.levels = source_levels(settings.working_sources)   # claims prefer the first priority level
         self.domains = sites.domains(settings)
@@ -80,10 +82,20 @@ class Worker:
         job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
                                workers=self.s.workers, sources=self.levels)
         if job is None:
+            self._idle(now)
             return False
+        self.idle_since = None
         self.process(job)
         self.jobs_done += 1
         return True
+
+    def _idle(self, now):
+        """Nothing to claim: after BROWSER_IDLE_S, close the worker's browser. Its slot and its memory go to a
+        worker that waits for one with a page to render (an idle browser would hold them until the end)."""
+        if self.idle_since is None:
+            self.idle_since = now
+        elif self.browser is not None and now - self.idle_since >= BROWSER_IDLE_S:
+            self.browser.retire()
 
     def _demands(self):
         """Each domain's rate slot, rate and requests per job, so the claim keeps every worker on a
