@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+import logging
 import os
 import sqlite3
 import time
@@ -66,7 +67,7 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
         raise Failure("--limit goes with --from-search.")
     s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
                   backoff_base_s=backoff_base_s)
-    _without_browser(s)     # said before any work; a walk needs no browser, so its pages are queued all the same
+    _without_browser(s, logging.WARNING)    # before any work; a walk needs no browser: its pages are queued
     if (from_search or ids_file) and not any(src.kind == "n8n" for src in s.sources):
         raise Failure(f"{'--from-search' if from_search else '--ids'} needs an n8n source, and "
                       f"{s.sources_path} has none.")
@@ -279,13 +280,13 @@ def run_cmd(ctx, **options):
     ctx.exit(code)
 
 
-def _without_browser(s):
+def _without_browser(s, level=logging.ERROR):
     """Say in one sentence, before any work, which sources of this run need a browser that cannot be
     started; returns their names (the run leaves their jobs pending and exits 3)."""
     from scraper.net import chromium
     sentence, names = chromium.sources_without_browser(s, s.working_sources)
     if sentence:
-        log.error("%s", sentence)
+        log.log(level, "%s", sentence)
     return names
 
 
