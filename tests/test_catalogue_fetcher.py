@@ -114,9 +114,11 @@ def test_a_learnt_browser_pattern_goes_straight_to_the_browser_and_http_stays_as
 
 def test_auto_ends_incomplete_only_after_both_paths_lacked_the_fields():
     ctx = Ctx(EMPTY, browser_page=EMPTY)
-    with pytest.raises(catalogue.Incomplete, match="name, startDate"):
+    with pytest.raises(catalogue.Incomplete, match="name, startDate") as e:
         fetch(source("auto"), ctx)
     assert [c if c == "http" else c[0] for c in ctx.calls] == ["http", "browser"]
+    (_, _, learned, by_http, by_browser), = e.value.result.learned     # counted, though nothing was learnt
+    assert learned.verdict is None and by_http and by_browser
 
 
 def test_the_worker_reads_the_verdict_and_record_writes_the_learning_in_the_jobs_transaction(tmp_path):
@@ -137,4 +139,25 @@ def test_the_worker_reads_the_verdict_and_record_writes_the_learning_in_the_jobs
     table = page[page.index('<table id="fetch-table">'):]
     assert "<td>events</td><td>1</td><td>1</td><td>0</td><td>0</td>" in table
     assert "/live/{slug}-{n}: browser (1 by HTTP, 1 by browser)" in table
+    conn.close()
+
+
+def test_an_incomplete_auto_page_still_counts_its_fetches_in_the_failures_transaction(tmp_path):
+    s = settings.build(db_path=str(tmp_path / "jobs.db"), transcripts=False)
+    conn = store.open_db(s.db_path)
+    queue = Queue(conn)
+    queue.seed([("events:/live/jazz-night-42", "catalogue", URL, "cal.test", "events")], now=1.0)
+    w = worker.Worker(s, "w1", queue, None, None)
+
+    class Fetcher:
+        def fetch(self, job, ctx):
+            return fetch(source("auto"), Ctx(EMPTY, browser_page=EMPTY))
+
+    w.fetchers["catalogue"] = Fetcher()
+    w.process(queue.claim("w1", 2.0, s.lease_s, sites=["catalogue"]))
+    job = conn.execute("SELECT status, error_kind FROM jobs").fetchone()
+    assert tuple(job) == ("failed", "incomplete")
+    summary = fetchlearn.summary(conn)["events"]
+    assert (summary["http"], summary["browser"]) == (1, 1)
+    assert [p["verdict"] for p in summary["patterns"]] == ["unknown"]      # counted; nothing learnt
     conn.close()

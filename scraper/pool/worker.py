@@ -129,7 +129,8 @@ class Worker:
             self._failed(job, e.kind, str(e), e.status, e.retry_after, started, probe=job.probe)
         except ParseError as e:
             # a site may name its own final kind (catalogue's `incomplete`)
-            self._failed(job, getattr(e, "kind", retry.PARSE), str(e), 200, None, started)
+            self._failed(job, getattr(e, "kind", retry.PARSE), str(e), 200, None, started,
+                         result=getattr(e, "result", None))
         else:
             ms = _ms_since(started)
             now = self.clock()
@@ -241,7 +242,8 @@ class Worker:
             return
         log.info("%s %s: %s -> invalid", self.name, job.key, message)
 
-    def _failed(self, job, kind, message, status, retry_after, started, probe=False):
+    def _failed(self, job, kind, message, status, retry_after, started, probe=False, result=None):
+        """End this attempt as `retry.decide` says; `result` (a site's Result) is written with it."""
         now = self.clock()
         message = _storable_text(message)
         outcome = retry.decide(
@@ -250,7 +252,7 @@ class Worker:
         )
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
-        write = None
+        write = None if result is None else lambda c: record.write(c, result, now, source=job.source)
         if new_status == retry.INVALID and status in retry.GONE:
             # gone from its site: the site may record that (n8n marks a stored template removed, its data
             # kept), in the same transaction

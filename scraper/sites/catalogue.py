@@ -27,6 +27,7 @@ class Incomplete(ParseError):
     """The page lacks a required field: final (the same page would come again)."""
 
     kind = retry.INCOMPLETE
+    result: Result | None = None    # what to store with the failure (the fetches of `auto` it counts)
 
 
 def job_key(source_name: str, path: str) -> str:
@@ -250,9 +251,13 @@ class _Fetcher:
         record = records.get(id(page.html))
         if record is None:
             record = record_of(source, job.url, page.html)
-        complete(source, record)
-        body = page.html if isinstance(page.html, bytes) else page.html.encode("utf-8")
         learned = ((source.name, pattern, page.learned, page.by_http, page.by_browser),) if page.learned else ()
+        try:
+            complete(source, record)
+        except Incomplete as e:
+            e.result = Result(learned=learned)     # the pages it took still count (written with the failure)
+            raise
+        body = page.html if isinstance(page.html, bytes) else page.html.encode("utf-8")
         return body, record, learned
 
     def close(self):
