@@ -211,7 +211,8 @@ def test_check_options_names_what_is_wrong():
     assert catalogue.check_options(source()) is None
     assert "site" in catalogue.check_options(Source(name="x", kind="catalogue"))
     assert "css:SELECTOR" in catalogue.check_options(source(fields={"a": "xpath://a"}))
-    assert "fetcher" in catalogue.check_options(source(fetcher="browser"))
+    assert catalogue.check_options(source(fetcher="auto")) is None
+    assert "fetcher" in catalogue.check_options(source(fetcher="selenium"))
 
 
 def test_the_sitemaps_of_a_robots_txt_are_its_http_sitemap_lines_once_each_and_bounded():

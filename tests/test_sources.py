@@ -55,8 +55,14 @@ BAD = [
     ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\ntype = "an event"', ["'x'", "'type'"]),
     ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\nfields = { a = "xpath://b" }',
      ["'x'", "'fields'", "css:SELECTOR"]),
-    ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\nfetcher = "browser"',
-     ["'x'", "'fetcher'", "http"]),
+    ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\nfetcher = "selenium"',
+     ["'x'", "'fetcher'", "http, browser, auto"]),
+    ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\nallow_domains = ["https://cdn.a.org/"]',
+     ["'x'", "'allow_domains'", "host name"]),
+    ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\nallow_domains = "cdn.a.org"',
+     ["'x'", "'allow_domains'", "list of strings"]),
+    ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\nsettle = 3',
+     ["'x'", "'settle'", "CSS selector"]),
     ('[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"\nsitemaps = ["/sitemap.xml"]',
      ["'x'", "'sitemaps'", "http(s) URL"]),
     ('[[source]]\nname = "x"\nkind = "n8n"\n[[source]]\nname = "x"\nkind = "catalogue"\nsite = "http://a/"',
@@ -207,7 +213,7 @@ def test_sources_json_has_exactly_the_keys_of_the_issue(tmp_path, db):
     assert [r["name"] for r in rows] == ["n8n", "events"]
     for r in rows:
         assert set(r) == {"name", "kind", "enabled", "priority", "every", "domains", "last_walk_at", "next_due_at",
-                          "jobs", "items"}
+                          "jobs", "items", "fetch"}
         for d in r["domains"]:
             assert set(d) == {"domain", "rate_per_s", "configured_rate_per_s", "burst"}
         assert set(r["items"]) == {"live", "removed"}
@@ -219,6 +225,7 @@ def test_sources_json_has_exactly_the_keys_of_the_issue(tmp_path, db):
                                   "burst": 3}]
     assert events["jobs"]["pending"] == 1 and n8n["jobs"]["pending"] == 0
     assert events["items"] == {"live": 0, "removed": 0}      # no `items` table before the catalogue kind
+    assert events["fetch"] == {} and n8n["fetch"] == {}     # no page fetched with fetcher = "auto" yet
     text = invoke("--sources", path, "sources", db=db)
     assert text.exit_code == 0 and "events (catalogue, enabled, priority 2, every 1d)" in text.output
 

@@ -25,9 +25,11 @@ MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
 # The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
 PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
-# Measured (scripts/bench_browser.py, lean flags): each browser adds about 250 MB of PSS to the pool (its
-# Playwright driver and Chromium's processes); 4 do not fit under 1 GB with their workers, 3 do.
-BROWSER_MB = 250
+# Measured (lean flags): scripts/bench_browser.py saw each browser add about 250 MB of PSS (its Playwright
+# driver and Chromium's processes), but in a real 4-worker `run` with 3 browsers the pool reached 1039-1092 MB
+# (each browser's worker tree 333-377 MB, the pages' contexts and the worker's own imports on top), so the
+# supervisor kept recycling; with 330 MB a browser, 4 workers under 1 GB get 2 browsers and stay under it.
+BROWSER_MB = 330
 MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
@@ -102,6 +104,7 @@ class Settings:
     browser_timeout_s: float = None     # one page in the browser, navigation and settling; None: timeout_s
     ping_url: str | None = None     # cron monitoring: URL/start, URL, URL/fail (scraper.net.notify)
     notify_url: str | None = None   # a chat webhook told of a run that did not end well
+    browserless: tuple = ()     # sources that need a browser when none can be started: not worked, left pending
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -143,8 +146,10 @@ class Settings:
 
     @property
     def working_sources(self) -> tuple[Source, ...]:
-        """The sources whose jobs this run works: enabled, and named by `run --source` when given."""
-        return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources))
+        """The sources whose jobs this run works: enabled, named by `run --source` when given, and not one
+        that needs a browser none can start (`browserless`: its jobs are neither claimed nor waited for)."""
+        return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources)
+                     and s.name not in self.browserless)
 
     @property
     def domain(self):

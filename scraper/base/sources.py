@@ -30,9 +30,10 @@ _STR_LISTS = ("sitemaps", "include", "exclude", "required", "volatile", "allow_d
 _KIND_KEYS = {
     "n8n": ("api_url", "site_url"),
     "catalogue": ("site", "sitemaps", "include", "exclude", "type", "required", "fields", "volatile", "fetcher",
-                  "allow_domains"),
+                  "allow_domains", "settle"),
 }
-FETCHERS = ("http",)                # "browser" and "auto" come with another change
+FETCHERS = ("http", "browser", "auto")  # scraper.policy.fetchmode.MODES (base imports nothing of ours)
+_DOMAIN = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +191,11 @@ def _check_kind(kind, o, bad):
         raise bad("fields", "it must be a table of field names to 'css:SELECTOR' or 'jsonld:dotted.path'")
     if "fetcher" in o and o["fetcher"] not in FETCHERS:
         raise bad("fetcher", f"allowed: {', '.join(FETCHERS)}")
+    for domain in o.get("allow_domains", ()):
+        if not _DOMAIN.fullmatch(domain):
+            raise bad("allow_domains", "every entry must be a lower-case host name such as cdn.example.org")
+    if "settle" in o and not (isinstance(o["settle"], str) and o["settle"].strip()):
+        raise bad("settle", "it must be a CSS selector that is present once the page has rendered")
 
 
 def _is_url(value):

@@ -1,6 +1,8 @@
 """Commands that fill and work the queue: seed, run, retry."""
 
 import contextlib
+import dataclasses
+import logging
 import os
 import sqlite3
 import time
@@ -65,6 +67,7 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
         raise Failure("--limit goes with --from-search.")
     s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
                   backoff_base_s=backoff_base_s)
+    _without_browser(s, logging.WARNING)    # before any work; a walk needs no browser: its pages are queued
     if (from_search or ids_file) and not any(src.kind == "n8n" for src in s.sources):
         raise Failure(f"{'--from-search' if from_search else '--ids'} needs an n8n source, and "
                       f"{s.sources_path} has none.")
@@ -300,6 +303,7 @@ def run_cmd(ctx, **options):
         if not _db_exists(s):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
         _check_source(s, adopt_urls)
+        s = dataclasses.replace(s, browserless=_without_browser(s))
         try:
             code = supervisor.run(s)
         except RunLocked as e:
@@ -310,6 +314,16 @@ def run_cmd(ctx, **options):
         if health is not None:
             health.finished(code, last, counts)
     ctx.exit(code)
+
+
+def _without_browser(s, level=logging.ERROR):
+    """Say in one sentence, before any work, which sources of this run need a browser that cannot be
+    started; returns their names (the run leaves their jobs pending and exits 3)."""
+    from scraper.net import chromium
+    sentence, names = chromium.sources_without_browser(s, s.working_sources)
+    if sentence:
+        log.log(level, "%s", sentence)
+    return names
 
 
 def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, run_sources=(), **options):
@@ -339,7 +353,7 @@ def _next_step(s, code):
     except (sqlite3.Error, ConfigError):
         counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
-                             kinds=[src.kind for src in s.working_sources]), counts
+                             kinds=[src.kind for src in s.working_sources], browserless=s.browserless), counts
 
 
 

@@ -1,10 +1,12 @@
 """Where a site's `Result` becomes rows: the core stores what a site returns, in the job's transaction.
 
 Sites hold no SQL (import-linter keeps them away from `db`); they return a `Result` and this module
-writes it: plain rows, link tables, versioned items with their raw answers, removals and child jobs.
+writes it: plain rows, link tables, versioned items with their raw answers, removals, what `fetcher = "auto"`
+learnt (fetch_patterns) and child jobs.
 """
 
 from scraper import sites
+from scraper.db import fetchlearn
 from scraper.db.queue import DEFAULT_SOURCE, add_jobs
 from scraper.db.store import transaction, upsert
 from scraper.mirror import answers, items
@@ -31,6 +33,8 @@ def write(conn, result: sites.Result, now: float, at: str = "", source: str = DE
         answers.mark_removed(conn, template_id, at)
     for source, key in result.removed_items:
         items.mark_removed(conn, source, key, at)
+    for src, pattern, learned, by_http, by_browser in result.learned:
+        fetchlearn.record(conn, src, pattern, learned, by_http, by_browser, now)
     if result.children:
         add_jobs(conn, result.children, now, priority=CHILD_PRIORITY, source=source)
 

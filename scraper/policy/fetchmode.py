@@ -53,8 +53,12 @@ def pattern_of(url):
 
 
 def is_recheck(url):
-    """Whether this page of a learned pattern is re-checked on the other path (a stable hash of the URL)."""
-    return int.from_bytes(hashlib.sha256(url.encode()).digest()[:4], "big") % RECHECK_EVERY == 0
+    """Whether this page of a learned pattern is re-checked on the other path: a stable hash of the URL's
+    path and query (not its scheme, host or port, so the same page is the same choice on any of them, and a
+    test can predict which against a stand-in on any port)."""
+    parts = urlsplit(url) if "://" in url else None
+    page = (parts.path + (f"?{parts.query}" if parts.query else "")) if parts else url
+    return int.from_bytes(hashlib.sha256(page.encode()).digest()[:4], "big") % RECHECK_EVERY == 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,12 +4,17 @@ from scraper.base.exitcodes import CRASHING, FAILED, GAVE_UP, LOCKED, OK, SIGINT
 from scraper.policy.progress import format_duration
 
 
-def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",)):
+def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), browserless=()):
     """One sentence: what to do after a run that exited `code`.
 
     `failed` is the database's count of failed rows, `domains` the domains whose breaker gave up,
     `retry_in_s` how long until such a domain may be tried again (when known), `kinds` those of the
-    sources the run worked (n8n alone: the n8n walk is the way to what is new)."""
+    sources the run worked (n8n alone: the n8n walk is the way to what is new), `browserless` the sources
+    left pending because they need a browser and none could be started."""
+    if code == GAVE_UP and browserless:
+        also = f"; {', '.join(domains)} also kept failing" if domains else ""
+        return (f"next: source(s) {', '.join(browserless)} need a browser and none could be started, so their "
+                f"jobs were left pending{also}; install Debian's chromium or set --browser-path, then run again.")
     if code == OK:
         if set(kinds) - {"n8n"}:
             return ("next: nothing to do; `scraper seed` walks each source when it is due (`--source NAME` at "

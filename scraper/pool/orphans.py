@@ -3,6 +3,8 @@ processes a worker started (a browser's driver, Chromium, its watchdog) come to 
 worker dies, instead of to init. The supervisor reaps them as they end, and kills those left at the end
 of the run. (A kill -9 of the supervisor itself is covered by each browser's watchdog; see net/browser.)"""
 
+import collections
+import contextlib
 import ctypes
 import logging
 import os
@@ -48,14 +50,19 @@ def reap(known):
 
 def kill(known):
     """Kill every adopted orphan, its descendants and the process group it leads (Chromium's); returns how
-    many processes were killed."""
-    victims = []
+    many processes were killed (those that had ended already, zombies waiting to be collected, are only
+    collected: a browser closed just before the end leaves a few)."""
+    reap(known)
+    victims, names = [], collections.Counter()
     for pid in adopted(known):
         try:
             p = psutil.Process(pid)
             victims += [p, *p.children(recursive=True)]
         except psutil.Error:
             continue
+    for p in victims:
+        with contextlib.suppress(psutil.Error):
+            names[p.name()] += 1
     for p in victims:
         try:
             if os.getpgid(p.pid) == p.pid:
@@ -69,5 +76,6 @@ def kill(known):
         except ChildProcessError:
             pass    # not ours: its own parent (or init) collects it
     if victims:
-        log.warning("killed %d process(es) the workers left behind", len(victims))
+        log.warning("killed %d process(es) the workers left behind (%s)", len(victims),
+                    ", ".join(f"{name} x{n}" for name, n in sorted(names.items())))
     return len(victims)

@@ -215,7 +215,13 @@ class Supervisor:
         for domain, n in left.items():
             log.error("gave up on %s: its breaker stayed open through %d probes in a row; %d job(s) left pending "
                       "for the next run", domain, self.s.max_open_cycles, n)
-        if left:
+        # a source that needs a browser none can start is left out of claims and of `_work_left`, as a
+        # given-up domain is: its pending jobs wait for the next run, which is what exit 3 says
+        waiting = self.s.browserless and self.queue.work_left(None, sources=list(self.s.browserless))
+        if waiting:
+            log.error("left the pending jobs of %s: %s needs a browser and none could be started",
+                      ", ".join(self.s.browserless), "it" if len(self.s.browserless) == 1 else "each")
+        if left or waiting:
             return exitcodes.GAVE_UP
         return exitcodes.FAILED if self.queue.counts()["failed"] else exitcodes.OK
 

@@ -14,7 +14,7 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError
 from scraper.base.urls import domain_of
-from scraper.db import requestlog, runstate, store
+from scraper.db import fetchlearn, requestlog, runstate, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
+BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
 
 
 class Flags:
@@ -53,6 +54,7 @@ class Worker:
         self.jobs_done = 0
         self.fetchers = {}
         self.browser = None     # net.browser.BrowserFetcher, opened by the first page a site renders
+        self.idle_since = None  # when claims started finding nothing
         self.sites = sites.enabled(settings)
         self.levels = source_levels(settings.working_sources)   # claims prefer the first priority level
         self.domains = sites.domains(settings)
@@ -80,10 +82,20 @@ class Worker:
         job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
                                workers=self.s.workers, sources=self.levels)
         if job is None:
+            self._idle(now)
             return False
+        self.idle_since = None
         self.process(job)
         self.jobs_done += 1
         return True
+
+    def _idle(self, now):
+        """Nothing to claim: after BROWSER_IDLE_S, close the worker's browser. Its slot and its memory go to a
+        worker that waits for one with a page to render (an idle browser would hold them until the end)."""
+        if self.idle_since is None:
+            self.idle_since = now
+        elif self.browser is not None and now - self.idle_since >= BROWSER_IDLE_S:
+            self.browser.retire()
 
     def _demands(self):
         """Each domain's rate slot, rate and requests per job, so the claim keeps every worker on a
@@ -117,7 +129,8 @@ class Worker:
             self._failed(job, e.kind, str(e), e.status, e.retry_after, started, probe=job.probe)
         except ParseError as e:
             # a site may name its own final kind (catalogue's `incomplete`)
-            self._failed(job, getattr(e, "kind", retry.PARSE), str(e), 200, None, started)
+            self._failed(job, getattr(e, "kind", retry.PARSE), str(e), 200, None, started,
+                         result=getattr(e, "result", None))
         else:
             ms = _ms_since(started)
             now = self.clock()
@@ -229,7 +242,8 @@ class Worker:
             return
         log.info("%s %s: %s -> invalid", self.name, job.key, message)
 
-    def _failed(self, job, kind, message, status, retry_after, started, probe=False):
+    def _failed(self, job, kind, message, status, retry_after, started, probe=False, result=None):
+        """End this attempt as `retry.decide` says; `result` (a site's Result) is written with it."""
         now = self.clock()
         message = _storable_text(message)
         outcome = retry.decide(
@@ -238,7 +252,7 @@ class Worker:
         )
         new_status = "pending" if outcome.action == retry.RETRY else outcome.action
         available_at = now + outcome.delay_s if outcome.action == retry.RETRY else None
-        write = None
+        write = None if result is None else lambda c: record.write(c, result, now, source=job.source)
         if new_status == retry.INVALID and status in retry.GONE:
             # gone from its site: the site may record that (n8n marks a stored template removed, its data
             # kept), in the same transaction
@@ -297,6 +311,9 @@ class _JobContext:
 
     def render(self, url, allow_domains=(), settle=None):
         return self.w._render(self.job, url, allow_domains, settle)
+
+    def verdict(self, pattern):
+        return fetchlearn.verdict(self.w.queue.conn, self.job.source, pattern)
 
     def gate(self):
         self.w._gate(self.job)

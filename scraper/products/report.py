@@ -14,7 +14,7 @@ import tempfile
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
-from scraper.db import store
+from scraper.db import fetchlearn, store
 from scraper.products import stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
@@ -42,6 +42,7 @@ def gather(conn, now, run_id=None):
         "generated_at": _iso(now),
         "jobs": {s: counts.get(s, 0) for s in ("pending", "running", "done", "failed", "invalid")},
         "jobs_by_source": _jobs_by_source(conn),
+        "fetch": fetchlearn.summary(conn),
         "templates": st["templates"],
         "runs": runs,
         "run": chosen and _run_series(conn, chosen),
@@ -73,6 +74,7 @@ def render(data):
                  .replace("@@RUN@@", heading)
                  .replace("@@RUNS_TABLE@@", _runs_table(data["runs"]))
                  .replace("@@NOTIFICATION@@", html.escape(notification_line(data["last_notification"])))
+                 .replace("@@FETCH_TABLE@@", _fetch_table(data.get("fetch", {})))
                  .replace("@@DATA@@", payload))
 
 
@@ -206,6 +208,22 @@ def _runs_table(runs):
             + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
+def _fetch_table(fetch):
+    """Per source with a browser fetcher: pages by HTTP and by browser, re-checks, verdict changes, and
+    each URL pattern's learnt path (`fetcher = "auto"`)."""
+    head = ("source", "pages by HTTP", "pages by browser", "re-checks", "verdict changes", "learnt patterns")
+    rows = []
+    for name, f in fetch.items():
+        learnt = "; ".join(f"{p['pattern']}: {p['verdict']} ({p['http']} by HTTP, {p['browser']} by browser)"
+                           for p in f["patterns"])
+        cells = (name, f["http"], f["browser"], f["rechecks"], f["changes"], learnt or "-")
+        rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    if not rows:
+        rows.append(f'<tr><td colspan="{len(head)}">no page fetched with fetcher = "auto" yet</td></tr>')
+    return ("<table id=\"fetch-table\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -248,6 +266,8 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <h2>Runs</h2>
 @@RUNS_TABLE@@
 <p id="last-notification">@@NOTIFICATION@@</p>
+<h2>Fetchers: plain HTTP and the browser, per source</h2>
+@@FETCH_TABLE@@
 <h2>Errors, all time</h2>
 <table id="errors-table"><tbody></tbody></table>
 <noscript><p>The charts are drawn by the page's own script; the tables above show the same runs.</p></noscript>

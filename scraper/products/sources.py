@@ -1,7 +1,8 @@
 """What `scraper sources` shows: each source of the file, its domains and rates, its walks and cadence,
-its jobs by status and its items (live, removed)."""
+its jobs by status, its items (live, removed) and what its fetcher did (plain HTTP, the browser)."""
 
 from scraper.base.settings import YOUTUBE_BURST, YOUTUBE_DOMAIN, YOUTUBE_RATE_PER_S
+from scraper.db import fetchlearn
 from scraper.db import walklog as walks
 from scraper.db.store import JOB_STATUSES
 
@@ -10,6 +11,7 @@ def report(conn, settings, now):
     """One dict per source of the file, in the file's order (the `sources --json` list)."""
     last = walks.last_walks(conn)
     jobs = _jobs(conn)
+    fetch = fetchlearn.summary(conn)
     out = []
     for src in settings.sources:
         last_walk = last.get(src.name, (None, None))[0]
@@ -24,6 +26,8 @@ def report(conn, settings, now):
             "next_due_at": walks.iso(walks.next_due(conn, src, now, last)) if src.enabled else None,
             "jobs": jobs.get(src.name, dict.fromkeys(JOB_STATUSES, 0)),
             "items": _items(conn, src),
+            # fetcher = "auto": pages by HTTP and by browser, re-checks, verdict changes, learnt patterns
+            "fetch": fetch.get(src.name, {}),
         })
     return out
 
@@ -66,5 +70,7 @@ def render(rows):
             f"{r['name']} ({r['kind']}, {state}, priority {r['priority']}, every {r['every']}): {domains}; "
             f"last walk {r['last_walk_at'] or 'never'}, next due {r['next_due_at'] or '-'}; jobs "
             f"{j['pending']} pending, {j['running']} running, {j['done']} done, {j['failed']} failed, "
-            f"{j['invalid']} invalid; items {r['items']['live']} live, {r['items']['removed']} removed")
+            f"{j['invalid']} invalid; items {r['items']['live']} live, {r['items']['removed']} removed"
+            + (f"; fetched {f['http']} by HTTP, {f['browser']} by browser, {f['rechecks']} re-check(s), "
+               f"{f['changes']} verdict change(s)" if (f := r.get("fetch")) else ""))
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scraper.base.errors import FetchError, ParseError
+from scraper.policy.fetchmode import Learned, Verdict
 
 if TYPE_CHECKING:
     from scraper.base.settings import Settings
@@ -38,6 +39,9 @@ class Result:
     items: tuple[tuple[str, str, str, dict[str, Any], dict[str, bytes], str, Sequence[str]], ...] = ()
     # (source, key) of catalogue items whose removal is confirmed
     removed_items: tuple[tuple[str, str], ...] = ()
+    # (source, URL pattern, fetchmode.Learned, by_http, by_browser): what a `fetcher = "auto"` page taught its
+    # pattern and which paths it took (scraper.db.fetchlearn.record)
+    learned: tuple[tuple[str, str, Learned, bool, bool], ...] = ()
 
 
 class Context(Protocol):
@@ -49,6 +53,10 @@ class Context(Protocol):
     def render(self, url: str, allow_domains: Sequence[str] = (), settle: str | None = None) -> tuple[str, str]:
         """(final_url, html) of the page in the worker's browser, every request it sends polite (rate slot,
         robots) and the page bounded (--browser-timeout, --max-answer-mb); FetchError or HandedBack."""
+
+    def verdict(self, pattern: str) -> Verdict | None:
+        """What `fetcher = "auto"` has learnt about this URL pattern of the job's source, or None (read
+        from the database by the worker: a site holds no SQL)."""
 
     def gate(self) -> None:
         """Wait for the job's domain's turn, for a request a library sends itself; HandedBack on a stop."""

@@ -2,8 +2,10 @@
 but the worker's polite GET): the page's JSON-LD (the first object of the source's `type`, @graph
 included), else its microdata item of that type; its OpenGraph tags as `og:*`; then the source's
 `fields` (`css:SELECTOR` with parsel, `::text` / `::attr(x)`; `jsonld:dotted.path`). A record without
-one of the source's `required` fields is refused (`incomplete`, final). The sitemaps are read by
-scraper/sites/sitemaps.py and walked by scraper/mirror/catalogue.py.
+one of the source's `required` fields, or with under 70 % of the wanted ones (required plus `fields`), is
+refused (`incomplete`, final, naming the missing fields). The page comes by the source's `fetcher`: plain
+HTTP, the worker's browser, or `auto` (scraper/sites/adaptive.py, learned per URL pattern). The sitemaps
+are read by scraper/sites/sitemaps.py and walked by scraper/mirror/catalogue.py.
 """
 
 import json
@@ -11,12 +13,12 @@ from urllib.parse import urlsplit
 
 from scraper.base.errors import JobInvalid, ParseError
 from scraper.base.urls import domain_of
-from scraper.policy import retry
-from scraper.sites import Result, Site, unstorable
+from scraper.policy import fetchmode, retry
+from scraper.sites import Result, Site, adaptive, unstorable
 
 SITE = "catalogue"
 PAGE = "page"                 # the kind of raw answer an item keeps
-FETCHERS = ("http",)          # "browser"/"auto" come with the browser fetcher (another issue)
+FETCHERS = fetchmode.MODES
 MAX_RECORD_CHARS = 1_000_000  # a record is a page's facts, not the page: bigger is a hostile page
 SYNTAXES = ["json-ld", "opengraph", "microdata"]
 
@@ -25,6 +27,7 @@ class Incomplete(ParseError):
     """The page lacks a required field: final (the same page would come again)."""
 
     kind = retry.INCOMPLETE
+    result: Result | None = None    # what to store with the failure (the fetches of `auto` it counts)
 
 
 def job_key(source_name: str, path: str) -> str:
@@ -62,7 +65,7 @@ def check_options(source) -> str | None:
     for name, spec in fields.items():
         if not isinstance(spec, str) or not spec.startswith(("css:", "jsonld:")):
             return f"field {name!r} must be \"css:SELECTOR\" or \"jsonld:dotted.path\""
-    if (source.opt("fetcher") or "http") not in FETCHERS:
+    if (source.opt("fetcher") or fetchmode.HTTP) not in FETCHERS:
         return f"fetcher must be one of {', '.join(FETCHERS)}"
     return None
 
@@ -79,9 +82,41 @@ def decode(body: bytes) -> str:
     return text
 
 
-def extract(source, url: str, body: bytes) -> dict:
-    """The record of one page for `source`; ParseError (Incomplete when a required field is missing)."""
-    text = decode(body)
+def extract(source, url: str, body: bytes | str) -> dict:
+    """The record of one page for `source`; ParseError (Incomplete when it lacks a required field or most
+    of the wanted ones)."""
+    record = record_of(source, url, body)
+    complete(source, record)
+    return record
+
+
+def wanted(source) -> list[str]:
+    """The fields a page should give: the required ones, then the source's `fields`."""
+    return list(dict.fromkeys([*(source.opt("required") or ()), *sorted(dict(source.opt("fields") or {}))]))
+
+
+def found(source, record) -> set[str]:
+    """The wanted fields `record` has."""
+    return {f for f in wanted(source) if not _empty(record.get(f))}
+
+
+def complete(source, record) -> None:
+    """Incomplete, naming the missing fields, when `record` lacks a required field or has under
+    fetchmode.MIN_FOUND of the wanted ones."""
+    missing = [f for f in source.opt("required") or () if _empty(record.get(f))]
+    if missing:
+        raise Incomplete(f"the page lacks the required field(s) {', '.join(missing)}")
+    want = wanted(source)
+    got = found(source, record)
+    if want and len(got) < fetchmode.MIN_FOUND * len(want):
+        lacking = [f for f in want if f not in got]
+        raise Incomplete(f"the page has {len(got)} of its {len(want)} fields (under "
+                         f"{fetchmode.MIN_FOUND:.0%}); it lacks {', '.join(lacking)}")
+
+
+def record_of(source, url: str, body: bytes | str) -> dict:
+    """The record of one page (bytes as served, or the browser's text), complete or not; ParseError."""
+    text = decode(body) if isinstance(body, bytes) else body
     try:
         record = _extract(source, url, text)
         size = len(json.dumps(record, ensure_ascii=False))
@@ -95,9 +130,6 @@ def extract(source, url: str, body: bytes) -> dict:
         json.dumps(record, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as e:
         raise unstorable("page", e) from None
-    missing = [f for f in source.opt("required") or () if _empty(record.get(f))]
-    if missing:
-        raise Incomplete(f"the page lacks the required field(s) {', '.join(missing)}")
     return record
 
 
@@ -188,10 +220,45 @@ class _Fetcher:
         if source is None:
             raise JobInvalid("unknown_source", f"no catalogue source {name!r} in the sources file")
         fetched_at = ctx.fetched_at()
-        body = ctx.get(job.url)
-        record = extract(source, job.url, body)
+        mode = source.opt("fetcher") or fetchmode.HTTP
+        if mode == fetchmode.HTTP:
+            body = ctx.get(job.url)
+            record = extract(source, job.url, body)
+            learned = ()
+        else:
+            body, record, learned = self._adaptive(source, mode, job, ctx)
         volatile = tuple(source.opt("volatile") or ())
-        return Result(items=((source.name, path, job.url, record, {PAGE: body}, fetched_at, volatile),))
+        return Result(items=((source.name, path, job.url, record, {PAGE: body}, fetched_at, volatile),),
+                      learned=learned)
+
+    def _adaptive(self, source, mode, job, ctx):
+        """(raw page, record, learned) by the browser or `auto`; Incomplete only once every path it took
+        lacked the fields (the better page decides)."""
+        allow = tuple(domain_of(f"http://{d}/") for d in source.opt("allow_domains") or ())
+        settle = source.opt("settle")
+        records: dict[int, dict] = {}      # a page is parsed once: by id of the text found() read
+
+        def fields_of(html):
+            rec = records[id(html)] = record_of(source, job.url, html)
+            return found(source, rec)
+
+        pattern = fetchmode.pattern_of(job.url)
+        verdict = ctx.verdict(pattern) if mode == "auto" else None
+        page = adaptive.fetch(mode, job.url, verdict, get_http=ctx.get,
+                              render=lambda u: ctx.render(u, allow_domains=allow, settle=settle)[1],
+                              found=fields_of, required=tuple(source.opt("required") or ()),
+                              fields=tuple(dict(source.opt("fields") or {})))
+        record = records.get(id(page.html))
+        if record is None:
+            record = record_of(source, job.url, page.html)
+        learned = ((source.name, pattern, page.learned, page.by_http, page.by_browser),) if page.learned else ()
+        try:
+            complete(source, record)
+        except Incomplete as e:
+            e.result = Result(learned=learned)     # the pages it took still count (written with the failure)
+            raise
+        body = page.html if isinstance(page.html, bytes) else page.html.encode("utf-8")
+        return body, record, learned
 
     def close(self):
         pass
