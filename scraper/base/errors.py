@@ -42,3 +42,22 @@ class JobInvalid(ScraperError):
 
 class HandedBack(ScraperError):
     """A stop came while the job waited for its turn; the job was handed back unfinished."""
+
+
+class RobotsDisallowed(JobInvalid):
+    """The host's robots.txt disallows the URL for our product token: the job ends `invalid`, kind `robots`."""
+
+    def __init__(self, message):
+        super().__init__("robots", message)
+
+
+class RobotsUnavailable(ScraperError):
+    """The host's robots.txt could not be fetched (5xx, 429, no answer) after retries: the host is fully
+    disallowed for this run (RFC 9309). The message is the operator's one sentence."""
+
+    def __init__(self, host, status):
+        self.host = host
+        self.status = status
+        name = host.split("://", 1)[-1]
+        super().__init__(f"robots.txt of {name} could not be fetched ({status if status else 'no answer'}); "
+                         f"nothing was sent to {name}")

@@ -8,8 +8,27 @@ import time
 import click
 
 from scraper.base import exitcodes, settings
-from scraper.base.errors import ConfigError, FetchError, ParseError, RunLocked
+from scraper.base.errors import ConfigError, FetchError, ParseError, RobotsDisallowed, RobotsUnavailable, RunLocked
 from scraper.cli.common import Failure, _existing_db, _say, _settings, log
+
+
+def robots_options(f):
+    """--robots and --robots-ignore, shared by seed and run."""
+    f = click.option("--robots-ignore", "robots_ignore", multiple=True, metavar="DOMAIN",
+                     envvar=settings.ENV_ROBOTS_IGNORE,
+                     help=f"Ignore this domain's robots.txt rules knowingly (a warning at start); repeatable "
+                          f"[env {settings.ENV_ROBOTS_IGNORE}, comma-separated]. Transcripts need "
+                          f"youtube.com: its robots.txt disallows the library's requests.")(f)
+    return click.option("--robots", type=click.Choice(["obey", "ignore"]), default=settings.ROBOTS,
+                        show_default=True, envvar=settings.ENV_ROBOTS,
+                        help=f"Obey each host's robots.txt (rules, Crawl-delay, Request-rate), or ignore every "
+                             f"host's rules with a warning [env {settings.ENV_ROBOTS}].")(f)
+
+
+def _robots_values(robots, robots_ignore):
+    """Settings values of the robots options (an env variable's commas split like repeated options)."""
+    return {"robots": robots, "robots_ignore": settings.parse_domains(
+        robots_ignore.split(",") if isinstance(robots_ignore, str) else robots_ignore)}
 
 
 def _job_count(s):
@@ -36,9 +55,10 @@ def _job_count(s):
               help="With --from-search: first retry delay of a failing page in seconds; it doubles.")
 @click.option("--adopt-urls", is_flag=True,
               help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
+@robots_options
 @click.pass_context
 def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, timeout_s, max_attempts, backoff_base_s,
-             adopt_urls):
+             adopt_urls, robots, robots_ignore):
     """Add one pending job per template. --from-search walks the whole listing and also queues a
     re-fetch of templates whose listing entry changed, of stored templates missing from a complete walk
     (the fetch confirms the removal) and of removed templates listed again (restored).
@@ -56,7 +76,7 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
     if limit is not None and not from_search:
         raise Failure("--limit goes with --from-search.")
     s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
-                  backoff_base_s=backoff_base_s)
+                  backoff_base_s=backoff_base_s, **_robots_values(robots, robots_ignore))
     if os.path.exists(s.db_path):
         _check_source(s, adopt_urls)     # before any request: a database of another site is refused first
     if if_empty and os.path.exists(s.db_path) and _job_count(s) > 0:
@@ -67,6 +87,10 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
         found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
         raise Failure(str(e)) from None
+    except (RobotsDisallowed, RobotsUnavailable) as e:
+        _forget_walk(s, had_db)
+        raise Failure(f"{e}; nothing was seeded (--robots-ignore DOMAIN ignores its rules knowingly).",
+                      exitcodes.FAILED) from None
     except FetchError as e:
         log.debug("search request failed: %s", e)
         _forget_walk(s, had_db)
@@ -95,14 +119,14 @@ def seed_cmd(ctx, from_search, ids_file, limit, if_empty, rate_per_s, burst, tim
 
 
 def _forget_walk(s, had_db):
-    """After a walk that seeded nothing into a folder that had no database: take away the rate-limit
-    files it made, so a failed first seed leaves the folder as it found it."""
-    if had_db or os.path.exists(s.db_path):
+    """After a walk that seeded nothing into a folder that had no database: take away the files it made
+    (the database that only held robots.txt, the rate-limit files), so a failed first seed leaves the
+    folder as it found it."""
+    if had_db:
         return
     for path in s.db_files:
-        if path != s.db_path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _fetch_failure(e, s):
@@ -149,7 +173,11 @@ def _check_source(s, adopt):
 @click.option("--breaker-open", "breaker_open_s", type=float, default=settings.BREAKER_OPEN_S, show_default=True,
               help="Seconds an open breaker waits before one probe.")
 @click.option("--max-open-cycles", type=int, default=settings.MAX_OPEN_CYCLES, show_default=True,
-              help="Failed probes in a row after which the run stops trying a domain (its jobs stay pending).")
+              help="Failed probes in a row after which the run stops trying a domain (its jobs stay pending), "
+                   "once its breaker has also been open for --give-up-after seconds.")
+@click.option("--give-up-after", "give_up_after_s", type=float, default=settings.GIVE_UP_AFTER_S, show_default=True,
+              help="Seconds a domain's breaker must have been open before the run gives it up (an outage, not a "
+                   "blip); the open period doubles after each failed probe, up to 10 minutes.")
 @click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
               help="First retry delay in seconds; it doubles with each attempt.")
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")
@@ -163,8 +191,12 @@ def _check_source(s, adopt):
 @click.option("--domain-rate", "domain_rates", multiple=True, metavar="DOMAIN=RATE/BURST",
               help=f"A domain's own requests per second and burst; repeatable [default youtube.com="
                    f"{settings.YOUTUBE_RATE_PER_S:g}/{settings.YOUTUBE_BURST}, any other domain --rate/--burst].")
+@robots_options
+@click.option("--adaptive/--no-adaptive", default=True, show_default=True, envvar=settings.ENV_ADAPTIVE,
+              help=f"Halve a domain's rate (shared by every worker) while its answers slow down threefold or "
+                   f"over 10 % are 503; it climbs back within 60 s after [env {settings.ENV_ADAPTIVE}=0/1].")
 @click.pass_context
-def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **options):
+def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, robots, robots_ignore, **options):
     """Work through the pending jobs with N worker processes until no job is running and no pending one
     is left, except those of a domain the run gave up (it waits through backoffs, 429 pauses and open
     breakers).
@@ -190,7 +222,8 @@ def run_cmd(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, **opt
     except ConfigError as e:
         raise Failure(str(e)) from None
     s = _settings(ctx, limiter=not no_limit, domain_rates=rates,
-                  transcript_languages=settings.parse_languages(transcript_languages), **options)
+                  transcript_languages=settings.parse_languages(transcript_languages),
+                  **_robots_values(robots, robots_ignore), **options)
     if not os.path.exists(s.db_path):
         raise Failure(f"there is no database at {s.db_path}; run `scraper seed` first.")
     _check_source(s, adopt_urls)

@@ -306,14 +306,15 @@ class Queue:
     def _save_breaker(c, domain, b, now):
         c.execute(
             """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at,
-                                   open_cycles, gave_up)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   open_cycles, gave_up, opened_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT (domain) DO UPDATE SET state = excluded.state, failures = excluded.failures,
                    open_until = excluded.open_until, probe_until = excluded.probe_until,
                    paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at,
-                   open_cycles = excluded.open_cycles, gave_up = excluded.gave_up""",
+                   open_cycles = excluded.open_cycles, gave_up = excluded.gave_up,
+                   opened_at = excluded.opened_at""",
             (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now,
-             b.open_cycles, int(b.gave_up)),
+             b.open_cycles, int(b.gave_up), b.opened_at),
         )
 
     # --- reading -------------------------------------------------------------------------
@@ -362,5 +363,5 @@ def _bump(c, name, by=1):
 def _breaker_of(row):
     return breaker.Breaker(
         row["state"], row["failures"], row["open_until"], row["probe_until"], row["paused_until"], row["pause_s"],
-        row["open_cycles"], bool(row["gave_up"]),
+        row["open_cycles"], bool(row["gave_up"]), row["opened_at"],
     )

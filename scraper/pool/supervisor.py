@@ -17,10 +17,12 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.errors import RunLocked
 from scraper.base.settings import PROGRESS_EVERY_S
+from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.policy import progress
+from scraper.politeness import rates, robots
 from scraper.pool import worker
 
 log = logging.getLogger(__name__)
@@ -106,12 +108,14 @@ class Supervisor:
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
             self._resume_sites(conn)
+            politeness_rows.new_run(conn)
             for domain in self.queue.new_run(self.clock()):
                 log.info("trying %s again: a previous run gave it up", domain)
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
             self.errors_seen = self._errors()
             run_id = self._start_run(conn)
+            self._start_rates(conn)
             code = self._loop()
             self._finish_run(conn, run_id, code)
             return code
@@ -168,6 +172,7 @@ class Supervisor:
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
                     log.warning("took back %d jobs whose lease expired", n)
+                self._adapt(mono)
             if not self._work_left():
                 self._signal_all(signal.SIGTERM)
                 self._join_all(self.s.stop_grace_s)
@@ -185,13 +190,44 @@ class Supervisor:
         return self.queue.work_left(sites.enabled(self.s))
 
     def _end_code(self):
+        self._robots_summary()
         left = {d: n for d, n in self.queue.given_up().items() if n}
+        reasons = politeness_rows.gave_up_reasons(self.queue.conn)
         for domain, n in left.items():
+            if domain in reasons:
+                log.error("%s; %d job(s) of %s left pending for the next run", reasons[domain], n, domain)
+                continue
             log.error("gave up on %s: its breaker stayed open through %d probes in a row; %d job(s) left pending "
                       "for the next run", domain, self.s.max_open_cycles, n)
         if left:
             return exitcodes.GAVE_UP
         return exitcodes.FAILED if self.queue.counts()["failed"] else exitcodes.OK
+
+    # --- politeness beyond a fixed rate -----------------------------------------------------
+
+    def _start_rates(self, conn):
+        """Each domain's configured rate in its row (status shows it); say which rules are ignored."""
+        for domain in sites.domains(self.s):
+            rates.store_effective(conn, self.s, domain, self.clock())
+        ignored = [d for d in sites.domains(self.s) if robots.ignored(self.s, d)]
+        if ignored:
+            log.warning("ignoring the robots.txt rules of %s, as asked (--robots%s)", ", ".join(ignored),
+                        " ignore" if self.s.robots == robots.IGNORE else "-ignore")
+        self._adapted_at = time.monotonic()
+
+    def _adapt(self, mono):
+        """The adaptive slow-down, once a sample: its rate goes in each domain's row, which every worker obeys."""
+        if not self.s.adaptive:
+            return
+        dt, self._adapted_at = mono - self._adapted_at, mono
+        for domain in sites.domains(self.s):
+            rates.adapt(self.queue.conn, self.s, domain, self.started_at, self.clock(), dt)
+
+    def _robots_summary(self):
+        """Once per run: how many jobs robots.txt disallowed, and the opt-in that would allow them."""
+        for domain, n in politeness_rows.disallowed_since(self.queue.conn, self.started_at).items():
+            log.warning("robots.txt disallowed %d job(s) of %s; they end invalid (kind robots). To ignore its "
+                        "rules knowingly: --robots-ignore %s", n, domain, domain)
 
     # --- workers -------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ each domain's breaker."""
 
 import time
 
+from scraper.db import politeness as politeness_rows
 from scraper.policy import progress
 
 
@@ -23,6 +24,7 @@ def report(queue, now, run=None):
             "paused_for_s": round(max(0.0, b.paused_until - now), 1),
             "failed_probes": b.open_cycles,
             "gave_up": b.gave_up,
+            **_rates(queue.conn, name),
         }
         for name, b in queue.domains().items()
     }
@@ -35,6 +37,14 @@ def report(queue, now, run=None):
         "sites": queue.counts_by_site(),
         **mirror_fields(queue.conn),
     }
+
+
+def _rates(conn, domain):
+    """The domain's effective and configured rate and why they differ (`robots`, `adaptive` or None), as the
+    last run wrote them in its row (None before any run)."""
+    r = politeness_rows.rate_row(conn, domain)
+    return {"rate_per_s": r.get("rate_per_s"), "configured_rate_per_s": r.get("configured_rate_per_s"),
+            "rate_reason": r.get("rate_reason"), "gave_up_reason": r.get("gave_up_reason")}
 
 
 def _when(ts):
@@ -81,6 +91,11 @@ def render(r):
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""
         extra += (f"; gave up after {d['failed_probes']} failed probes in a row, its jobs stay pending"
                   if d["gave_up"] else "")
+        if d["gave_up_reason"]:
+            extra += f"; {d['gave_up_reason']}"
+        if d["rate_per_s"] is not None:
+            extra += f"; rate {d['rate_per_s']:.3g}/s" + (
+                f" ({d['rate_reason']}; configured {d['configured_rate_per_s']:.3g}/s)" if d["rate_reason"] else "")
         lines.append(f"domain    {name}: breaker {d['state']} ({d['failures']} consecutive failures){extra}")
     return "\n".join(lines)
 
