@@ -23,8 +23,11 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# ruff; import-linter's layer contracts (pyproject.toml); mypy over the seams (pyproject.toml)
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # the steps of the crontab line in README.md and docs/operations.md: seed (creates the database, or adds
 # new templates), give failed rows another chance, run

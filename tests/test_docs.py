@@ -352,3 +352,32 @@ def test_every_documented_status_key_is_in_the_real_output(standin, tmp_path):
     assert top == set(report), f"undocumented: {set(report) - top}; not real: {top - set(report)}"
     per_domain = {key.split(".")[2] for key in keys if key.startswith("domains.<domain>.")}
     assert per_domain == set(next(iter(report["domains"].values())))
+
+
+def test_every_module_the_architecture_walk_names_exists():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    walk = text[text.index("## One walk through the code"):text.index("## The flow of one job")]
+    named = set(re.findall(r"`(scraper/[a-z0-9_/]+\.py)`", walk))
+    assert len(named) >= 15, named         # the walk names a module at every step
+    missing = sorted(p for p in named if not (ROOT / p).is_file())
+    assert not missing, f"docs/architecture.md's walk names modules that do not exist: {missing}"
+
+
+def test_every_module_path_the_docs_name_exists():
+    named = set()
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        named |= set(re.findall(r"`(scraper/[a-z0-9_/]+\.py)`", doc.read_text()))
+    missing = sorted(p for p in named if not (ROOT / p).is_file())
+    assert not missing, f"the docs name modules that do not exist: {missing}"
+
+
+def test_the_module_table_names_every_module_and_only_real_ones():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text[text.index("## Modules"):text.index("## One walk through the code")]
+    named = set(re.findall(r"^\| `([a-z0-9_/]+)`", table, flags=re.M))
+    real = {str(p.relative_to(ROOT / "scraper").with_suffix("")).removesuffix("/__init__")
+            for p in (ROOT / "scraper").rglob("*.py") if p.name not in ("__main__.py",)}
+    real -= {"__init__", "base", "policy", "db", "net", "politeness", "mirror", "pool", "products"}
+    assert named - real == set(), "the module table names modules that do not exist"
+    assert real - named - {"cli/common", "cli/jobs", "cli/reading", "cli/mirror", "cli/products"} == set(), \
+        "a module is missing from docs/architecture.md's module table"

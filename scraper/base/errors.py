@@ -1,5 +1,7 @@
 """The one exception hierarchy of scraper."""
 
+from __future__ import annotations
+
 
 class ScraperError(Exception):
     """Base of every error scraper raises on purpose."""
@@ -16,7 +18,7 @@ class RunLocked(ScraperError):
 class ParseError(ScraperError):
     """An answer could not be understood (truncated JSON, a missing field)."""
 
-    def __init__(self, message, url=None):
+    def __init__(self, message: str, url: str | None = None) -> None:
         super().__init__(message)
         self.url = url
 
@@ -24,7 +26,8 @@ class ParseError(ScraperError):
 class FetchError(ScraperError):
     """A request did not give a usable answer; `kind` names the failure."""
 
-    def __init__(self, kind, message, url=None, status=None, retry_after=None):
+    def __init__(self, kind: str, message: str, url: str | None = None, status: int | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.url = url
@@ -35,7 +38,7 @@ class FetchError(ScraperError):
 class JobInvalid(ScraperError):
     """The job names something that has nothing to fetch (no transcript, a removed video): final."""
 
-    def __init__(self, kind, message):
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import time
+from typing import TYPE_CHECKING
 
 from scraper.db.store import JOB_STATUSES, transaction
 from scraper.policy import breaker
@@ -365,3 +366,11 @@ def _breaker_of(row):
         row["state"], row["failures"], row["open_until"], row["probe_until"], row["paused_until"], row["pause_s"],
         row["open_cycles"], bool(row["gave_up"]), row["opened_at"],
     )
+
+
+if TYPE_CHECKING:
+    from scraper.db import backend, store
+
+    def _conforms(q: Queue, job: Job) -> tuple[backend.JobQueue, backend.JobRef, backend.Store]:
+        """mypy: the SQLite queue, its jobs and the store module follow the backend seam."""
+        return q, job, store

@@ -82,7 +82,9 @@ def on_blocked(b, now, open_s, max_open_cycles=None, give_up_after_s=0.0):
     meets a block is a failed probe (it counts towards giving the domain up)."""
     cycles = b.open_cycles + 1 if b.state == HALF_OPEN else b.open_cycles
     opened_at = b.opened_at or now
-    gave_up = b.state == HALF_OPEN and gives_up(cycles, opened_at, now, max_open_cycles, give_up_after_s)
+    # a block met by a request that was in flight when the domain was given up does not undo that
+    gave_up = b.gave_up or (b.state == HALF_OPEN and gives_up(cycles, opened_at, now, max_open_cycles,
+                                                             give_up_after_s))
     return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_period(open_s, cycles),
                    probe_until=0.0, open_cycles=cycles, gave_up=gave_up, opened_at=opened_at)
 

@@ -1,5 +1,6 @@
 """Pure: counts and recent completions -> rate and ETA, and how to show them."""
 
+import math
 from dataclasses import dataclass
 
 RATE_WINDOW_S = 60.0        # the rate looks at most this far back
@@ -43,7 +44,7 @@ def from_counts(counts, recent, window_s):
 
 
 def format_duration(seconds):
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return "unknown"
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from scraper import sites
 from scraper.base import exitcodes
@@ -303,3 +304,8 @@ def _iso(ts):
 
 def _ms_since(started):
     return int((time.monotonic() - started) * 1000)
+
+
+if TYPE_CHECKING:
+    def _conforms(ctx: _JobContext) -> sites.Context:   # mypy: the worker's Context follows the site seam
+        return ctx

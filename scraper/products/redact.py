@@ -77,9 +77,11 @@ _PLACEHOLDER_RE = re.compile(r"(?i)your|example|placeholder|changeme|_here\b|xxx
 _CONSTANT_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")      # an environment variable's name
 _DROP = str.maketrans("", "", " \t\n_.-")
 _SCHEME_RE = re.compile(r"(?i)^(?:bearer|basic|token|key|apikey|api-key)\s+")
-# a cheap first look at the raw JSON text: a workflow without any of these needs no walk
-_HINT_RE = re.compile(r"(?i)pindata|pass|secret|token|key|auth|bearer|basic|cookie|://[^\s/@\"]+:[^\s/@\"]+@"
-                      r"|" + "|".join(_TOKENS))
+# a cheap first look at the raw JSON text: a workflow without any of these needs no walk. A key's name is
+# compared without _ - . and spaces (`_norm`), so a word may be split by them (`P_W_D`, `Api-K.e.y`)
+_HINT_WORDS = ("pindata", "pass", "secret", "token", "key", "auth", "bearer", "basic", "cookie", "pwd")
+_HINT_RE = re.compile(r"(?i)" + "|".join(r"[\s_.-]*".join(w) for w in _HINT_WORDS)
+                      + r"|://[^\s/@\"]+:[^\s/@\"]+@|" + "|".join(_TOKENS))
 
 
 def text(s):

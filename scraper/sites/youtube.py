@@ -20,7 +20,7 @@ from scraper.base.errors import FetchError, JobInvalid, ParseError
 from scraper.base.settings import MAX_ANSWER_MB, YOUTUBE_DOMAIN, YOUTUBE_URL
 from scraper.net import http
 from scraper.policy import retry
-from scraper.sites import Result
+from scraper.sites import Result, Site
 
 SITE = "youtube"
 _VIDEO_ID_RE = re.compile(r"[A-Za-z0-9_-]{11}")
@@ -201,4 +201,4 @@ class _Site:
         return Result()     # a video that is gone is simply `invalid`; nothing else records it
 
 
-site = _Site()
+site: Site = _Site()       # mypy checks that it follows the seam

@@ -1,6 +1,8 @@
 """A local stand-in for api.n8n.io and n8n.io, for tests and benchmarks without internet.
 
     python -m scripts.standin --templates 200 --rate 20 --burst 5 [--faults 503:0.03,...] [--hostile 0.01]
+        [--robots rules --robots-disallow-ids 1 --robots-crawl-delay 2 --robots-request-rate 1/5]
+        [--latency-ms 20 --slow-phase-factor 10 --slow-phase-s 20 --slow-phase-after-s 5]
 
 It prints ``standin listening on http://127.0.0.1:PORT``, then serves until SIGTERM or SIGINT (exit 0).
 The corpus is built from the real data in ``scripts/standin/data``; every counted request passes one
@@ -12,10 +14,11 @@ import signal
 import sys
 import threading
 
+from . import robots, timeline
 from .corpus import DATA_DIR, MAX_TEMPLATES
 from .faults import HOSTILE_KINDS, with_hostile
 from .server import StandinSite
-from .state import LOOPBACK
+from .state import ID_PATHS, LOOPBACK
 
 
 def build_parser():
@@ -36,6 +39,8 @@ def build_parser():
     parser.add_argument("--missing-fraction", type=float, default=0.0,
                         help="share of ids listed by search but 404 on detail")
     parser.add_argument("--data-dir", default=str(DATA_DIR), help=argparse.SUPPRESS)
+    robots.add_arguments(parser, default_mode="none")
+    timeline.add_arguments(parser)
     return parser
 
 
@@ -51,8 +56,11 @@ def main(argv=None):
             faults=with_hostile(args.faults, args.hostile), seed=args.seed, slow_s=args.slow_s,
             trickle_s=args.trickle_s,
             missing_fraction=args.missing_fraction, host=args.host, port=args.port, data_dir=args.data_dir,
+            robots=robots.from_args(args, id_paths=ID_PATHS),
         )
-    except (ValueError, OSError) as exc:
+        if args.slow_phase_s > 0:
+            site.timeline.slow(args.slow_phase_factor, args.slow_phase_s, args.slow_phase_after_s)
+    except (ValueError, TypeError, OSError) as exc:
         parser.error(str(exc))
     stop = threading.Event()
 

@@ -7,9 +7,12 @@ demo::
         ...  # point the scraper at site.api_url and site.url
         site.stats()["requests"]
     youtube = client.start(youtube=True, rate=5, block_after=9)     # python -m scripts.standin.youtube
+    events = client.start(catalogue=True, events=60, seed=1)         # python -m scripts.standin.catalogue
+    events.truth()["events"]; events.change(add=2, edit=[ids], remove=[ids])
 
-Keyword options become command-line options (``latency_ms=40`` -> ``--latency-ms 40``). Standard
-library only; only 127.0.0.1 is ever contacted.
+Keyword options become command-line options (``latency_ms=40`` -> ``--latency-ms 40``,
+``robots="rules", robots_crawl_delay=2`` -> ``--robots rules --robots-crawl-delay 2``). Standard library
+only; only 127.0.0.1 and 127.0.0.2 (the catalogue's default) are ever contacted.
 """
 
 import json
@@ -19,9 +22,13 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from .timeline import rate_series
+
 # the repository's root: `python -m scripts.standin` resolves from there, whatever the caller's folder
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK_URL = "http://127.0.0.1:"
+LOOPBACK_URLS = (LOOPBACK_URL, "http://127.0.0.2:")
+MODULES = {"n8n": "scripts.standin", "youtube": "scripts.standin.youtube", "catalogue": "scripts.standin.catalogue"}
 
 
 class StandinError(RuntimeError):
@@ -32,8 +39,8 @@ class Standin:
     """A running stand-in process: its URL, its counters, and the control routes under ``/_standin``."""
 
     def __init__(self, proc, url):
-        if not url.startswith(LOOPBACK_URL):
-            raise StandinError(f"the stand-in must listen on 127.0.0.1, not {url!r}")
+        if not url.startswith(LOOPBACK_URLS):
+            raise StandinError(f"the stand-in must listen on 127.0.0.1 or 127.0.0.2, not {url!r}")
         self.proc = proc
         self.url = url
         self.api_url = url + "/api"
@@ -64,7 +71,7 @@ class Standin:
         return self._call("/_standin/library", change)
 
     def reset(self):
-        """Zero the counters, refill the bucket, end any storm (n8n only)."""
+        """Zero the counters and the request log, refill the bucket, end any storm (n8n and catalogue)."""
         return self._call("/_standin/reset", {})
 
     def storm(self, seconds):
@@ -74,6 +81,53 @@ class Standin:
     def block(self, seconds, mode="recaptcha"):
         """Block this address for `seconds` as YouTube does (YouTube only)."""
         return self._call("/_standin/block", {"seconds": seconds, "mode": mode})
+
+    def robots(self, mode=None, **rules):
+        """Change robots.txt (``POST /_standin/robots``): mode none/rules/404/503/unreachable, and the rules
+        (body=TEXT, disallow=[prefixes], disallow_ids="1", allow=[...], crawl_delay=S, request_rate="1/5",
+        sitemap="/sitemap.xml"; given rules replace the earlier ones). Returns {"mode", "body"}."""
+        change = dict(rules)
+        if mode is not None:
+            change["mode"] = mode
+        return self._call("/_standin/robots", change)
+
+    def robots_info(self):
+        """The robots.txt mode and the body of 'rules' mode (``GET /_standin/robots``)."""
+        return self._call("/_standin/robots")
+
+    def robots_requests(self):
+        """How many times /robots.txt was requested (since the start or the last reset)."""
+        return self.stats()["robots"]
+
+    def slow(self, factor=10, seconds=20, after=0, base_ms=None):
+        """Start a slow phase: answers wait factor x the base latency for `seconds`, from `after` seconds on
+        (``seconds=0`` ends any phase now). Returns {"slow_phase", "slow_phases"} (times since the start)."""
+        body = {"factor": factor, "seconds": seconds, "after": after}
+        if base_ms is not None:
+            body["base_ms"] = base_ms
+        return self._call("/_standin/slow", body)
+
+    def request_log(self, kind=None, since=0.0):
+        """``GET /_standin/requests``: {"t0_wall", "now_s", "by_kind": {kind: [arrival s since start]},
+        "rejected_429": [s], "slow_phases": [{"start_s", "end_s", "factor", "latency_ms"}]}."""
+        query = "&".join(f"{k}={v}" for k, v in (("kind", kind), ("since", since)) if v)
+        return self._call("/_standin/requests" + (f"?{query}" if query else ""))
+
+    def rate_series(self, kind=None, bucket_s=1.0):
+        """Requests per bucket of `bucket_s` seconds since the start (all kinds, or one), up to now."""
+        log = self.request_log(kind)
+        times = sorted(t for series in log["by_kind"].values() for t in series)
+        return rate_series(times, bucket_s, until=log["now_s"])
+
+    def truth(self):
+        """The expected records (``GET /_standin/truth``; catalogue only): {"events": [...], "removed",
+        "pages", "seed"}."""
+        return self._call("/_standin/truth")
+
+    def change(self, add=0, edit=(), remove=()):
+        """Change the catalogue between runs (``POST /_standin/catalogue``; catalogue only); returns
+        {"added": [ids], "events": n}."""
+        return self._call("/_standin/catalogue", {"add": add, "edit": list(edit), "remove": list(remove)})
 
     def stop(self):
         """SIGTERM, then SIGKILL after 10 s; idempotent."""
@@ -94,18 +148,25 @@ class Standin:
         self.stop()
 
 
-def command(*args, youtube=False, **options):
+def _module(youtube, catalogue):
+    if youtube and catalogue:
+        raise ValueError("youtube or catalogue, not both")
+    return MODULES["youtube" if youtube else "catalogue" if catalogue else "n8n"]
+
+
+def command(*args, youtube=False, catalogue=False, **options):
     """The command line that runs a stand-in: raw `args`, then each option as ``--name value``."""
-    argv = [sys.executable, "-m", "scripts.standin.youtube" if youtube else "scripts.standin", *map(str, args)]
+    argv = [sys.executable, "-m", _module(youtube, catalogue), *map(str, args)]
     for key, value in options.items():
         argv += [f"--{key.replace('_', '-')}", str(value)]
     return argv
 
 
-def start(*args, youtube=False, **options):
-    """Start a stand-in process and wait for its ``listening on URL`` line; returns a ``Standin``."""
-    proc = subprocess.Popen(command(*args, youtube=youtube, **options), cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True)
+def start(*args, youtube=False, catalogue=False, **options):
+    """Start a stand-in process (n8n; ``youtube=True``; ``catalogue=True``: the events catalogue, on
+    127.0.0.2 unless ``host="127.0.0.1"``) and wait for its ``listening on URL`` line; returns a ``Standin``."""
+    proc = subprocess.Popen(command(*args, youtube=youtube, catalogue=catalogue, **options), cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "listening on " not in line:
         proc.kill()

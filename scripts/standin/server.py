@@ -6,6 +6,9 @@ Point the scraper at it with ``SCRAPER_API_URL=http://127.0.0.1:PORT/api`` and
 hostile answers) are assigned to template ids from the seed and listed by ``/_standin/corpus``.
 ``POST /_standin/library`` changes the library between runs (``{"add": N, "edit": [ids],
 "edit_workflow": [ids], "remove": [ids], "restore": [ids], "views": rounds}``).
+``GET /robots.txt`` answers as ``--robots`` says (default: no robots.txt, 404; see ``robots``), and
+``POST /_standin/slow`` starts a slow phase (see ``timeline``); both, and ``GET /_standin/requests``, are
+the shared control routes of ``control``.
 """
 
 import json
@@ -13,13 +16,14 @@ import math
 import re
 import socket
 import socketserver
-import struct
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from . import robots
+from .control import SharedControl
 from .corpus import dumps
 from .faults import HOSTILE_KINDS
 from .hostile import HostileAnswers
@@ -52,7 +56,7 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(HostileAnswers, BaseHTTPRequestHandler):
+class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "n8n-standin/1.0"
     timeout = 60  # idle keep-alive connections are dropped after this
@@ -81,6 +85,7 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
         path = urlsplit(target).path
         self._counted = not path.startswith("/_standin")
         self._retry_after, self._storm = (site.arrive(_kind_of(path)) if self._counted else (0, False))
+        self._latency_s = site.timeline.latency_s() if self._counted else 0.0
         return super().parse_request()
 
     # -- answers -------------------------------------------------------------------------------
@@ -115,11 +120,7 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
 
     def _reset(self):
         """Close the TCP connection without answering, so the client sees a reset (RST)."""
-        self.close_connection = True
-        sock = self.connection
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.rfile.close()  # drop makefile()'s reference, otherwise close() would not close the fd
-        sock.close()
+        robots.reset_connection(self)
 
     # -- dispatch ------------------------------------------------------------------------------
 
@@ -127,7 +128,7 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
         """Serve every GET (API, pages and control endpoints)."""
         split = urlsplit(self.path)
         if not self._counted:
-            self._control_get(split.path)
+            self._control_get(split.path, split.query)
             return
         if not self._gate():
             return
@@ -142,6 +143,8 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
         if self._counted:
             if self._gate():
                 self._error(404, "Not Found")
+            return
+        if self._shared_post(path, raw):
             return
         if path == "/_standin/storm":
             try:
@@ -169,7 +172,6 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
 
     def _gate(self):
         """Rate limit, latency and storm for a counted request; True if it may be answered."""
-        site = self.server.site
         if self._retry_after:
             self._json(
                 429,
@@ -177,8 +179,8 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
                 headers={"Retry-After": str(self._retry_after)},
             )
             return False
-        if site.latency_ms > 0:
-            time.sleep(site.latency_ms / 1000.0)
+        if self._latency_s > 0:  # --latency-ms, times the factor of a slow phase
+            time.sleep(self._latency_s)
         if self._storm:
             self._gateway_error(503, "Service Unavailable")
             return False
@@ -187,6 +189,8 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
     def _public_get(self, path, query):
         site = self.server.site
         corpus = site.corpus
+        if path == "/robots.txt" and self._robots():
+            return
         if _SEARCH_RE.match(path):
             self._search(query)
             return
@@ -214,6 +218,17 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
             self._json(200, {"status": "OK"})
             return
         self._error(404, "Not Found")
+
+    def _robots(self):
+        """Answer /robots.txt as its mode says; False for mode none (the site's plain 404)."""
+        what = robots.answer(self.server.site.robots)
+        if what[0] == "text":
+            self._send(200, what[1], ctype="text/plain; charset=utf-8")
+        elif what[0] == "status":
+            self._send(what[1], what[2], ctype="text/html; charset=utf-8")
+        elif what[0] == "reset":
+            self._reset()
+        return what[0] != "none"
 
     def _search(self, query):
         corpus = self.server.site.corpus
@@ -275,9 +290,11 @@ class _Handler(HostileAnswers, BaseHTTPRequestHandler):
             self._gateway_error(int(kind), reasons[kind])
 
 
-    def _control_get(self, path):
+    def _control_get(self, path, query=""):
         site = self.server.site
         path = path.rstrip("/")
+        if self._shared_get(path, query):
+            return
         if path == "/_standin/stats":
             self._json(200, site.stats())
         elif path == "/_standin/corpus":
@@ -301,6 +318,8 @@ def _kind_of(path):
         return "page"
     if path.rstrip("/") == "/api/health":
         return "health"
+    if path == "/robots.txt":
+        return "robots"
     return "other"
 
 
@@ -338,6 +357,7 @@ class StandinSite(SiteState):
         self._server.site = self
         self.port = self._server.server_address[1]
         self.url = f"http://{self.host}:{self.port}"
+        self.robots.site_url = self.url
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name="standin-site", daemon=True)
         self._thread.start()

@@ -11,8 +11,11 @@ import time
 
 from .corpus import DATA_DIR, Corpus
 from .faults import parse_faults
+from .robots import Robots
+from .timeline import Timeline
 
 LOOPBACK = "127.0.0.1"
+ID_PATHS = ("/api/templates/workflows/", "/workflows/")
 
 
 class SiteState:
@@ -36,6 +39,7 @@ class SiteState:
         host=LOOPBACK,
         port=0,
         data_dir=None,
+        robots=None,
     ):
         if host != LOOPBACK:
             raise ValueError(f"the stand-in binds {LOOPBACK} only, not {host!r}")
@@ -52,6 +56,9 @@ class SiteState:
         self.fault_spec = parse_faults(faults) if isinstance(faults, str) else list(faults)
         self.corpus = Corpus(data_dir or DATA_DIR, int(templates), seed, self.fault_spec,
                               float(missing_fraction))
+        # robots.txt: a Robots, or a mode; its Disallow by template id covers the API and the pages
+        self.robots = robots if isinstance(robots, Robots) else Robots(robots or "none", id_paths=ID_PATHS)
+        self.timeline = Timeline(self.latency_ms)  # its clock starts once the corpus is built
         self._lock = threading.Lock()
         self._zero()
 
@@ -63,6 +70,7 @@ class SiteState:
         self._window = collections.deque()
         self._by_status = {}
         self._by_kind = {"search": 0, "detail": 0, "importable": 0, "page": 0}
+        self._robots = 0
         self._detail_requests = {}
         self._faults_served = {kind: 0 for kind, _, _ in self.fault_spec}
         self._tokens = float(self.burst)
@@ -77,6 +85,8 @@ class SiteState:
             now = time.monotonic()
             self._requests += 1
             self._by_kind[kind] = self._by_kind.get(kind, 0) + 1
+            if kind == "robots":
+                self._robots += 1
             window = self._window
             while window and window[0] <= now - 1.0:
                 window.popleft()
@@ -91,6 +101,7 @@ class SiteState:
                 else:
                     retry_after = max(1, math.ceil((1.0 - self._tokens) / self.rate))
                     self._http_429 += 1
+            self.timeline.record(kind, rejected=bool(retry_after), at=now - self.timeline.t0)
             return retry_after, now < self._storm_until
 
     def count_status(self, status):
@@ -132,15 +143,18 @@ class SiteState:
             self._storm_until = time.monotonic() + float(seconds)
 
     def reset(self):
-        """Zero every counter; also refill the bucket, end any storm and restart the xN faults."""
+        """Zero every counter and the request log; also refill the bucket, end any storm and restart the xN
+        faults (a slow phase goes on)."""
         with self._lock:
             self._zero()
+        self.timeline.clear()
 
     def stats(self):
         """A snapshot of the counters (the same dict /_standin/stats serves)."""
         with self._lock:
             return {
                 "requests": self._requests,
+                "robots": self._robots,
                 "http_429": self._http_429,
                 "max_in_1s": self._max_in_1s,
                 "by_status": dict(self._by_status),
@@ -152,6 +166,8 @@ class SiteState:
                 "templates": len(self.corpus.ids),
                 "latency_ms": self.latency_ms,
                 "storm_remaining_s": max(0.0, self._storm_until - time.monotonic()),
+                "robots_mode": self.robots.mode,
+                "slow_phases": self.timeline.phases(),
             }
 
     def corpus_info(self):

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from scraper.base.errors import FetchError, ParseError
 from scraper.policy import retry
-from scraper.sites import Result, check_storable, children_of, unstorable, youtube
+from scraper.sites import Result, Site, check_storable, children_of, unstorable, youtube
 from scraper.sites.n8n.extract import (  # noqa: F401 - the package's public names
     STICKY_NOTE,
     _is_int,
@@ -75,7 +75,7 @@ def parse_search_entries(payload: bytes | str | dict) -> tuple[list[dict], int]:
     for item in data["workflows"]:
         if not isinstance(item, dict) or not _is_int(item.get("id")):
             raise ParseError(f"search page item without an integer id: {str(item)[:80]}")
-    return data["workflows"], total
+    return data["workflows"], int(total)
 
 
 def search_done(page: int, rows: int, got: int, total: int) -> bool:
@@ -89,7 +89,8 @@ def discover(api_url: str, get, limit: int | None = None) -> tuple[dict, bool, i
 
     Returns (entries by id in listing order, complete, pages read). A walk stopped by `limit` before
     the last page is not complete."""
-    entries, page = {}, 1
+    entries: dict[int, dict] = {}
+    page = 1
     while True:
         items, total = get(search_url(api_url, page), lambda body, page=page: checked_search_page(body, page))
         # the default order is a popularity ranking that moves between calls: keep ids, not positions
@@ -239,5 +240,5 @@ class _Site:
         return Result(removed=(parse_key(job.key),))
 
 
-site = _Site()
+site: Site = _Site()       # mypy checks that it follows the seam
 

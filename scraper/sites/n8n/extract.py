@@ -8,6 +8,7 @@ import json
 import math
 import re
 from html.parser import HTMLParser
+from typing import Any, TypeGuard
 
 from scraper.base.errors import ParseError
 
@@ -29,7 +30,7 @@ _IMAGE_RE = re.compile(
 _FILE_ID_RE = re.compile(r"fileId:(\d+)$")  # n8n's markdown points at its own image[] entries this way
 
 
-def _load_json(payload: bytes | str | dict, what: str):
+def _load_json(payload: bytes | str | dict, what: str) -> Any:
     if isinstance(payload, dict):
         return payload
     try:
@@ -38,7 +39,7 @@ def _load_json(payload: bytes | str | dict, what: str):
         raise ParseError(f"{what} is not valid JSON: {e}") from e
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -67,7 +68,7 @@ def find_videos(*texts: str) -> list[str]:
 
     Channel, user and playlist links name no video and are not matched.
     """
-    found = {}
+    found: dict[str, None] = {}
     for text in texts:
         for match in _VIDEO_RE.finditer(text or ""):
             found.setdefault(next(group for group in match.groups() if group), None)
@@ -76,7 +77,8 @@ def find_videos(*texts: str) -> list[str]:
 
 def find_images(image_list: list | None, *markdown_texts: str) -> list[str]:
     """Image URLs: the `image` array first, then markdown and <img> images in the texts; unique, in order."""
-    found, by_file_id = {}, {}
+    found: dict[str, None] = {}
+    by_file_id: dict[str, str] = {}
     for item in image_list or []:
         if isinstance(item, dict) and isinstance(item.get("url"), str) and item["url"].strip():
             found.setdefault(item["url"].strip(), None)
@@ -107,7 +109,7 @@ def extract(body: bytes | str, fetched_at: str) -> dict:
     data = _load_json(body, "template answer")
     if not isinstance(data, dict):
         raise ParseError("template answer is not a JSON object")
-    wf = data.get("workflow")
+    wf: Any = data.get("workflow")
     if not isinstance(wf, dict):
         raise ParseError("template answer has no 'workflow' object")
     if not _is_int(wf.get("id")):
@@ -118,7 +120,8 @@ def extract(body: bytes | str, fetched_at: str) -> dict:
     if inner is not None and not isinstance(inner, dict):
         raise ParseError("'workflow.workflow' is neither an object nor null")
 
-    info = wf.get("workflowInfo") if isinstance(wf.get("workflowInfo"), dict) else {}
+    info = wf.get("workflowInfo")
+    info = info if isinstance(info, dict) else {}
     nodes = (inner or {}).get("nodes")
     inner_nodes = [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
     node_count = info.get("nodeCount") if _is_int(info.get("nodeCount")) else len(inner_nodes)
@@ -128,7 +131,8 @@ def extract(body: bytes | str, fetched_at: str) -> dict:
 
     description = wf.get("description") if isinstance(wf.get("description"), str) else None
     notes = sticky_notes(inner)
-    user = wf.get("user") if isinstance(wf.get("user"), dict) else {}
+    user = wf.get("user")
+    user = user if isinstance(user, dict) else {}
     content = {
         "name": wf["name"],
         "description": description,
@@ -227,7 +231,7 @@ def _has_nodes(workflow) -> bool:
     return isinstance(workflow, dict) and bool(workflow.get("nodes"))
 
 
-def quality_score(row: dict) -> int:
+def quality_score(row: dict[str, Any]) -> int:
     """How complete and useful a template looks, 0-100 (the table is in docs/quality_score.md).
 
     workflow JSON with nodes 20 | 1 per node, max 15 | 1 per 100 chars of sticky-note text, max 15
@@ -236,8 +240,9 @@ def quality_score(row: dict) -> int:
     Sticky-note text is the explainer minus the description. Every component only grows with its
     input, so adding notes, images or videos never lowers the score.
     """
-    views = row.get("total_views") if _is_int(row.get("total_views")) else 0
-    node_count = row.get("node_count") if _is_int(row.get("node_count")) else 0
+    views, node_count = row.get("total_views"), row.get("node_count")
+    views = views if _is_int(views) else 0
+    node_count = node_count if _is_int(node_count) else 0
     description = len((row.get("description") or "").strip())
     notes = max(len(row.get("explainer") or "") - description, 0)
     points = [
