@@ -42,7 +42,7 @@ class Context(Protocol):
     def get(self, url: str) -> bytes:
         """One polite GET of the job's domain (lease, rate slot, pause, breaker); FetchError or HandedBack."""
 
-    def gate(self, url: str = None) -> None:
+    def gate(self, url: str | None = None) -> None:
         """Wait for the job's domain's turn, for a request a library sends itself (`url`: checked against
         its host's robots.txt first, RobotsDisallowed); HandedBack on a stop."""
 
