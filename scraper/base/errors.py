@@ -58,9 +58,8 @@ class RobotsUnavailable(ScraperError):
     """The host's robots.txt could not be fetched (5xx, 429, no answer) after retries: the host is fully
     disallowed for this run (RFC 9309). The message is the operator's one sentence."""
 
-    def __init__(self, host, status):
+    def __init__(self, host, why):
         self.host = host
-        self.status = status
+        self.why = why      # the HTTP status, or the failure kind when no usable answer came
         name = host.split("://", 1)[-1]
-        super().__init__(f"robots.txt of {name} could not be fetched ({status if status else 'no answer'}); "
-                         f"nothing was sent to {name}")
+        super().__init__(f"robots.txt of {name} could not be fetched ({why}); nothing was sent to {name}")

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from protego import Protego
 
 from scraper.base.errors import FetchError, RobotsDisallowed, RobotsUnavailable
+from scraper.base.urls import domain_of
 from scraper.db import politeness as rows
 from scraper.policy import retry
 from scraper.policy import robots as rules
@@ -83,7 +84,7 @@ class Robots:
         self._hosts = {}            # host -> (expires_at, Protego or None when everything is allowed)
 
     def check(self, url, domain, get):
-        if ignored(self.s, domain):
+        if ignored(self.s, domain) or ignored(self.s, domain_of(url)) or ignored(self.s, urlsplit(url).hostname):
             return
         host = host_of(url)
         cached = self._hosts.get(host)
@@ -115,7 +116,8 @@ class Robots:
             try:
                 body, status = get(target, ROBOTS_MAX_BYTES), 200
             except FetchError as e:
-                status = e.status
+                # an answer over the cap is no usable answer (RFC 9309 asks for 500 KiB; we read 512)
+                status = None if e.kind == retry.TOO_LARGE else e.status
                 if rules.outcome_of(status) == rules.UNAVAILABLE:
                     outcome = retry.decide(e.kind, status, attempts, self.s.max_attempts, e.retry_after,
                                            self.s.backoff_base_s)
@@ -123,7 +125,7 @@ class Robots:
                         log.info("robots.txt of %s: %s; trying again in %.1f s", host, e, outcome.delay_s)
                         self.sleep(outcome.delay_s)
                         continue
-                    raise RobotsUnavailable(host, status) from e
+                    raise RobotsUnavailable(host, status or e.kind) from e
             parser = Protego.parse(_text(body)) if status == 200 else None
             crawl_delay = parser.crawl_delay(self.token) if parser else None
             rr = parser.request_rate(self.token) if parser else None
