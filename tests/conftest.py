@@ -2,15 +2,17 @@
 real queue with the network faked. Plain helpers live in tests/helpers.py."""
 
 import random
+import re
 
 import pytest
 import responses
 
 from scraper.base import settings
+from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.net import http
-from scraper.politeness import limiter
+from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
@@ -74,9 +76,15 @@ def backend(request, tmp_path):
     return str(tmp_path / "jobs.db")
 
 
+ANY_ROBOTS = re.compile(r"https?://[^/]+/robots\.txt$")
+
+
 @pytest.fixture
 def net():
+    """The network faked by `responses`; every host's robots.txt answers 404 (no rules) unless a test
+    replaces it (`net.replace(responses.GET, ANY_ROBOTS, ...)`)."""
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)
         yield rsps
 
 
@@ -91,6 +99,8 @@ def make(backend):
         conn = store.open_db(s.db_path)
         q = Queue(conn)
         q.seed([(n8n.job_key(i), n8n.SITE, n8n.page_url(SITE, i), s.domain) for i in ids], now=NOW - 100)
+        for url in (API, SITE):     # robots.txt known (404: no rules), so the tests count only their own requests
+            politeness_rows.save_robots(conn, robots.host_of(url), NOW, 404, b"", None, None, ())
         lim = limiter.open_limiter(s) if limiter_kind == "domain" else limiter.NoLimiter()
         session = http.make_session(s.user_agent)
         clock = Clock(NOW)

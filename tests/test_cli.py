@@ -18,6 +18,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.policy import breaker
 from scraper.sites import n8n
+from tests.conftest import ANY_ROBOTS
 from tests.helpers import (
     API,
     SITE,
@@ -193,6 +194,7 @@ def search_130():
     page1 = search_items()
     page2 = [{"id": 900_000 + i, "name": f"t{i}"} for i in range(30)]
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)   # no rules
         search_page(rsps, 1, page1)
         search_page(rsps, 2, page2)
         yield rsps, [i["id"] for i in page1 + page2]
@@ -207,12 +209,13 @@ def test_seed_from_search_pages_through_every_page(db, search_130):
     keys = {r[0] for r in conn.execute("SELECT key FROM jobs")}
     conn.close()
     assert keys == {n8n.job_key(i) for i in ids}
-    assert len(rsps.calls) == 2
+    assert len(rsps.calls) == 3                      # robots.txt (404: no rules), then two pages
     assert os.path.exists(str(db) + "-limiter")      # the search went through the shared rate limit
 
 
 def test_seed_from_search_with_a_limit(db):
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)   # no rules
         search_page(rsps, 1, search_items())
         result = invoke("seed", "--from-search", "--limit", "50", db=db)
     assert result.exit_code == 0, result.output
@@ -224,6 +227,7 @@ def test_seed_from_search_with_a_limit(db):
                                           ("busy", 503)])
 def test_seed_from_search_with_an_unusable_answer_exits_1_and_seeds_nothing(db, body, status):
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)   # no rules
         search_page(rsps, 1, None, status=status, body=body)
         result = invoke("seed", "--from-search", "--backoff-base", "0", db=db)
     assert result.exit_code == 1
@@ -234,6 +238,7 @@ def test_seed_from_search_with_an_unusable_answer_exits_1_and_seeds_nothing(db, 
 
 def test_seed_from_search_failing_on_page_2_seeds_nothing(db):
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)   # no rules
         search_page(rsps, 1, search_items())
         search_page(rsps, 2, None, body="not json")
         result = invoke("seed", "--from-search", "--backoff-base", "0", db=db)

@@ -5,6 +5,7 @@ is `responses`."""
 import gzip
 import json
 import re
+import time
 
 import pytest
 import requests
@@ -12,11 +13,13 @@ import responses
 
 from scraper.base import settings
 from scraper.base.errors import FetchError, ParseError
+from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import seed
 from scraper.net import http
 from scraper.policy import breaker, progress, retry
+from scraper.politeness import robots
 from scraper.products import status
 from scraper.sites import n8n
 from tests.helpers import API, DETAIL, DOMAIN, NOW, TID, detail_body, job, workflow
@@ -128,7 +131,7 @@ def test_a_domain_is_given_up_after_max_open_cycles_failed_probes_and_tried_agai
 
 
 def test_failed_probes_spend_no_attempts_and_the_domain_is_given_up(make, net):
-    w, q, clock = make(ids=[1, 2, 3], breaker_failures=1, max_open_cycles=2, max_attempts=1)
+    w, q, clock = make(ids=[1, 2, 3], breaker_failures=1, max_open_cycles=2, max_attempts=1, give_up_after_s=0)
     net.get(re.compile(re.escape(API) + r"/templates/workflows/\d+"), body=requests.ConnectionError("refused"))
     w.step()                                          # an ordinary failure: counted, ends failed (1 attempt)
     assert q.domains()[DOMAIN].state == breaker.OPEN and q.counts()["failed"] == 1
@@ -176,8 +179,12 @@ def search_body(ids, total):
 
 @pytest.fixture
 def seed_settings(tmp_path):
-    return settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url="http://site.test",
-                          backoff_base_s=0.01, rate_per_s=1000, burst=100)
+    s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url="http://site.test",
+                       backoff_base_s=0.01, rate_per_s=1000, burst=100)
+    conn = store.open_db(s.db_path)      # robots.txt known (404: no rules): the tests count only the pages
+    politeness_rows.save_robots(conn, robots.host_of(API), time.time(), 404, b"", None, None, ())
+    conn.close()
+    return s
 
 
 @pytest.mark.parametrize("first", [

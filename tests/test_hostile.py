@@ -104,7 +104,9 @@ def test_a_site_that_stops_answering_ends_the_run_with_3_and_every_job_pending(t
     ids.write_text("".join(f"{i}\n" for i in range(1, 21)))
     scraper(nowhere, db, "seed", "--ids", str(ids), check=0)
     done = scraper(nowhere, db, "run", "--workers", "2", "--breaker-failures", "2", "--breaker-open", "0.3",
-                   "--max-open-cycles", "3", "--backoff-base", "0.05", "--timeout", "1", timeout=120)
+                   "--max-open-cycles", "3", "--give-up-after", "0", "--backoff-base", "0.05", "--timeout", "1",
+                   "--robots", "ignore",     # the breaker is under test, not robots.txt (which would fail first)
+                   timeout=120)
     assert done.returncode == 3, done.stderr[-3000:]
     assert "gave up on 127.0.0.1" in done.stderr and "its jobs stay pending" in done.stderr
     assert "127.0.0.1: breaker open, gave up after 3 failed probes" in done.stderr     # the progress line

@@ -12,6 +12,7 @@ from scraper.db.queue import Queue
 from scraper.mirror import answers
 from scraper.mirror.sync import iso
 from scraper.sites import n8n
+from tests.conftest import ANY_ROBOTS
 from tests.helpers import assert_one_sentence_error, definition_ids, detail_body, invoke, search_items, search_page
 
 IDS = sorted(definition_ids()[:4])
@@ -40,7 +41,8 @@ def listing(ids, edits=None):
 
 
 def sync_with(db, items, *more):
-    with responses.RequestsMock() as rsps:
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)   # no rules (asked once a day, by the first walk)
         search_page(rsps, 1, items, total=len(items))
         return invoke("seed", "--from-search", *more, db=db)
 

@@ -199,9 +199,9 @@ def test_half_open_and_success_closes():
 def test_half_open_and_failure_opens_again():
     probing = breaker.on_probe(fail_n(Breaker(), 3), NOW + 60, 90)
     b = breaker.on_failure(probing, NOW + 61, threshold=3, open_s=60)
-    assert b.state == breaker.OPEN and b.open_until == NOW + 121
+    assert b.state == breaker.OPEN and b.open_until == NOW + 61 + 120     # doubled after a failed probe
     assert breaker.admits(b, NOW + 100) == "no"
-    assert breaker.admits(b, NOW + 121) == "probe"
+    assert breaker.admits(b, NOW + 181) == "probe"
 
 
 def test_429_with_retry_after_pauses_for_that_long():

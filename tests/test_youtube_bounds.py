@@ -23,8 +23,8 @@ class Ctx:
     def __init__(self):
         self.failures, self.log = [], []
 
-    def gate(self):
-        pass
+    def gate(self, url=None):
+        self.gated = url
 
     def failed(self, error):
         self.failures.append(error.kind)

@@ -55,3 +55,21 @@ class Stopped(BaseException):
         super().__init__(f"stopped by signal {signum}")
         self.signum = signum
         self.code = code
+
+
+class RobotsDisallowed(JobInvalid):
+    """The host's robots.txt disallows the URL for our product token: the job ends `invalid`, kind `robots`."""
+
+    def __init__(self, message):
+        super().__init__("robots", message)
+
+
+class RobotsUnavailable(ScraperError):
+    """The host's robots.txt could not be fetched (5xx, 429, no answer) after retries: the host is fully
+    disallowed for this run (RFC 9309). The message is the operator's one sentence."""
+
+    def __init__(self, host, why):
+        self.host = host
+        self.why = why      # the HTTP status, or the failure kind when no usable answer came
+        name = host.split("://", 1)[-1]
+        super().__init__(f"robots.txt of {name} could not be fetched ({why}); nothing was sent to {name}")

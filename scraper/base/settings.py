@@ -51,6 +51,8 @@ YOUTUBE_RATE_PER_S = 0.2
 YOUTUBE_BURST = 2
 TRANSCRIPT_LANGUAGES = ("en",)
 BROWSER = "chromium"        # `fetcher = "browser" | "auto"`: the system's Chromium, found on PATH (never downloaded)
+GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
+ROBOTS = "obey"             # robots.txt: obey or ignore
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
 RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
@@ -63,6 +65,9 @@ ENV_TRANSCRIPTS = "SCRAPER_TRANSCRIPTS"
 ENV_BROWSER = "SCRAPER_BROWSER"
 ENV_PING_URL = "SCRAPER_PING_URL"
 ENV_NOTIFY_URL = "SCRAPER_NOTIFY_URL"
+ENV_ROBOTS = "SCRAPER_ROBOTS"
+ENV_ROBOTS_IGNORE = "SCRAPER_ROBOTS_IGNORE"
+ENV_ADAPTIVE = "SCRAPER_ADAPTIVE"
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -105,6 +110,10 @@ class Settings:
     ping_url: str | None = None     # cron monitoring: URL/start, URL, URL/fail (scraper.net.notify)
     notify_url: str | None = None   # a chat webhook told of a run that did not end well
     browserless: tuple = ()     # sources that need a browser when none can be started: not worked, left pending
+    robots: str = ROBOTS
+    robots_ignore: tuple = ()   # domains whose robots.txt is ignored knowingly (--robots-ignore)
+    adaptive: bool = True
+    give_up_after_s: float = GIVE_UP_AFTER_S
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -204,7 +213,7 @@ class Settings:
             return ()
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
-                limiter + ".lock", self.lock_path, self.browser_lock_path)
+                limiter + ".lock", self.lock_path, self.browser_lock_path, db + "-robots.lock")
 
     @property
     def worker_share_mb(self):
@@ -218,6 +227,14 @@ def parse_domain_rate(text):
     if not match:
         raise ConfigError(f"--domain-rate {text!r} is not DOMAIN=RATE/BURST (for example youtube.com=0.5/3).")
     return match.group(1).lower(), float(match.group(2)), int(match.group(3))
+
+
+def parse_domains(texts):
+    """('youtube.com', 'example.org') from repeated and/or comma-separated domain names."""
+    out = []
+    for text in texts or ():
+        out += [part.strip().lower() for part in text.split(",") if part.strip()]
+    return tuple(dict.fromkeys(out))
 
 
 def parse_languages(text):
@@ -251,6 +268,11 @@ def build(**values):
     for name, rate, burst in s.domain_rates:
         _check(rate > 0 and math.isfinite(rate), f"--domain-rate {name}: the rate must be above 0 (got {rate:g}).")
         _check(burst >= 1, f"--domain-rate {name}: the burst must be at least 1 (got {burst}).")
+    _check(s.robots in ("obey", "ignore"), f"--robots must be obey or ignore (got {s.robots!r}).")
+    for name in s.robots_ignore:
+        _check(re.fullmatch(r"[a-z0-9.-]+", name) is not None,
+               f"--robots-ignore {name!r} is not a domain name (for example youtube.com).")
+    _check(s.give_up_after_s >= 0, f"--give-up-after must not be negative (got {s.give_up_after_s:g}).")
     _check(s.workers >= 1, f"--workers must be at least 1 (got {s.workers}).")
     _check(s.rate_per_s > 0 and math.isfinite(s.rate_per_s),
            f"--rate must be a number of requests per second above 0 (got {s.rate_per_s:g}).")

@@ -216,3 +216,22 @@ def _record(s, at, kind, ok):
             store.record_notification(conn, at, kind, ok)
     finally:
         conn.close()
+
+
+def robots_options(f):
+    """--robots and --robots-ignore, shared by seed, run and update."""
+    f = click.option("--robots-ignore", "robots_ignore", multiple=True, metavar="DOMAIN",
+                     envvar=settings.ENV_ROBOTS_IGNORE,
+                     help=f"Ignore this domain's robots.txt rules knowingly (a warning at start); repeatable "
+                          f"[env {settings.ENV_ROBOTS_IGNORE}, comma-separated]. Transcripts need "
+                          f"youtube.com: its robots.txt disallows the library's requests.")(f)
+    return click.option("--robots", type=click.Choice(["obey", "ignore"]), default=settings.ROBOTS,
+                        show_default=True, envvar=settings.ENV_ROBOTS,
+                        help=f"Obey each host's robots.txt (rules, Crawl-delay, Request-rate), or ignore every "
+                             f"host's rules with a warning [env {settings.ENV_ROBOTS}].")(f)
+
+
+def _robots_values(robots, robots_ignore):
+    """Settings values of the robots options (an env variable's commas split like repeated options)."""
+    return {"robots": robots, "robots_ignore": settings.parse_domains(
+        robots_ignore.split(",") if isinstance(robots_ignore, str) else robots_ignore)}

@@ -10,8 +10,18 @@ import time
 import click
 
 from scraper.base import exitcodes, settings
-from scraper.base.errors import ConfigError, FetchError, ParseError, RunLocked
-from scraper.cli.common import Failure, _db_exists, _existing_db, _health, _say, _settings, log
+from scraper.base.errors import ConfigError, FetchError, ParseError, RobotsDisallowed, RobotsUnavailable, RunLocked
+from scraper.cli.common import (
+    Failure,
+    _db_exists,
+    _existing_db,
+    _health,
+    _robots_values,
+    _say,
+    _settings,
+    log,
+    robots_options,
+)
 
 
 def _job_count(s):
@@ -44,9 +54,10 @@ HEALTH_OWNED = "scraper.health_owned"   # ctx.meta: a caller (`update`) sends th
 @click.option("--adopt-urls", is_flag=True,
               help="Move a database seeded from other --api-url/--site-url (or a catalogue walked from "
                    "another site) to these (deliberately).")
+@robots_options
 @click.pass_context
 def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per_s, burst, timeout_s, max_attempts,
-             backoff_base_s, adopt_urls):
+             backoff_base_s, adopt_urls, robots, robots_ignore):
     """Queue jobs. Without an option, walk every enabled source that is due (never walked, or its last
     complete walk is older than its `every`); a source that is not due sends nothing. --source NAME walks
     that source now. --from-search walks the n8n source's listing now and also queues a re-fetch of
@@ -66,7 +77,7 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
     if limit is not None and not from_search:
         raise Failure("--limit goes with --from-search.")
     s = _settings(ctx, rate_per_s=rate_per_s, burst=burst, timeout_s=timeout_s, max_attempts=max_attempts,
-                  backoff_base_s=backoff_base_s)
+                  backoff_base_s=backoff_base_s, **_robots_values(robots, robots_ignore))
     _without_browser(s, logging.WARNING)    # before any work; a walk needs no browser: its pages are queued
     if (from_search or ids_file) and not any(src.kind == "n8n" for src in s.sources):
         raise Failure(f"{'--from-search' if from_search else '--ids'} needs an n8n source, and "
@@ -100,6 +111,10 @@ def _seed(s, ids_file, limit, adopt_urls, started, had_db):
         found = seed.read_ids_file(ids_file, s.site_url) if ids_file else seed.discover(s, limit)
     except ConfigError as e:
         raise Failure(str(e)) from None
+    except (RobotsDisallowed, RobotsUnavailable) as e:
+        _forget_walk(s, had_db)
+        raise Failure(f"{e}; nothing was seeded (--robots-ignore DOMAIN ignores its rules knowingly).",
+                      exitcodes.FAILED) from None
     except FetchError as e:
         log.debug("search request failed: %s", e)
         _forget_walk(s, had_db)
@@ -184,14 +199,14 @@ def _forget_db(s, had_db):
 
 
 def _forget_walk(s, had_db):
-    """After a walk that seeded nothing into a folder that had no database: take away the rate-limit
-    files it made, so a failed first seed leaves the folder as it found it."""
-    if had_db or s.postgres or _db_exists(s):
+    """After a walk that seeded nothing into a folder that had no database: take away the files it made
+    (the database that only held robots.txt, the rate-limit files), so a failed first seed leaves the
+    folder as it found it."""
+    if had_db or s.postgres:
         return
     for path in s.db_files:
-        if path != s.db_path:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _fetch_failure(e, s):
@@ -246,7 +261,11 @@ def _check_source(s, adopt):
 @click.option("--breaker-open", "breaker_open_s", type=float, default=settings.BREAKER_OPEN_S, show_default=True,
               help="Seconds an open breaker waits before one probe.")
 @click.option("--max-open-cycles", type=int, default=settings.MAX_OPEN_CYCLES, show_default=True,
-              help="Failed probes in a row after which the run stops trying a domain (its jobs stay pending).")
+              help="Failed probes in a row after which the run stops trying a domain (its jobs stay pending), "
+                   "once its breaker has also been open for --give-up-after seconds.")
+@click.option("--give-up-after", "give_up_after_s", type=float, default=settings.GIVE_UP_AFTER_S, show_default=True,
+              help="Seconds a domain's breaker must have been open before the run gives it up (an outage, not a "
+                   "blip); the open period doubles after each failed probe, up to 10 minutes.")
 @click.option("--backoff-base", "backoff_base_s", type=float, default=settings.BACKOFF_BASE_S, show_default=True,
               help="First retry delay in seconds; it doubles with each attempt.")
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")
@@ -269,6 +288,10 @@ def _check_source(s, adopt):
 @click.option("--notify-url", envvar=settings.ENV_NOTIFY_URL, metavar="URL",
               help=f'POST {{"text": ...}} (Slack, Mattermost) to this webhook on any exit but 0 and 75 '
                    f"[env {settings.ENV_NOTIFY_URL}].")
+@robots_options
+@click.option("--adaptive/--no-adaptive", default=True, show_default=True, envvar=settings.ENV_ADAPTIVE,
+              help=f"Halve a domain's rate (shared by every worker) while its answers slow down threefold or "
+                   f"over 10 % are 503; it climbs back within 60 s after [env {settings.ENV_ADAPTIVE}=0/1].")
 @click.pass_context
 def run_cmd(ctx, **options):
     """Work through the pending jobs of every enabled source (or those of --source) with N worker
@@ -326,14 +349,16 @@ def _without_browser(s, level=logging.ERROR):
     return names
 
 
-def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, run_sources=(), **options):
+def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, run_sources=(), robots=settings.ROBOTS,
+                 robots_ignore=(), **options):
     """(settings, adopt_urls) from `run`'s options (shared with `update`); a bad value is a Failure (exit 2)."""
     try:
         rates = tuple(settings.parse_domain_rate(text) for text in domain_rates)
     except ConfigError as e:
         raise Failure(str(e)) from None
     s = _settings(ctx, limiter=not no_limit, domain_rates=rates, run_sources=tuple(dict.fromkeys(run_sources)),
-                  transcript_languages=settings.parse_languages(transcript_languages), **options)
+                  transcript_languages=settings.parse_languages(transcript_languages),
+                  **_robots_values(robots, robots_ignore), **options)
     return s, adopt_urls
 
 

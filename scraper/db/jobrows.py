@@ -39,5 +39,5 @@ def _bump(c, name, by=1):
 def _breaker_of(row):
     return breaker.Breaker(
         row["state"], row["failures"], row["open_until"], row["probe_until"], row["paused_until"], row["pause_s"],
-        row["open_cycles"], bool(row["gave_up"]),
+        row["open_cycles"], bool(row["gave_up"]), row["opened_at"],
     )

@@ -352,14 +352,14 @@ class Queue:
     def _save_breaker(c, domain, b, now):
         c.execute(
             """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at,
-                                   open_cycles, gave_up)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   open_cycles, gave_up, opened_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT (domain) DO UPDATE SET state = excluded.state, failures = excluded.failures,
                    open_until = excluded.open_until, probe_until = excluded.probe_until,
                    paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at,
-                   open_cycles = excluded.open_cycles, gave_up = excluded.gave_up""",
+                   open_cycles = excluded.open_cycles, gave_up = excluded.gave_up, opened_at = excluded.opened_at""",
             (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now,
-             b.open_cycles, int(b.gave_up)),
+             b.open_cycles, int(b.gave_up), b.opened_at),
         )
 
     # --- reading -------------------------------------------------------------------------

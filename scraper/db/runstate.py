@@ -6,12 +6,47 @@ import fcntl
 import os
 import socket
 import sqlite3
+import time
 
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, RunLocked
 from scraper.base.urls import is_db_url
 
 RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
 RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
+LOCK_TRIES = 3
+LOCK_RETRY_S = 0.05
+
+
+class RunLock:
+    """An exclusive flock beside the database: held for the whole run, freed by the kernel on any death.
+
+    Workers inherit it, so a new run cannot start while orphaned workers of a killed one still run."""
+
+    def __init__(self, path):
+        self.path = path
+        self.fd = None
+
+    def acquire(self):
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        for attempt in range(LOCK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                # `status` probes the lock for an instant: only a holder that stays is another run
+                if attempt == LOCK_TRIES - 1:
+                    os.close(fd)
+                    raise RunLocked(
+                        f"another `scraper run` is already working on this database (lock {self.path})."
+                    ) from None
+                time.sleep(LOCK_RETRY_S)
+        self.fd = fd
+        return self
+
+    def release(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def lock_held(lock_path):

@@ -5,9 +5,12 @@ import time
 import typing
 
 from scraper.base.errors import ConfigError, FetchError, ParseError
+from scraper.db import store
 from scraper.net import http
 from scraper.policy import retry
+from scraper.politeness import rates
 from scraper.politeness.limiter import open_limiter
+from scraper.politeness.robots import Robots
 from scraper.sites import n8n
 
 log = logging.getLogger(__name__)
@@ -33,11 +36,21 @@ def discover(settings, limit=None, sleep=time.sleep):
     """The listing from the search API, page after page, through the shared rate limit: a Walk.
 
     A failing page is retried as `run` retries a job; a page that still fails raises, so a partial walk
-    is never taken for the whole library. A walk stopped by `limit` before the last page is not complete."""
-    limiter = open_limiter(settings)
+    is never taken for the whole library. A walk stopped by `limit` before the last page is not complete.
+
+    Each page's URL is checked against its host's robots.txt first (RobotsDisallowed, RobotsUnavailable),
+    fetched through the same rate slot and stored for `run` to reuse."""
+    conn = store.open_db(settings.db_path)
+    limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
     session = http.make_session(settings.user_agent)
+    robots = Robots(settings, conn, sleep=sleep, on_rate=limiter.refresh)
+
+    def robots_get(url, max_bytes):
+        limiter.acquire(settings.domain)
+        return http.fetch(session, url, settings.timeout_s, max_bytes)
 
     def get(url, parse):
+        robots.check(url, settings.domain, robots_get)
         return _get_page(settings, limiter, session, url, parse, sleep)
 
     try:
@@ -45,6 +58,7 @@ def discover(settings, limit=None, sleep=time.sleep):
     finally:
         session.close()
         limiter.close()
+        conn.close()
 
 
 def _get_page(settings, limiter, session, url, parse, sleep):

@@ -19,6 +19,21 @@ class Breaker:
     pause_s: float = 0.0
     open_cycles: int = 0        # probes that failed in a row
     gave_up: bool = False       # this run stopped trying the domain (its jobs stay pending)
+    opened_at: float = 0.0      # when the breaker opened, after it was last closed (the give-up rule)
+
+OPEN_MAX_S = 600.0          # the open period doubles after each failed probe, up to 10 minutes
+
+
+def open_period(open_s, cycles):
+    """The open period after `cycles` failed probes in a row: doubled after each, capped."""
+    return min(OPEN_MAX_S, open_s * 2 ** min(cycles, 30))
+
+
+def gives_up(cycles, opened_at, now, max_open_cycles, give_up_after_s):
+    """Give up a domain on an outage, not on a blip: `max_open_cycles` failed probes in a row and its
+    breaker open for at least `give_up_after_s`."""
+    return (max_open_cycles is not None and cycles >= max_open_cycles
+            and now - opened_at >= (give_up_after_s or 0.0))
 
 
 def admits(b, now):
@@ -41,37 +56,42 @@ def on_probe(b, now, lease_s):
 def on_success(b):
     """A request got an answer from the server (any status but 5xx/429)."""
     return replace(b, state=CLOSED, failures=0, open_until=0.0, probe_until=0.0, pause_s=0.0, open_cycles=0,
-                   gave_up=False)
+                   gave_up=False, opened_at=0.0)
 
 
-def on_failure(b, now, threshold, open_s, max_open_cycles=None):
+def on_failure(b, now, threshold, open_s, max_open_cycles=None, give_up_after_s=0.0):
     """A request failed in a way that speaks of the server (network, timeout, 5xx).
 
-    After `max_open_cycles` failed probes in a row the domain is given up: no more probes this run."""
+    A failed probe reopens the breaker for twice as long as before (`open_period`); the domain is given
+    up (no more probes this run) only by `gives_up`."""
     failures = b.failures + 1
     if b.state == HALF_OPEN:
         cycles = b.open_cycles + 1
-        gave_up = max_open_cycles is not None and cycles >= max_open_cycles
-        return replace(b, state=OPEN, failures=failures, open_until=now + open_s, probe_until=0.0,
-                       open_cycles=cycles, gave_up=gave_up)
+        opened_at = b.opened_at or now
+        return replace(b, state=OPEN, failures=failures, open_until=now + open_period(open_s, cycles),
+                       probe_until=0.0, open_cycles=cycles, opened_at=opened_at,
+                       gave_up=gives_up(cycles, opened_at, now, max_open_cycles, give_up_after_s))
     if failures >= threshold:
-        return replace(b, state=OPEN, failures=failures, open_until=now + open_s, probe_until=0.0)
+        return replace(b, state=OPEN, failures=failures, open_until=now + open_s, probe_until=0.0,
+                       opened_at=b.opened_at or now)
     return replace(b, failures=failures)
 
 
-def on_blocked(b, now, open_s, max_open_cycles=None):
+def on_blocked(b, now, open_s, max_open_cycles=None, give_up_after_s=0.0):
     """The site refuses this address outright: open at once, whatever the count of failures. A probe that
     meets a block is a failed probe (it counts towards giving the domain up)."""
     cycles = b.open_cycles + 1 if b.state == HALF_OPEN else b.open_cycles
+    opened_at = b.opened_at or now
     # a block met by a request that was in flight when the domain was given up does not undo that
-    gave_up = b.gave_up or (b.state == HALF_OPEN and max_open_cycles is not None and cycles >= max_open_cycles)
-    return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_s, probe_until=0.0,
-                   open_cycles=cycles, gave_up=gave_up)
+    gave_up = b.gave_up or (b.state == HALF_OPEN and gives_up(cycles, opened_at, now, max_open_cycles,
+                                                             give_up_after_s))
+    return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_period(open_s, cycles),
+                   probe_until=0.0, open_cycles=cycles, gave_up=gave_up, opened_at=opened_at)
 
 
 def on_new_run(b):
     """A new run gives a given-up domain another chance: it may probe at once."""
-    return replace(b, gave_up=False, open_cycles=0, open_until=0.0) if b.gave_up else b
+    return replace(b, gave_up=False, open_cycles=0, open_until=0.0, opened_at=0.0) if b.gave_up else b
 
 
 def on_429(b, now, retry_after_s, default_s, max_s):

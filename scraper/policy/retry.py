@@ -17,7 +17,9 @@ TOO_LARGE = "too_large"     # over --max-answer-mb once decoded: final, the same
 INTERNAL = "internal"       # anything else that went wrong while one job was processed (a bug, a hostile answer)
 ABANDONED = "abandoned"     # the worker died holding the job (killed, crashed, over memory)
 INCOMPLETE = "incomplete"   # a catalogue page lacks a required field: final, the same page would come again
-KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED, TOO_LARGE, INTERNAL, ABANDONED, INCOMPLETE)
+ROBOTS = "robots"           # the host's robots.txt disallows the URL: final, `invalid`, nothing was sent
+KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED, TOO_LARGE, INTERNAL, ABANDONED, INCOMPLETE,
+         ROBOTS)
 
 GONE = (404, 410)            # the template is not there: final, `invalid`
 FORBIDDEN = (401, 403)       # retrying will not help: final, `failed` with the reason kept

@@ -124,7 +124,8 @@ class Politeness:
         now, s, domain = self.clock(), self.s, self.domain
         if e.kind == retry.BLOCKED:
             _, b = self.queue.update_domain(
-                domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s, s.max_open_cycles), now
+                domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s, s.max_open_cycles,
+                                                            s.give_up_after_s), now
             )
             log.warning("%s %s blocks this address: breaker open for %.0f s", self.name, domain, b.open_until - now)
         elif e.kind == retry.HTTP_429:
@@ -134,12 +135,13 @@ class Politeness:
             log.warning("%s 429 from %s: domain paused for %.1f s", self.name, domain, b.paused_until - now)
         elif e.kind in retry.BREAKER_KINDS:
             before, b = self.queue.update_domain(
-                domain, lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s, s.max_open_cycles),
-                now
+                domain, lambda b: breaker.on_failure(b, now, s.breaker_failures, s.breaker_open_s, s.max_open_cycles,
+                                              s.give_up_after_s), now
             )
             if b.gave_up and not before.gave_up:
-                log.error("%s gave up on %s: %d probes in a row failed (%s); its breaker stays open and its jobs "
-                          "stay pending for the next run", self.name, domain, b.open_cycles, e)
+                log.error("%s gave up on %s: %d probes in a row failed (%s), open for %.0f s; its breaker stays open "
+                          "and its jobs stay pending for the next run", self.name, domain, b.open_cycles, e,
+                          now - b.opened_at)
             elif b.state == breaker.OPEN and before.state != breaker.OPEN:
                 log.warning("%s breaker of %s open until +%.0f s (%d failures)",
                             self.name, domain, b.open_until - now, b.failures)

@@ -5,23 +5,39 @@ import time
 
 from scraper.db import slots, store
 
+RATE_TTL_S = 1.0            # a domain's rate is read again this often (as the SQLite limiter does)
+
 
 class GcraLimiter:
     """`acquire(domain)` waits for the domain's slot. Open it inside the process that uses it: it holds
     its own connection, so a slot is never taken inside another transaction."""
 
-    def __init__(self, db_url, rate_per_s, burst, sleep=time.sleep, rate_of=None):
+    def __init__(self, db_url, rate_per_s, burst, sleep=time.sleep, rate_of=None, clock=time.monotonic):
+        """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S, as `DomainLimiter` does
+        (robots.txt and the adaptive slow-down change a domain's rate during a run)."""
         self._conn = store.open_db(db_url)    # the schema first: a first seed walks before it stores
         self._default = slots.gcra(rate_per_s, burst)
         self._rate_of = rate_of
         self._known = {}
+        self._read_at = {}
+        self._clock = clock
         self._sleep = sleep
+
+    def refresh(self, domain):
+        """Read the domain's rate again before the next slot (it was just changed in this process)."""
+        self._read_at.pop(domain, None)
 
     def _params(self, domain):
         params = self._known.get(domain)
-        if params is None:
-            slots.ensure(self._conn, domain)
-            params = self._known[domain] = slots.gcra(*self._rate_of(domain)) if self._rate_of else self._default
+        stale = self._rate_of is not None and self._clock() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
+        if params is None or stale:
+            if params is None:
+                slots.ensure(self._conn, domain)
+            params = self._default
+            if self._rate_of is not None:
+                params = slots.gcra(*self._rate_of(domain))
+                self._read_at[domain] = self._clock()
+            self._known[domain] = params
         return params
 
     def wait_s(self, domain):

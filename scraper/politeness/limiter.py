@@ -23,6 +23,7 @@ from pyrate_limiter import Rate, RateItem, SQLiteBucket
 from scraper.policy import margin
 
 LEAK_EVERY = 200            # admissions between clean-ups of rows that left every window
+RATE_TTL_S = 1.0            # a domain's rate is read again this often: a lowered rate reaches every process
 
 
 def rates_for(rate_per_s, burst):
@@ -34,6 +35,10 @@ def rates_for(rate_per_s, burst):
     window_units = margin.burst_units(rate_per_s, burst)
     interval_ms = math.ceil(window_units * 1000 / rate_per_s)
     return [Rate(window_units, interval_ms)]
+
+
+def _key(rates):
+    return [(r.limit, r.interval) for r in rates]
 
 
 class _Flock:
@@ -58,8 +63,12 @@ class DomainLimiter:
     """`acquire(domain)` waits for a slot in the domain's shared bucket. Open it inside the process
     that uses it (nothing here survives a fork)."""
 
-    def __init__(self, path, rate_per_s, burst, sleep=time.sleep, rate_of=None):
-        """`rate_of(domain) -> (rate_per_s, burst)` gives a domain its own budget; else (rate_per_s, burst)."""
+    def __init__(self, path, rate_per_s, burst, sleep=time.sleep, rate_of=None, clock=time.monotonic):
+        """`rate_of(domain) -> (rate_per_s, burst)` gives a domain its own budget, read again every
+        RATE_TTL_S (it may change during a run: robots.txt, the adaptive slow-down); else (rate_per_s, burst).
+
+        Every process checks the shared log against the rates it read; as they all read the same row,
+        a lowered rate holds across processes within RATE_TTL_S."""
         self.rates = rates_for(rate_per_s, burst)
         self._rate_of = rate_of
         self._lock = _Flock(path + ".lock")
@@ -68,18 +77,30 @@ class DomainLimiter:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
         self._buckets = {}
+        self._read_at = {}          # domain -> when its rate was last read
+        self._clock = clock
         self._admitted = 0
         self._sleep = sleep
 
+    def refresh(self, domain):
+        """Read the domain's rate again before the next slot (it was just changed in this process)."""
+        self._read_at.pop(domain, None)
+
     def _bucket(self, domain):
         bucket = self._buckets.get(domain)
-        if bucket is None:
+        stale = self._rate_of is not None and self._clock() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
+        if bucket is None or stale:
             table = "rate_" + re.sub(r"[^A-Za-z0-9_]", "_", domain)  # interpolated into SQL by pyrate
-            self._conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
-            self._conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
-            self._conn.commit()
-            rates = rates_for(*self._rate_of(domain)) if self._rate_of else self.rates
-            bucket = self._buckets[domain] = SQLiteBucket(rates, self._conn, table)
+            if bucket is None:
+                self._conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
+                self._conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
+                self._conn.commit()
+            rates = self.rates
+            if self._rate_of is not None:
+                rates = rates_for(*self._rate_of(domain))
+                self._read_at[domain] = self._clock()
+            if bucket is None or _key(rates) != _key(bucket.rates):
+                bucket = self._buckets[domain] = SQLiteBucket(rates, self._conn, table)
         return bucket
 
     def wait_s(self, domain):
@@ -148,6 +169,9 @@ def open_limiter(settings, rate_of=None):
 
 class NoLimiter:
     """The limiter when `--no-limit` is given (benchmarks of the queue alone)."""
+
+    def refresh(self, domain):
+        pass
 
     def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
         return not should_stop()

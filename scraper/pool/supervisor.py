@@ -1,7 +1,6 @@
 """The supervisor: the run lock, N worker processes, their memory, signals, progress, the end."""
 
 import dataclasses
-import fcntl
 import json
 import logging
 import multiprocessing
@@ -13,13 +12,12 @@ import time
 
 from scraper import sites
 from scraper.base import exitcodes
-from scraper.base.errors import RunLocked
 from scraper.base.settings import PROGRESS_EVERY_S
 from scraper.db import runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
-from scraper.pool import memory, orphans, worker
+from scraper.pool import memory, orphans, pacing, worker
 
 log = logging.getLogger(__name__)
 
@@ -28,40 +26,6 @@ SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
 QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start, holding no job, counts towards a crash loop
 MAX_QUICK_DEATHS = 5
-LOCK_TRIES = 3
-LOCK_RETRY_S = 0.05
-
-
-class RunLock:
-    """An exclusive flock beside the database: held for the whole run, freed by the kernel on any death.
-
-    Workers inherit it, so a new run cannot start while orphaned workers of a killed one still run."""
-
-    def __init__(self, path):
-        self.path = path
-        self.fd = None
-
-    def acquire(self):
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        for attempt in range(LOCK_TRIES):
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                # `status` probes the lock for an instant: only a holder that stays is another run
-                if attempt == LOCK_TRIES - 1:
-                    os.close(fd)
-                    raise RunLocked(
-                        f"another `scraper run` is already working on this database (lock {self.path})."
-                    ) from None
-                time.sleep(LOCK_RETRY_S)
-        self.fd = fd
-        return self
-
-    def release(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
 
 @dataclasses.dataclass
@@ -99,7 +63,7 @@ class Supervisor:
 
         On SQLite a run holds the database alone (the run lock). On PostgreSQL many runs, on many machines,
         work it together: each has its `runs` row and heartbeat, and the clock is the database's."""
-        lock = None if self.s.postgres else RunLock(self.s.lock_path).acquire()
+        lock = None if self.s.postgres else runstate.RunLock(self.s.lock_path).acquire()
         try:
             conn = store.open_db(self.s.db_path)
         except BaseException:
@@ -129,6 +93,8 @@ class Supervisor:
                 log.warning("the database has no jobs; run `scraper seed` first")
             self.errors_seen = self._errors()
             self.run_id = self._start_run(conn)
+            self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
+            self.pacing.start()
             code = self._loop()
             self._finish_run(conn, self.run_id, code)
             return code
@@ -193,6 +159,7 @@ class Supervisor:
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
                     log.warning("took back %d jobs whose lease expired", n)
+                self.pacing.adapt(mono)
             if not self._work_left():
                 self._signal_all(signal.SIGTERM)
                 self._join_all(self.s.stop_grace_s)
@@ -211,8 +178,13 @@ class Supervisor:
         return self.queue.work_left(sites.enabled(self.s), sources=[src.name for src in self.s.working_sources])
 
     def _end_code(self):
+        self.pacing.robots_summary()
         left = {d: n for d, n in self.queue.given_up().items() if n}
+        reasons = self.pacing.gave_up_reasons()
         for domain, n in left.items():
+            if domain in reasons:
+                log.error("%s; %d job(s) of %s left pending for the next run", reasons[domain], n, domain)
+                continue
             log.error("gave up on %s: its breaker stayed open through %d probes in a row; %d job(s) left pending "
                       "for the next run", domain, self.s.max_open_cycles, n)
         # a source that needs a browser none can start is left out of claims and of `_work_left`, as a

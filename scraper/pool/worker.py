@@ -12,20 +12,24 @@ from typing import TYPE_CHECKING
 
 from scraper import sites
 from scraper.base import exitcodes
-from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError
+from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError, RobotsUnavailable
 from scraper.base.urls import domain_of
 from scraper.db import fetchlearn, requestlog, runstate, store
+from scraper.db import politeness as politeness_rows
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.net import http
 from scraper.policy import retry
 from scraper.politeness import domain as politeness
+from scraper.politeness import rates
 from scraper.politeness.limiter import open_limiter
+from scraper.politeness.robots import Robots
 
 log = logging.getLogger(__name__)
 
 FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
+FOREVER_S = 10 * 365 * 86400.0   # "for this run": a new run clears it (politeness_rows.new_run)
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
 BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
 
@@ -60,6 +64,7 @@ class Worker:
         self.domains = sites.domains(settings)
         self.requests_per_job = sites.requests_per_job(settings)
         self._politeness = {}
+        self.robots = Robots(settings, queue.conn, clock, on_rate=limiter.refresh)
 
     def stopping(self):
         """Asked to stop, or the supervisor is gone (then nobody would watch us)."""
@@ -170,6 +175,7 @@ class Worker:
         def gate(request_url):
             domain = domain_of(request_url)
             if domain == job.domain:
+                self._robots(job, request_url)      # the page's own requests obey its robots.txt too
                 return self._gate(job, request_url)
             verdict = self.politeness_of(domain).before(False, renew, request_url)
             if verdict == politeness.OPENED:
@@ -180,7 +186,7 @@ class Worker:
 
         polite = self.politeness_of(job.domain)
         try:
-            with requestlog.timed(self.queue.conn, job.domain, self.clock):
+            with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
                 status, final_url, html = self.browser.render(
                     url, gate, self.s.browser_deadline_s, self.s.max_answer_bytes, settle=settle, wait=renew,
                     allow_domains=allow_domains)
@@ -193,14 +199,32 @@ class Worker:
         polite.answered()
         return final_url, html
 
-    def _get(self, job, url):
-        """One polite request: renew the lease, wait for the slot (and any 429 pause), fetch.
-        HandedBack when a stop came first."""
+    def _get(self, job, url, max_bytes=None):
+        """One polite request: robots.txt first, renew the lease, wait for the slot (and any 429 pause),
+        fetch. HandedBack when a stop came first."""
+        self._robots(job, url)
+        return self._send(job, url, max_bytes)
+
+    def _robots(self, job, url):
+        """The URL's host's robots.txt allows it (RobotsDisallowed: the job ends invalid, kind robots).
+
+        When robots.txt cannot be fetched the host is fully disallowed for this run: the job goes back
+        pending, uncharged, and the domain is given up with the one sentence the run ends with."""
+        try:
+            self.robots.check(url, job.domain, lambda u, cap: self._send(job, u, cap))
+        except RobotsUnavailable as e:
+            now = self.clock()
+            politeness_rows.give_up(self.queue.conn, job.domain, str(e), now, now + FOREVER_S)
+            self.queue.release(job, self.name, now)
+            log.error("%s %s; its jobs stay pending", self.name, e)
+            raise HandedBack(job.key) from e
+
+    def _send(self, job, url, max_bytes=None):
         self._gate(job, url)
         polite = self.politeness_of(job.domain)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
-                body = http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
+                body = http.fetch(self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes)
         except FetchError as e:
             polite.failed(e)
             raise
@@ -280,7 +304,7 @@ def main(settings, slot, parent_pid, run_id=None):
     name = worker_name(slot, os.getpid(), settings)
     try:
         conn = store.connect(settings.db_path)
-        limiter = open_limiter(settings, rate_of=settings.rate_for)
+        limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
     except (OSError, sqlite3.Error, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
         sys.exit(exitcodes.WORKER_CRASHED)
@@ -315,8 +339,10 @@ class _JobContext:
     def verdict(self, pattern):
         return fetchlearn.verdict(self.w.queue.conn, self.job.source, pattern)
 
-    def gate(self):
-        self.w._gate(self.job)
+    def gate(self, url=None):
+        if url is not None:
+            self.w._robots(self.job, url)
+        self.w._gate(self.job, url)
 
     def answered(self):
         self.w.politeness_of(self.job.domain).answered()

@@ -4,6 +4,7 @@ each domain's breaker."""
 import time
 
 from scraper.db import fetchlearn, requestlog, store
+from scraper.db import politeness as politeness_rows
 from scraper.db.store import JOB_STATUSES
 from scraper.policy import breaker, progress
 
@@ -34,6 +35,7 @@ def report(queue, now, run=None, runs=None):
             "gave_up": b.gave_up,
             "in_flight": in_flight.get(name, 0),
             "slot_wait_s": round(waits.get(name, 0.0), 1),
+            **_rates(queue.conn, name),
         }
     return {
         "run": run, "runs": runs if runs is not None else [],
@@ -56,6 +58,14 @@ def counts_by_source(conn):
     for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
         out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))[status] = n
     return out
+
+
+def _rates(conn, domain):
+    """The domain's effective and configured rate and why they differ (`robots`, `adaptive` or None), as the
+    last run wrote them in its row (None before any run)."""
+    r = politeness_rows.rate_row(conn, domain)
+    return {"rate_per_s": r.get("rate_per_s"), "configured_rate_per_s": r.get("configured_rate_per_s"),
+            "rate_reason": r.get("rate_reason"), "gave_up_reason": r.get("gave_up_reason")}
 
 
 def _when(ts):
@@ -120,6 +130,11 @@ def render(r):
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""
         extra += (f"; gave up after {d['failed_probes']} failed probes in a row, its jobs stay pending"
                   if d["gave_up"] else "")
+        if d["gave_up_reason"]:
+            extra += f"; {d['gave_up_reason']}"
+        if d["rate_per_s"] is not None:
+            extra += f"; rate {d['rate_per_s']:.3g}/s" + (
+                f" ({d['rate_reason']}; configured {d['configured_rate_per_s']:.3g}/s)" if d["rate_reason"] else "")
         lines.append(f"domain    {name}: {d['in_flight']} in flight, {d['slot_wait_s']:g} s waiting for its slot in "
                      f"the last minute; breaker {d['state']} ({d['failures']} consecutive failures){extra}")
     return "\n".join(lines)

@@ -58,8 +58,9 @@ class Context(Protocol):
         """What `fetcher = "auto"` has learnt about this URL pattern of the job's source, or None (read
         from the database by the worker: a site holds no SQL)."""
 
-    def gate(self) -> None:
-        """Wait for the job's domain's turn, for a request a library sends itself; HandedBack on a stop."""
+    def gate(self, url: str | None = None) -> None:
+        """Wait for the job's domain's turn, for a request a library sends itself (`url`: checked against
+        its host's robots.txt first, RobotsDisallowed); HandedBack on a stop."""
 
     def answered(self) -> None:
         """The domain answered (closes a half-open breaker)."""

@@ -116,7 +116,7 @@ class RedirectAdapter(HTTPAdapter):
             request.url = self.base_url + request.url[len(YOUTUBE_URL):]
         elif not request.url.startswith(self.base_url + "/"):
             raise requests.exceptions.InvalidURL(f"refused: {request.url} is not a YouTube address")
-        self.ctx.gate()
+        self.ctx.gate(request.url)      # robots.txt of where the request really goes, then the rate slot
         started = time.monotonic()
         deadline = started + self.timeout_s
         kwargs["timeout"] = kwargs.get("timeout") or self.timeout_s   # the library sets none

@@ -1,0 +1,180 @@
+"""robots.txt per host (scheme, host and port), obeyed before the first request to it.
+
+Fetched through the domain's politeness (its rate slot, breaker and request log: the caller's `get`),
+bounded (ROBOTS_MAX_BYTES, redirects as `http.fetch` follows them), parsed with Protego (Scrapy's
+parser), stored in the `robots` table. A 2xx or 4xx outcome is reused for 24 hours by every process and
+command; a 5xx, 429 or no answer is retried with the run's policy, then the host is fully disallowed
+for this run and not stored as reusable. The pure rules are in `scraper.policy.robots`."""
+
+import fcntl
+import logging
+import os
+import time
+from urllib.parse import urlsplit
+
+from protego import Protego
+
+from scraper.base.errors import FetchError, RobotsDisallowed, RobotsUnavailable
+from scraper.base.urls import domain_of
+from scraper.db import politeness as rows
+from scraper.policy import retry
+from scraper.policy import robots as rules
+
+log = logging.getLogger(__name__)
+
+ROBOTS_MAX_BYTES = 512 * 1024   # RFC 9309 asks parsers to read at least 500 KiB
+OBEY = "obey"
+IGNORE = "ignore"
+
+
+def host_of(url):
+    """scheme://host:port of a URL (the port always written: http://a and http://a:80 are one host)."""
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
+
+
+def robots_url(url):
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/robots.txt"
+
+
+def sitemaps(conn, host_or_url):
+    """The Sitemap: URLs of a host's stored robots.txt (any age; [] when none is stored). For the sources
+    work: call it with a URL or a `host_of` value and an open database connection."""
+    row = rows.load_robots(conn, host_of(host_or_url))
+    return list(row["sitemaps"]) if row else []
+
+
+def ignored(settings, domain):
+    """Whether this domain's rules are ignored knowingly (--robots ignore, --robots-ignore DOMAIN)."""
+    return settings.robots == IGNORE or domain in settings.robots_ignore
+
+
+class _Flock:
+    """One robots.txt fetch at a time across processes, so `seed` and every worker fetch it once."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        return False
+
+
+class Robots:
+    """The robots.txt of every host one process sends to. `check(url, domain, get)` before a request:
+    returns when the URL may be fetched, raises RobotsDisallowed or RobotsUnavailable.
+
+    `get(url, max_bytes)` is one polite GET of the domain (the body of a 2xx, FetchError otherwise)."""
+
+    def __init__(self, settings, conn, clock=time.time, sleep=time.sleep, on_rate=lambda domain: None):
+        self.s = settings
+        self.conn = conn
+        self.clock = clock
+        self.sleep = sleep
+        self.on_rate = on_rate      # told when robots.txt changed a domain's rate (the limiter re-reads it)
+        self.token = rules.product_token(settings.user_agent)
+        self._hosts = {}            # host -> (expires_at, Protego or None when everything is allowed)
+
+    def check(self, url, domain, get):
+        if ignored(self.s, domain) or ignored(self.s, domain_of(url)) or ignored(self.s, urlsplit(url).hostname):
+            return
+        host = host_of(url)
+        cached = self._hosts.get(host)
+        if cached is None or cached[0] <= self.clock():
+            cached = self._hosts[host] = self._load(host, url, domain, get)
+        parser = cached[1]
+        if parser is not None and not parser.can_fetch(url, self.token):
+            raise RobotsDisallowed(f"robots.txt of {host.split('://', 1)[1]} disallows {urlsplit(url).path} "
+                                   f"for user-agent {self.token!r}")
+
+    def _load(self, host, url, domain, get):
+        row = rows.load_robots(self.conn, host)
+        if not _fresh(row, self.clock()):
+            with _Flock(self.s.db_path + "-robots.lock"):
+                row = rows.load_robots(self.conn, host)     # another process may have fetched it meanwhile
+                if not _fresh(row, self.clock()):
+                    row = self._fetch(host, url, get)
+        parser = Protego.parse(_text(row["body"])) if rules.outcome_of(row["status"]) == rules.RULES else None
+        self._apply_rate(domain, row)
+        return row["fetched_at"] + rules.REUSE_S, parser
+
+    def _fetch(self, host, url, get):
+        """Fetch, retried with the run's policy; the stored row, or RobotsUnavailable."""
+        target = robots_url(url)
+        attempts = 0
+        while True:
+            attempts += 1
+            status, body = None, b""
+            try:
+                body, status = get(target, ROBOTS_MAX_BYTES), 200
+            except FetchError as e:
+                # an answer over the cap is no usable answer (RFC 9309 asks for 500 KiB; we read 512)
+                status = None if e.kind == retry.TOO_LARGE else e.status
+                if rules.outcome_of(status) == rules.UNAVAILABLE:
+                    outcome = retry.decide(e.kind, status, attempts, self.s.max_attempts, e.retry_after,
+                                           self.s.backoff_base_s)
+                    if attempts < self.s.max_attempts and outcome.action == retry.RETRY:
+                        log.info("robots.txt of %s: %s; trying again in %.1f s", host, e, outcome.delay_s)
+                        self.sleep(outcome.delay_s)
+                        continue
+                    raise RobotsUnavailable(host, status or e.kind) from e
+            parser = Protego.parse(_text(body)) if status == 200 else None
+            crawl_delay = parser.crawl_delay(self.token) if parser else None
+            rr = parser.request_rate(self.token) if parser else None
+            row = {"host": host, "fetched_at": self.clock(), "status": status, "body": body,
+                   "crawl_delay": crawl_delay, "request_rate": f"{rr.requests}/{rr.seconds}" if rr else None,
+                   "sitemaps": list(parser.sitemaps) if parser else []}
+            rows.save_robots(self.conn, **row)
+            log.info("robots.txt of %s: HTTP %s%s%s", host, status,
+                     f", crawl-delay {crawl_delay:g} s" if crawl_delay else "",
+                     f", request-rate {row['request_rate']}" if rr else "")
+            return row
+
+    def _apply_rate(self, domain, row):
+        """Crawl-delay and Request-rate lower the domain's rate for this run (never raise it)."""
+        rr = _request_rate(row["request_rate"])
+        cap = rules.robots_rate(row["crawl_delay"], rr)
+        if cap is None:
+            return
+        delay = bool(row["crawl_delay"])
+
+        def lower(r):
+            old = r["robots_rate_per_s"]
+            if old is not None and old <= cap and (r["robots_crawl_delay"] or not delay):
+                return {}
+            return {"robots_rate_per_s": cap if old is None else min(old, cap),
+                    "robots_crawl_delay": int(delay or bool(r["robots_crawl_delay"]))}
+
+        before, after = rows.update_rate(self.conn, domain, self.clock(), lower)
+        if before != after:
+            from scraper.politeness.rates import store_effective
+            rate = store_effective(self.conn, self.s, domain, self.clock())
+            log.info("%s: robots.txt asks for at most %.3g requests/s; rate now %.3g/s, burst %d", domain, cap,
+                     rate.rate_per_s, rate.burst)
+        self.on_rate(domain)
+
+
+def _fresh(row, now):
+    """A stored 2xx/4xx robots.txt younger than 24 hours (5xx and no answer are never reused)."""
+    return (row is not None and rules.outcome_of(row["status"]) != rules.UNAVAILABLE
+            and now - row["fetched_at"] < rules.REUSE_S)
+
+
+def _text(body):
+    return (body or b"").decode("utf-8", "replace")
+
+
+def _request_rate(text):
+    try:
+        requests, seconds = (text or "").split("/")
+        return int(requests), int(seconds)
+    except ValueError:
+        return None
