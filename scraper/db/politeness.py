@@ -1,9 +1,12 @@
 """The rows behind politeness beyond a fixed rate: `robots` (one per host) and the rate columns of a
 domain's row in `domains` (robots.txt's cap, the adaptive rate, the effective rate and why)."""
 
+import contextlib
+import fcntl
 import json
+import os
 
-from scraper.db.store import transaction
+from scraper.db.store import is_postgres, transaction
 
 RATE_COLUMNS = ("configured_rate_per_s", "robots_rate_per_s", "robots_crawl_delay", "adaptive_rate_per_s",
                 "adaptive_mark", "rate_per_s", "rate_burst", "rate_reason", "gave_up_reason")
@@ -32,6 +35,25 @@ def save_robots(conn, host, fetched_at, status, body, crawl_delay, request_rate,
                    sitemaps = excluded.sitemaps""",
             (host, fetched_at, status, body, crawl_delay, request_rate, json.dumps(list(sitemaps))),
         )
+
+
+@contextlib.contextmanager
+def robots_lock(conn, db_path, host):
+    """One robots.txt fetch of `host` at a time across processes (and machines), so that `seed` and every
+    worker fetch it once: a session advisory lock on PostgreSQL, a kernel lock beside a SQLite file."""
+    if is_postgres(conn):
+        conn.raw("SELECT pg_advisory_lock(hashtext(%s))", ("robots:" + host,))
+        try:
+            yield
+        finally:
+            conn.raw("SELECT pg_advisory_unlock(hashtext(%s))", ("robots:" + host,))
+        return
+    fd = os.open(db_path + "-robots.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)        # closing frees the lock
 
 
 def rate_row(conn, domain):

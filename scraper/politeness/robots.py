@@ -6,9 +6,7 @@ parser), stored in the `robots` table. A 2xx or 4xx outcome is reused for 24 hou
 command; a 5xx, 429 or no answer is retried with the run's policy, then the host is fully disallowed
 for this run and not stored as reusable. The pure rules are in `scraper.policy.robots`."""
 
-import fcntl
 import logging
-import os
 import time
 from urllib.parse import urlsplit
 
@@ -51,23 +49,6 @@ def ignored(settings, domain):
     return settings.robots == IGNORE or domain in settings.robots_ignore
 
 
-class _Flock:
-    """One robots.txt fetch at a time across processes, so `seed` and every worker fetch it once."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-        return False
-
-
 class Robots:
     """The robots.txt of every host one process sends to. `check(url, domain, get)` before a request:
     returns when the URL may be fetched, raises RobotsDisallowed or RobotsUnavailable.
@@ -98,7 +79,7 @@ class Robots:
     def _load(self, host, url, domain, get):
         row = rows.load_robots(self.conn, host)
         if not _fresh(row, self.clock()):
-            with _Flock(self.s.db_path + "-robots.lock"):
+            with rows.robots_lock(self.conn, self.s.db_path, host):
                 row = rows.load_robots(self.conn, host)     # another process may have fetched it meanwhile
                 if not _fresh(row, self.clock()):
                     row = self._fetch(host, url, get)
