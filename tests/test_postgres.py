@@ -201,3 +201,47 @@ def test_every_command_works_on_postgresql(standin, pg_url, tmp_path):
         assert mine
         second = scraper(site, pg_url, "seed", "--from-search", check=0)
         assert "another walk" in second.stderr
+
+
+# --- one walk of a source at a time --------------------------------------------------------------
+
+EVENTS = """
+[[source]]
+name = "events"
+kind = "catalogue"
+rate = 50
+site = "{site}/"
+include = ["^/events/"]
+type = "Event"
+required = ["name", "startDate"]
+"""
+WALK_LOCK = "SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted " \
+            "AND objid::bigint = (hashtext('walk:events')::bigint & 4294967295)"
+
+
+@pytest.mark.slow
+def test_two_seeds_of_one_source_at_once_walk_it_once(pg_url, tmp_path):
+    from types import SimpleNamespace
+
+    from scripts.standin import client
+    from tests.helpers import start_scraper, write
+    nowhere = SimpleNamespace(api_url="http://127.0.0.1:9/api", url="http://127.0.0.1:9")   # no n8n source
+    # slow answers (every walk sends at least robots.txt, the index and a sitemap): the first walk is still
+    # under way when the second process has started
+    with client.start(catalogue=True, events=8, seed=2, latency_ms=1500) as calendar:
+        path = write(tmp_path, EVENTS.format(site=calendar.url))
+        first = start_scraper(nowhere, pg_url, "--sources", path, "seed", "--source", "events")
+        try:
+            wait_until(lambda: rows(pg_url, WALK_LOCK)[0]["n"] == 1 or first.poll() is not None, timeout=60)
+            assert first.poll() is None, first.communicate()[1]
+            second = scraper(nowhere, pg_url, "--sources", path, "seed", "--source", "events")
+            assert first.poll() is None        # the first still walked while the second ran and ended
+            out, err = first.communicate(timeout=120)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+    assert second.returncode == 0 and "another walk of this source" in second.stderr, second.stderr[-2000:]
+    assert "events: walked" not in second.stderr + second.stdout
+    assert first.returncode == 0 and "events: walked (complete" in err + out, err[-2000:]
+    assert rows(pg_url, "SELECT COUNT(*) AS n FROM source_walks WHERE source = 'events'")[0]["n"] == 1

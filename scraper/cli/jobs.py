@@ -92,7 +92,7 @@ def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, rate_per
         return
     started, had_db = time.time(), _db_exists(s)
     try:
-        lock = runstate.walk_lock(s.db_path, "n8n") if from_search else contextlib.nullcontext(True)
+        lock = runstate.walk_lock(s.db_path, s.n8n_source) if from_search else contextlib.nullcontext(True)
     except ConfigError as e:
         raise Failure(str(e)) from None
     with lock as mine:
@@ -171,6 +171,8 @@ def _walk_sources(ctx, s, names, adopt):
         name = o.source.name
         if o.error:
             log.error("%s: the walk failed: %s; nothing of it was seeded.", name, o.error)
+        elif o.skipped:
+            continue    # walks.walk_due logged it; not a failure
         elif o.result is None:
             _say(f"{name}: not due until {walks.iso(o.next_due_at)} (every {o.source.every}); nothing sent.")
         else:

@@ -361,4 +361,9 @@ MIGRATIONS = [
     ALTER TABLE domains ADD COLUMN rate_reason TEXT;
     CREATE INDEX requests_domain_at ON requests (domain, at);
     """,
+    # 15: PostgreSQL's search of catalogue items and of the templates' transcripts (db/pgschema.py, run after
+    # this entry there); on SQLite items_fts and workflows_fts already hold them: nothing to do
+    """
+    -- (PostgreSQL only)
+    """,
 ]

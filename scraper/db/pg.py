@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
-from scraper.db import dialect
+from scraper.db import dialect, pgschema
 
 log = logging.getLogger(__name__)
 
@@ -316,21 +316,8 @@ def unreachable(url, error):
             f"~/.pgpass) and the database name.")
 
 
-# PostgreSQL's own additions, run right after the migration of that index (0-based): what SQLite does
-# with a feature PostgreSQL lacks (FTS5 at index 5) gets its PostgreSQL form here.
-EXTRA_MIGRATIONS = {
-    5: [
-        # search: one weighted tsvector per template, kept by the writer's own statement (a generated column)
-        """ALTER TABLE workflows ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS (
-               setweight(to_tsvector('english', coalesce(name, '')), 'A')
-               || setweight(to_tsvector('english', coalesce(description, '')), 'B')
-               || setweight(to_tsvector('english', coalesce(author, '')), 'B')
-               || setweight(to_tsvector('english', translate(coalesce(node_types, '') || ' '
-                                                             || coalesce(categories, ''), '."[],-', '      ')), 'C')
-               || setweight(to_tsvector('english', coalesce(explainer, '')), 'D')) STORED""",
-        "CREATE INDEX workflows_search ON workflows USING gin (search_tsv)",
-    ],
-}
+# PostgreSQL's own additions, run right after the migration of that index (0-based): the search tsvectors
+EXTRA_MIGRATIONS = pgschema.EXTRA_MIGRATIONS
 
 
 # --- the schema ------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def last_walks(conn):
     """{source: (last walk's finish, last complete walk's finish)} in Unix seconds (None: never)."""
     out = {}
     for name, last, complete in conn.execute(
-            "SELECT source, MAX(finished_at), MAX(CASE WHEN complete THEN finished_at END) FROM source_walks "
+            "SELECT source, MAX(finished_at), MAX(CASE WHEN complete = 1 THEN finished_at END) FROM source_walks "
             "GROUP BY source"):
         out[name] = (_epoch(last), _epoch(complete))
     return out

@@ -35,12 +35,14 @@ class WalkResult:
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """One source's part of `walk_due`: walked (`result`), failed (`error`, one sentence) or not due."""
+    """One source's part of `walk_due`: walked (`result`), failed (`error`, one sentence), not due, or
+    `skipped` (another process walks it now)."""
 
     source: object              # base.sources.Source
     result: WalkResult = None
     error: str = None
     next_due_at: float = None   # when it was not due: when it will be
+    skipped: bool = False
 
 
 class WalkFailed(ScraperError):
@@ -107,7 +109,10 @@ def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
     is older than its `every`); with `names`, walk those sources now, whatever their cadence.
 
     Each source's URLs are checked before anything is sent (ConfigError, for the caller's one sentence);
-    a walk that fails is recorded and told, the others go on. Returns an Outcome per enabled source."""
+    a walk that fails is recorded and told, the others go on. A source that another process walks now (on
+    PostgreSQL, many machines may run the cron line) is skipped with a log line. Returns an Outcome per
+    enabled source."""
+    from scraper.db.runstate import walk_lock
     from scraper.mirror import source as urls
     chosen = _chosen(settings, names)
     walks = last_walks(conn)
@@ -129,7 +134,13 @@ def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
     get = PoliteGet(settings)
     try:
         for src in todo:
-            outcomes.append(walk_one(conn, settings, src, get, now, clock))
+            with walk_lock(settings.db_path, src.name) as mine:
+                if not mine:
+                    log.info("%s: another walk of this source is running on this database; this one skips it",
+                             src.name)
+                    outcomes.append(Outcome(src, skipped=True))
+                    continue
+                outcomes.append(walk_one(conn, settings, src, get, now, clock))
     finally:
         get.close()
     order = {s.name: i for i, s in enumerate(chosen)}

@@ -1,17 +1,23 @@
-"""`scraper search` on PostgreSQL: the same query syntax and answer as the FTS5 search, on a weighted
-`tsvector` column of `workflows` (`search_tsv`, generated, with a GIN index; pg.EXTRA_MIGRATIONS), ranked
-by `ts_rank` (negated: `rank` stays lower-is-better), with `ts_headline` snippets.
+"""`scraper search` on PostgreSQL: the same query syntax and answer as the FTS5 search, on weighted
+`tsvector`s with GIN indexes (db/pgschema: `workflows_tsv` for templates, transcripts included, kept by
+triggers; the generated `items.search_tsv` for catalogue items), ranked by `ts_rank` (negated: `rank`
+stays lower-is-better), with `ts_headline` snippets made only for the rows shown.
 
 The syntax: words (all must match), "a phrase", prefix*, NOT word, a OR b, column:word (the column's
-weight class: name A; description, author B; node_types, categories C; explainer D). Parentheses and the
-transcripts column are FTS5-only and refused with a sentence."""
+weight class: templates: name A; description, author B; node_types, categories C; explainer, transcripts
+D, so `explainer:` and `transcripts:` each match a word of either; items: name A, description B, text D,
+where text holds every string of the record). Parentheses are FTS5-only and refused with a sentence."""
 
+import json
 import re
 import sqlite3
 
 from scraper.base.errors import ConfigError
+from scraper.db import pgschema
 
-WEIGHT = {"name": "A", "description": "B", "author": "B", "node_types": "C", "categories": "C", "explainer": "D"}
+WEIGHT = {"name": "A", "description": "B", "author": "B", "node_types": "C", "categories": "C", "explainer": "D",
+          "transcripts": "D"}
+ITEM_WEIGHT = {"name": "A", "description": "B", "text": "D"}      # items_fts' columns
 _TOKEN = re.compile(r'"[^"]*"|\S+')
 _WORD = re.compile(r"[\w][\w.\-]*", re.U)
 
@@ -21,8 +27,9 @@ def _fail(text, why):
                        f"NOT word, a OR b, or column:word.")
 
 
-def tsquery(text):
-    """(SQL expression, params) of the tsquery for `text`; ConfigError when it cannot be one."""
+def tsquery(text, weights=WEIGHT):
+    """(SQL expression, params) of the tsquery for `text` (`weights`: the column names it knows and
+    their weight class); ConfigError when it cannot be one."""
     if text.count('"') % 2:
         raise _fail(text, "an unterminated double quote")
     if "(" in text or ")" in text:
@@ -38,8 +45,8 @@ def tsquery(text):
             continue
         weight = ""
         column, colon, rest = token.partition(":")
-        if colon and not token.startswith('"') and column in WEIGHT:
-            weight, token = WEIGHT[column], rest
+        if colon and not token.startswith('"') and column in weights:
+            weight, token = weights[column], rest
         elif colon and not token.startswith('"') and _WORD.fullmatch(column):
             raise _fail(text, f"there is no column {column!r} to search here")
         if token.startswith('"'):
@@ -66,23 +73,26 @@ def tsquery(text):
     return "(" + " ".join(parts) + ")", params
 
 
-def query(conn, text, limit, marks):
-    """[{id, name, snippet, rank}] best first (lowest rank)."""
+def _headline_options(marks):
     start, end, ellipsis = marks
+    return f"StartSel={start}, StopSel={end}, MaxWords=16, MinWords=4, FragmentDelimiter={ellipsis}"
+
+
+def query(conn, text, limit, marks):
+    """[{id, name, snippet, rank}] best first (lowest rank). The snippet is made for the rows kept only."""
     expr, params = tsquery(text)
-    options = f"StartSel={start}, StopSel={end}, MaxWords=16, MinWords=4, FragmentDelimiter={ellipsis}"
     sql = f"""
-        WITH q AS (SELECT {expr} AS q)
+        WITH q AS (SELECT {expr} AS q),
+        best AS (SELECT s.id, -ts_rank(s.tsv, q.q) AS rank FROM workflows_tsv s, q WHERE s.tsv @@ q.q
+                 ORDER BY rank, s.id LIMIT %s)
         SELECT w.id, w.name,
                ts_headline('english', concat_ws(' ', w.name, w.description,
-                   translate(w.node_types, '."[],-', '      '), w.explainer), q.q, %s) AS snippet,
-               -ts_rank(w.search_tsv, q.q) AS rank
-        FROM workflows w, q
-        WHERE w.search_tsv @@ q.q
-        ORDER BY rank, w.id
-        LIMIT %s"""
+                   translate(w.node_types, '."[],-', '      '), w.explainer, {pgschema.TRANSCRIPTS_TEXT}), q.q, %s),
+               best.rank
+        FROM best JOIN workflows w ON w.id = best.id, q
+        ORDER BY best.rank, w.id"""
     try:
-        found = conn.raw(sql, [*params, options, limit]).fetchall()
+        found = conn.raw(sql, [*params, limit, _headline_options(marks)]).fetchall()
     except sqlite3.OperationalError as e:
         raise _fail(text, str(e)) from None
     return [{"id": r[0], "name": r[1], "snippet": " ".join((r[2] or "").split()), "rank": round(r[3], 4)}
@@ -93,6 +103,44 @@ def count(conn, text):
     """How many stored templates match `text` (the total `--limit` cuts)."""
     expr, params = tsquery(text)
     try:
-        return conn.raw(f"SELECT COUNT(*) FROM workflows w WHERE w.search_tsv @@ ({expr})", params).fetchone()[0]
+        return conn.raw(f"SELECT COUNT(*) FROM workflows_tsv s WHERE s.tsv @@ ({expr})", params).fetchone()[0]
     except sqlite3.OperationalError as e:
         raise _fail(text, str(e)) from None
+
+
+def query_items(conn, source, text, limit, marks):
+    """[{key, source, url, name, snippet, rank}] of one catalogue source's items, best first."""
+    expr, params = tsquery(text, ITEM_WEIGHT)
+    sql = f"""
+        WITH q AS (SELECT {expr} AS q),
+        best AS (SELECT i.source, i.key, -ts_rank(i.search_tsv, q.q) AS rank FROM items i, q
+                 WHERE i.source = %s AND i.search_tsv @@ q.q ORDER BY rank, i.key LIMIT %s)
+        SELECT i.source, i.key, i.url, i.record, ts_headline('english', scraper_item_text(i.record), q.q, %s),
+               best.rank
+        FROM best JOIN items i ON i.source = best.source AND i.key = best.key, q
+        ORDER BY best.rank, i.key"""
+    try:
+        found = conn.raw(sql, [*params, source, limit, _headline_options(marks)]).fetchall()
+    except sqlite3.OperationalError as e:
+        raise _fail(text, str(e)) from None
+    return [{"key": f"{r[0]}:{r[1]}", "source": r[0], "url": r[2], "name": _name(r[3]),
+             "snippet": " ".join((r[4] or "").split()), "rank": round(r[5], 4)} for r in found]
+
+
+def _name(record):
+    """The record's `name` (json_extract's answer on SQLite); None when there is none."""
+    try:
+        doc = json.loads(record)
+    except ValueError:
+        return None
+    return doc.get("name") if isinstance(doc, dict) else None
+
+
+def rebuild(conn):
+    """Make `workflows_tsv` again from every template (repairs; the triggers keep it in step); the number
+    of templates indexed."""
+    from scraper.db.store import transaction
+    with transaction(conn) as c:
+        c.raw("DELETE FROM workflows_tsv")
+        c.raw("SELECT scraper_search_refresh(ARRAY(SELECT id FROM workflows))")
+        return c.raw("SELECT COUNT(*) FROM workflows_tsv").fetchone()[0]

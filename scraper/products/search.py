@@ -66,6 +66,9 @@ def query_items(conn, source, text, limit=LIMIT):
     """[{key, source, url, name, snippet, rank}] of one catalogue source's items, best first."""
     if not text.strip():
         raise ConfigError("the search query is empty; give one or more words.")
+    if is_postgres(conn):
+        from scraper.products import pgsearch
+        return pgsearch.query_items(conn, source, text, limit, (MARK_START, MARK_END, ELLIPSIS))
     sql = f"""
         SELECT i.source, i.key, i.url, json_extract(i.record, '$.name') AS name,
                snippet(items_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet, bm25(items_fts, 10.0, 4.0, 1.0) AS rank
@@ -97,9 +100,10 @@ def render_items(source, text, results):
 def rebuild(conn):
     """Make the index again from `workflows` and the transcripts of each template's videos, in one
     transaction; returns the number of rows indexed. For a re-extraction and repairs: writes keep it in
-    step by themselves. On PostgreSQL the index is a generated column: always in step."""
+    step by themselves. On PostgreSQL: `workflows_tsv` (pgsearch.rebuild)."""
     if is_postgres(conn):
-        return conn.execute("SELECT COUNT(*) FROM workflows").fetchone()[0]
+        from scraper.products import pgsearch
+        return pgsearch.rebuild(conn)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     transcripts = "NULL"
     if {"transcripts", "template_videos"} <= tables:
