@@ -22,6 +22,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.policy import outcome
 from scraper.sites import n8n
+from tests.conftest import ANY_ROBOTS
 from tests.helpers import (
     jobs_in,
     rows,
@@ -165,7 +166,7 @@ def test_seed_without_network_names_the_url_and_what_to_do(tmp_path):
                     site="http://127.0.0.1:9")
     assert result.exit_code == 1
     message = one_error_line(result)
-    assert "http://127.0.0.1:9/api/templates/search?page=1" in message
+    assert "http://127.0.0.1:9/robots.txt" in message        # robots.txt is the walk's first request
     assert "check the network or --api-url" in message and "make demo" in message
     assert len(message) < 300 and "urllib3" not in message and "Max retries" not in message
 
@@ -179,19 +180,21 @@ def test_a_failed_first_seed_leaves_the_folder_as_it_found_it(tmp_path):
 
 
 def test_seed_retries_say_in_a_few_words_what_failed(tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="scraper.mirror.seed")
+    caplog.set_level(logging.INFO, logger="scraper.politeness.robots")
     result = invoke("seed", "--from-search", "--backoff-base", "0", db=tmp_path / "jobs.db",
                     api="http://127.0.0.1:9/api", site="http://127.0.0.1:9")
     assert result.exit_code == 1
-    retries = [r.getMessage() for r in caplog.records if r.name == "scraper.mirror.seed"]
+    # robots.txt is the walk's first request: it is retried with the walk's policy, then the walk gives up
+    retries = [r.getMessage() for r in caplog.records if r.name == "scraper.politeness.robots"]
     assert len(retries) == 2          # --max-attempts 3: two retries, then the error
     for line in retries:
-        assert "http://127.0.0.1:9/api/templates/search?page=1" in line and "network (ConnectionError)" in line
+        assert "http://127.0.0.1:9/robots.txt" in line and "network (ConnectionError)" in line
         assert len(line) < 200 and "Max retries" not in line
 
 
 def test_seed_with_a_wrong_api_url_names_the_url_it_tried(tmp_path):
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)
         rsps.add(responses.GET, f"{API}/templates/search", status=404)
         result = invoke("seed", "--from-search", db=tmp_path / "jobs.db")
     assert result.exit_code == 1
@@ -211,7 +214,7 @@ def test_seed_against_a_host_that_never_answers_gives_up_after_timeout(tmp_path)
         silent.close()
     assert result.exit_code == 1, result.output
     message = one_error_line(result)
-    assert f"http://127.0.0.1:{port}/api/templates/search" in message and "within 0.3 s" in message
+    assert f"http://127.0.0.1:{port}/robots.txt" in message and "within 0.3 s" in message
     assert "--timeout" in message and not (tmp_path / "jobs.db").exists()
 
 
@@ -232,6 +235,7 @@ def test_user_agent_is_configurable(tmp_path, how):
     ua = "scraper/0.1.0 (+mailto:ops@example.org)"
     args, env = (["--user-agent", ua], None) if how == "option" else ([], {settings.ENV_USER_AGENT: ua})
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404, match=[matchers.header_matcher({"User-Agent": ua})])
         rsps.add(responses.GET, f"{API}/templates/search", match=[matchers.header_matcher({"User-Agent": ua})],
                  json={"totalWorkflows": 1, "workflows": search_items()[:1]})
         result = CliRunner().invoke(cli.main, ["--db", str(tmp_path / "jobs.db"), "--api-url", API, "--site-url",

@@ -150,7 +150,10 @@ class BreakerMachine(RuleBasedStateMachine):
         if was.state == breaker.HALF_OPEN:
             self.failed_probes += 1
             self.probing = False
-            assert self.b.state == breaker.OPEN and self.b.open_until == self.now + self.open_s
+            # the open period doubles after each failed probe in a row, up to OPEN_MAX_S
+            period = breaker.open_period(self.open_s, self.failed_probes)
+            assert self.b.state == breaker.OPEN and self.b.open_until == self.now + period
+            assert period == min(breaker.OPEN_MAX_S, self.open_s * 2 ** self.failed_probes)
         if was.gave_up:
             assert self.b.gave_up, "a given-up domain stays given up until a success or a new run"
 

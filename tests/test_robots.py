@@ -11,7 +11,7 @@ import responses
 from scraper.base import settings
 from scraper.db import politeness as politeness_rows
 from scraper.db import store
-from scraper.policy import breaker, retry
+from scraper.policy import breaker, margin, retry
 from scraper.policy import robots as rules
 from scraper.politeness import rates, robots
 from scraper.products import status
@@ -185,9 +185,10 @@ def test_the_limiter_follows_a_lowered_rate(tmp_path):
     conn = store.open_db(s.db_path)
     now = [0.0]
     lim = DomainLimiter(s.limiter_path, 20, 5, rate_of=rates.limiter_rates(conn, s), clock=lambda: now[0])
-    assert [r.limit for r in lim._bucket("x.test").rates] == [4]
+    units = margin.burst_units(20, 5)       # the burst less its margin (3 at 20/s)
+    assert [r.limit for r in lim._bucket("x.test").rates] == [units]
     politeness_rows.update_rate(conn, "x.test", NOW, lambda r: {"robots_rate_per_s": 5.0, "robots_crawl_delay": 1})
-    assert [r.limit for r in lim._bucket("x.test").rates] == [4]          # read again after RATE_TTL_S
+    assert [r.limit for r in lim._bucket("x.test").rates] == [units]      # read again after RATE_TTL_S
     now[0] = 1.0
     assert [(r.limit, r.interval) for r in lim._bucket("x.test").rates] == [(1, 200)]
     lim.close()

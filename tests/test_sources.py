@@ -16,6 +16,7 @@ from scraper.db import store
 from scraper.db.queue import add_jobs
 from scraper.mirror import walks
 from scraper.policy import cadence
+from tests.conftest import ANY_ROBOTS
 from tests.helpers import EVENTS, NOW, assert_one_sentence_error, count, invoke, search_items, search_page, write
 
 # --- the file ------------------------------------------------------------------------------------
@@ -137,9 +138,10 @@ def test_a_source_that_is_not_due_sends_nothing_and_one_that_is_walks(tmp_path):
         outcomes = walks.walk_due(conn, s, NOW)
     assert [(o.source.name, o.result, o.error, o.next_due_at) for o in outcomes] == [("n8n", None, None, NOW + 3600)]
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)
         search_page(rsps, 1, search_items()[:3], total=3)
         outcomes = walks.walk_due(conn, s, NOW + 3600)
-        assert len(rsps.calls) == 1
+        assert len(rsps.calls) == 2         # robots.txt (no rules), then the one page
     assert outcomes[0].result == walks.WalkResult(new=3, complete=True, requests=1)
     assert walks.last_walks(conn)["n8n"][1] is not None
     assert count(s.db_path, "SELECT COUNT(*) FROM jobs WHERE source = 'n8n'") == 3
@@ -174,6 +176,7 @@ def test_a_catalogue_walk_without_the_catalogue_module_fails_in_one_sentence(tmp
 def test_bare_seed_walks_the_due_sources_then_a_second_seed_sends_nothing(tmp_path, db):
     path = write(tmp_path, '[[source]]\nname = "n8n"\nkind = "n8n"\nevery = "1d"\n')
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)
         search_page(rsps, 1, search_items()[:5], total=5)
         result = invoke("--sources", path, "seed", db=db)
     assert result.exit_code == 0, result.output
@@ -182,7 +185,7 @@ def test_bare_seed_walks_the_due_sources_then_a_second_seed_sends_nothing(tmp_pa
         result = invoke("--sources", path, "seed", db=db)
     assert result.exit_code == 0, result.output
     assert "n8n: not due until" in result.output and "nothing sent" in result.output
-    with responses.RequestsMock() as rsps:       # --source walks now, whatever the cadence
+    with responses.RequestsMock() as rsps:       # --source walks now, whatever the cadence (robots.txt kept)
         search_page(rsps, 1, search_items()[:5], total=5)
         result = invoke("--sources", path, "seed", "--source", "n8n", db=db)
     assert result.exit_code == 0 and "0 new" in result.output
@@ -190,6 +193,7 @@ def test_bare_seed_walks_the_due_sources_then_a_second_seed_sends_nothing(tmp_pa
 
 def test_seed_from_search_is_the_n8n_walk_and_counts_for_its_cadence(db):
     with responses.RequestsMock() as rsps:
+        rsps.add(responses.GET, ANY_ROBOTS, status=404)
         search_page(rsps, 1, search_items()[:5], total=5)
         assert invoke("seed", "--from-search", db=db).exit_code == 0
     with responses.RequestsMock():

@@ -13,12 +13,13 @@ import responses
 from scraper import cli
 from scraper.base import settings
 from scraper.base.errors import ConfigError
+from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import record
 from scraper.net import http
 from scraper.policy import breaker, fairness, retry
-from scraper.politeness import limiter
+from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.products import status
 from scraper.sites import n8n, youtube
@@ -41,11 +42,15 @@ def make(tmp_path):
     """make(yt_url, **settings) -> (worker, queue, clock)."""
     opened = []
 
-    def build(yt_url, limiter_kind="none", **options):
+    def build(yt_url, limiter_kind="none", robots_known=False, **options):
         s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url=SITE, youtube_url=yt_url,
                            **options)
         conn = store.open_db(s.db_path)
         q = Queue(conn)
+        # robots.txt known (404: no rules) for n8n, and for the YouTube stand-in when asked (a blocked or
+        # hostile stand-in would refuse it too; the library's requests are counted alone)
+        for url in (API, SITE, *([yt_url] if robots_known else [])):
+            politeness_rows.save_robots(conn, robots.host_of(url), NOW, 404, b"", None, None, ())
         lim = (limiter.DomainLimiter(s.limiter_path, s.rate_per_s, s.burst, rate_of=s.rate_for)
                if limiter_kind == "domain" else limiter.NoLimiter())
         session = http.make_session(s.user_agent)
@@ -177,7 +182,7 @@ def test_a_blocked_address_opens_the_breaker_at_once_and_costs_no_attempt(make, 
 @pytest.mark.parametrize("mode", ["bot", "429"])
 def test_the_other_ways_youtube_blocks_open_the_breaker_too(make, youtube_standin, mode):
     yt = youtube_standin(rate=0)
-    w, q, _ = make(yt.url)
+    w, q, _ = make(yt.url, robots_known=True)
     seed_videos(q, w.s, ["laHIzhsz12E"])
     yt.block(600, mode)
     assert w.step()
@@ -187,7 +192,7 @@ def test_the_other_ways_youtube_blocks_open_the_breaker_too(make, youtube_standi
 
 def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_standin):
     yt = youtube_standin(rate=4, burst=2)          # the stand-in answers 429 above 4/s, burst 2
-    w, q, _ = make(yt.url, limiter_kind="domain", domain_rates=(("youtube.com", 4.0, 2),))
+    w, q, _ = make(yt.url, robots_known=True, limiter_kind="domain", domain_rates=(("youtube.com", 4.0, 2),))
     seed_videos(q, w.s, list(WITH_TRANSCRIPT))
     w.clock = __import__("time").time             # the real clock: the limiter waits for real
     drain(w)
@@ -201,7 +206,7 @@ def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_st
 
 def test_the_librarys_requests_are_in_the_request_log_under_youtube_com(make, youtube_standin):
     yt = youtube_standin(rate=0)
-    w, q, _ = make(yt.url)
+    w, q, _ = make(yt.url, robots_known=True)
     seed_videos(q, w.s, ["AzOgpdn8ngY", "07-HZZQs5h0"])     # a transcript (3 requests), none (2 requests)
     drain(w)
     logged = rows(w.s.db_path, "SELECT domain, kind, COUNT(*) AS n FROM requests GROUP BY domain, kind")
@@ -214,7 +219,7 @@ def test_the_session_refuses_anything_but_youtube(make, youtube_standin):
     adapter = youtube.RedirectAdapter(yt.url, 5)
 
     class Gate:
-        def gate(self):
+        def gate(self, url=None):
             pass
 
         def failed(self, e):
@@ -366,7 +371,7 @@ def test_a_run_without_transcripts_neither_claims_nor_waits_for_video_jobs(stand
 ])
 def test_a_hostile_player_answer_ends_its_own_job_with_a_reason(make, player, kind, reason):
     yt_url = "http://yt.test"
-    w, q, _ = make(yt_url, transcripts=True)
+    w, q, _ = make(yt_url, robots_known=True, transcripts=True)
     seed_videos(q, w.s, ["AzOgpdn8ngY"])
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         rsps.get(yt_url + "/watch", body='<html>"INNERTUBE_API_KEY": "k3y"</html>', content_type="text/html")

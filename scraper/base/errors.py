@@ -34,6 +34,12 @@ class FetchError(ScraperError):
         self.status = status
         self.retry_after = retry_after
 
+    def brief(self) -> str:
+        """The failure in a few words for the log (urllib3's own text runs to hundreds of characters)."""
+        if self.status is None:
+            return f"{self.kind} ({str(self).split(':', 1)[0]})"
+        return str(self)
+
 
 class JobInvalid(ScraperError):
     """The job names something that has nothing to fetch (no transcript, a removed video): final."""

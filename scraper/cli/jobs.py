@@ -113,6 +113,9 @@ def _seed(s, ids_file, limit, adopt_urls, started, had_db):
         raise Failure(str(e)) from None
     except (RobotsDisallowed, RobotsUnavailable) as e:
         _forget_walk(s, had_db)
+        cause = e.__cause__
+        if isinstance(cause, FetchError) and cause.status is None:     # no answer at all: the host is down
+            raise Failure(_fetch_failure(cause, s), exitcodes.FAILED) from None
         raise Failure(f"{e}; nothing was seeded (--robots-ignore DOMAIN ignores its rules knowingly).",
                       exitcodes.FAILED) from None
     except FetchError as e:
@@ -212,7 +215,8 @@ def _forget_walk(s, had_db):
 
 
 def _fetch_failure(e, s):
-    """The sentence for a search request that failed: the URL tried, and what to do next."""
+    """The sentence for a search request (or its host's robots.txt, the walk's first request) that failed:
+    the URL tried, and what to do next."""
     from scraper.policy import retry
     url = e.url or s.api_url
     offline = "check the network or --api-url, or try `make demo` (it needs no internet)"

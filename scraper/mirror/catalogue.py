@@ -148,13 +148,20 @@ def plan(listed, complete, jobs, items):
     return Plan(new, changed, missing, restored)
 
 
-def read_robots(source, get) -> list:
-    """The sitemaps the site's robots.txt names on the site's own host (one GET through `get`); none
-    when the source gives its `sitemaps`, or robots.txt cannot be read or names none."""
+def read_robots(source, get, polite=None) -> list:
+    """The sitemaps the site's robots.txt names on the site's own host (one GET through `get`, or the
+    robots.txt `polite` keeps for the run: `walks.PoliteGet`); none when the source gives its `sitemaps`,
+    or robots.txt cannot be read or names none."""
     if source.opt("sitemaps"):
         return []
     try:
-        named = sitemaps.from_robots(get(urljoin(source.opt("site"), "/robots.txt")))
+        if polite is not None and getattr(polite, "robots", None) is not None:
+            before = polite.requests
+            kept = polite.sitemaps_of(source.opt("site"))
+            get.n += polite.requests - before       # robots.txt counts among the walk's requests
+            named = sitemaps.from_robots("".join(f"Sitemap: {u}\n" for u in kept).encode())     # its bounds
+        else:
+            named = sitemaps.from_robots(get(urljoin(source.opt("site"), "/robots.txt")))
     except FetchError as e:
         log.info("source %s: no robots.txt to read its sitemaps from (%s); /sitemap.xml then", source.name, e)
         return []
@@ -167,7 +174,7 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     the caller gives none), queue new, changed, restored and missing pages."""
     counted = _Counted(get)
     if robots_sitemaps is None:
-        robots_sitemaps = read_robots(source, counted)
+        robots_sitemaps = read_robots(source, counted, polite=get)
     listed, complete, requests, errors = read(counted, sitemap_urls(source, robots_sitemaps), wanted(source))
     for e in errors:
         log.warning("source %s: %s", source.name, e)

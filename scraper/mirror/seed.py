@@ -79,7 +79,8 @@ def _get_page(settings, limiter, session, url, parse, sleep):
                                    settings.backoff_base_s)
             if outcome.action != retry.RETRY or waits > MAX_429_WAITS:
                 raise
-            log.warning("%s: %s; trying again in %.1f s", url, _short(e), outcome.delay_s)
+            log.warning("%s: %s; trying again in %.1f s", url, e.brief() if isinstance(e, FetchError) else e,
+                        outcome.delay_s)
             sleep(outcome.delay_s)
 
 
@@ -92,13 +93,6 @@ def _parsed(parse, body, url):
         raise
     except Exception as e:
         raise ParseError(f"the answer could not be parsed ({type(e).__name__}: {str(e)[:200]})", url) from e
-
-
-def _short(e):
-    """A failure in a few words for the log (urllib3's own text runs to hundreds of characters)."""
-    if isinstance(e, FetchError) and e.status is None:
-        return f"{e.kind} ({str(e).split(':', 1)[0]})"
-    return str(e)
 
 
 def read_ids_file(path, site_url):

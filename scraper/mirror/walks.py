@@ -81,19 +81,31 @@ class PoliteGet:
     """`get(url) -> bytes`: one GET through the shared rate bucket of the URL's domain, bounded in time and
     size like every answer; FetchError on failure. Counts its requests. Open it where it is used."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, conn=None):
         from scraper.net import http
         from scraper.politeness.limiter import open_limiter
+        from scraper.politeness.robots import Robots
         self.s = settings
         self.http = http
         self.limiter = open_limiter(settings)   # the shared buckets (SQLite) or the GCRA rows (PostgreSQL)
         self.session = http.make_session(settings.user_agent)
         self.requests = 0
+        # each URL is checked against its host's robots.txt, read once and kept in the database for `run`
+        self.robots = None if conn is None else Robots(settings, conn, on_rate=self.limiter.refresh)
 
     def __call__(self, url):
+        if self.robots is not None:
+            self.robots.check(url, domain_of(url), self._send)
+        return self._send(url)
+
+    def sitemaps_of(self, site_url):
+        """The Sitemap: lines of the site's robots.txt (fetched through this GET when not kept yet)."""
+        return self.robots.sitemaps_of(site_url, domain_of(site_url), self._send)
+
+    def _send(self, url, max_bytes=None):
         self.limiter.acquire(domain_of(url))
         self.requests += 1
-        return self.http.fetch(self.session, url, self.s.timeout_s, self.s.max_answer_bytes)
+        return self.http.fetch(self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes)
 
     def close(self):
         self.session.close()
@@ -131,7 +143,7 @@ def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
             urls.check_site(conn, src, adopt, now)
     if not todo:
         return outcomes
-    get = PoliteGet(settings)
+    get = PoliteGet(settings, conn)
     try:
         for src in todo:
             with walk_lock(settings.db_path, src.name) as mine:

@@ -21,6 +21,7 @@ from scraper.policy import robots as rules
 log = logging.getLogger(__name__)
 
 ROBOTS_MAX_BYTES = 512 * 1024   # RFC 9309 asks parsers to read at least 500 KiB
+RETRY_MAX_S = 60.0              # a robots.txt retry waits at most this (a Retry-After of hours is not waited out)
 OBEY = "obey"
 IGNORE = "ignore"
 
@@ -64,30 +65,46 @@ class Robots:
         self.token = rules.product_token(settings.user_agent)
         self._hosts = {}            # host -> (expires_at, Protego or None when everything is allowed)
 
-    def check(self, url, domain, get):
+    def check(self, url, domain, get, sleep=None):
+        """`sleep(seconds)` waits between tries of a robots.txt that did not answer (default: the one given
+        at construction); a worker's nap renews its lease and gives the job back on a stop."""
         if ignored(self.s, domain) or ignored(self.s, domain_of(url)) or ignored(self.s, urlsplit(url).hostname):
             return
         host = host_of(url)
         cached = self._hosts.get(host)
         if cached is None or cached[0] <= self.clock():
-            cached = self._hosts[host] = self._load(host, url, domain, get)
+            cached = self._hosts[host] = self._load(host, url, domain, get, sleep or self.sleep)
         parser = cached[1]
         if parser is not None and not parser.can_fetch(url, self.token):
             raise RobotsDisallowed(f"robots.txt of {host.split('://', 1)[1]} disallows {urlsplit(url).path} "
                                    f"for user-agent {self.token!r}")
 
-    def _load(self, host, url, domain, get):
+    def sitemaps_of(self, url, domain, get):
+        """The Sitemap: URLs of the robots.txt of `url`'s host, read (once, kept as `check` keeps it) through
+        `get`; RobotsUnavailable as `check` raises it, unless the domain's rules are ignored ([] then)."""
+        host = host_of(url)
+        cached = self._hosts.get(host)
+        if cached is None or cached[0] <= self.clock():
+            try:
+                cached = self._hosts[host] = self._load(host, url, domain, get, self.sleep)
+            except RobotsUnavailable:
+                if ignored(self.s, domain):
+                    return []
+                raise
+        return sitemaps(self.conn, url)
+
+    def _load(self, host, url, domain, get, sleep):
         row = rows.load_robots(self.conn, host)
         if not _fresh(row, self.clock()):
             with rows.robots_lock(self.conn, self.s.db_path, host):
                 row = rows.load_robots(self.conn, host)     # another process may have fetched it meanwhile
                 if not _fresh(row, self.clock()):
-                    row = self._fetch(host, url, get)
+                    row = self._fetch(host, url, get, sleep)
         parser = Protego.parse(_text(row["body"])) if rules.outcome_of(row["status"]) == rules.RULES else None
         self._apply_rate(domain, row)
         return row["fetched_at"] + rules.REUSE_S, parser
 
-    def _fetch(self, host, url, get):
+    def _fetch(self, host, url, get, sleep):
         """Fetch, retried with the run's policy; the stored row, or RobotsUnavailable."""
         target = robots_url(url)
         attempts = 0
@@ -103,8 +120,8 @@ class Robots:
                     outcome = retry.decide(e.kind, status, attempts, self.s.max_attempts, e.retry_after,
                                            self.s.backoff_base_s)
                     if attempts < self.s.max_attempts and outcome.action == retry.RETRY:
-                        log.info("robots.txt of %s: %s; trying again in %.1f s", host, e, outcome.delay_s)
-                        self.sleep(outcome.delay_s)
+                        log.warning("%s: %s; trying again in %.1f s", target, e.brief(), outcome.delay_s)
+                        sleep(min(outcome.delay_s, RETRY_MAX_S))
                         continue
                     raise RobotsUnavailable(host, status or e.kind) from e
             parser = Protego.parse(_text(body)) if status == 200 else None

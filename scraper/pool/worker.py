@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 FOREVER_S = 10 * 365 * 86400.0   # "for this run": a new run clears it (politeness_rows.new_run)
+NAP_S = 1.0                  # a nap between robots.txt tries wakes this often (stop requests, the lease)
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
 BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
 
@@ -64,7 +65,7 @@ class Worker:
         self.domains = sites.domains(settings)
         self.requests_per_job = sites.requests_per_job(settings)
         self._politeness = {}
-        self.robots = Robots(settings, queue.conn, clock, on_rate=limiter.refresh)
+        self.robots = Robots(settings, queue.conn, clock, on_rate=getattr(limiter, "refresh", lambda domain: None))
 
     def stopping(self):
         """Asked to stop, or the supervisor is gone (then nobody would watch us)."""
@@ -211,13 +212,24 @@ class Worker:
         When robots.txt cannot be fetched the host is fully disallowed for this run: the job goes back
         pending, uncharged, and the domain is given up with the one sentence the run ends with."""
         try:
-            self.robots.check(url, job.domain, lambda u, cap: self._send(job, u, cap))
+            self.robots.check(url, job.domain, lambda u, cap: self._send(job, u, cap),
+                              sleep=lambda seconds: self._nap(job, seconds))
         except RobotsUnavailable as e:
             now = self.clock()
             politeness_rows.give_up(self.queue.conn, job.domain, str(e), now, now + FOREVER_S)
             self.queue.release(job, self.name, now)
             log.error("%s %s; its jobs stay pending", self.name, e)
             raise HandedBack(job.key) from e
+
+    def _nap(self, job, seconds):
+        """Wait between tries of a robots.txt, the lease renewed; on a stop the job is given back."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if self.stopping():
+                self.queue.release(job, self.name, self.clock())
+                raise HandedBack(job.key)
+            self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)
+            time.sleep(min(NAP_S, left))
 
     def _send(self, job, url, max_bytes=None):
         self._gate(job, url)
