@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of the pure policy modules: retry, breaker, progress, outcome, margin.
+"""Property-based tests (hypothesis) of the pure policy modules: retry, breaker, progress, outcome, margin, robots.
 
 Each test states what ALWAYS holds, for any input hypothesis can build; time is passed in (`now=`), never slept.
 The redaction properties are in test_properties_redact.py."""
@@ -399,3 +399,34 @@ def test_the_check_catches_jitter_beyond_the_margin():
 
 def test_n8n_keeps_back_one_unit_as_before_and_a_fast_site_keeps_back_more():
     assert margin.burst_units(2, 5) == 4 and margin.burst_units(30, 5) == 2 and margin.burst_units(2, 1) == 1
+
+
+# --- robots (the rate rules) ---------------------------------------------------------------------------
+
+rates_ = st.floats(0.01, 1000.0)
+
+
+@FAST
+@given(configured=rates_, burst=st.integers(1, 50), robots_rate=st.none() | rates_, delay=st.booleans(),
+       adaptive=st.none() | rates_)
+def test_robots_and_the_adaptive_rate_only_ever_lower_the_configured_rate(configured, burst, robots_rate, delay,
+                                                                           adaptive):
+    from scraper.policy import robots as rules
+    r = rules.effective(configured, burst, robots_rate, delay, adaptive)
+    assert r.rate_per_s == min(x for x in (configured, robots_rate, adaptive) if x is not None)
+    assert r.burst == (1 if delay else burst)
+    assert (r.reason is None) == (r.rate_per_s == configured)
+
+
+@FAST
+@given(configured=rates_, steps=st.lists(st.tuples(st.booleans(), st.floats(0.0, 30.0)), max_size=40))
+def test_the_adaptive_rate_stays_between_a_tenth_and_the_configured_rate(configured, steps):
+    from scraper.policy import robots as rules
+    current, mark, count = None, None, 0
+    for struggling, dt in steps:
+        count += rules.WINDOW
+        slow = (1000.0,) * rules.WINDOW if struggling else (10.0,) * rules.WINDOW
+        answers = rules.Answers(count, 10.0, slow, 0)
+        current, mark, _why = rules.adapt(configured, current, mark, answers, dt)
+        if current is not None:
+            assert configured * rules.FLOOR_SHARE - 1e-9 <= current < configured
