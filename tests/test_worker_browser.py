@@ -7,7 +7,7 @@ import pytest
 from scraper.base import settings
 from scraper.db import store
 from scraper.db.queue import Queue
-from scraper.net import browser
+from scraper.net import browser, http
 from scraper.politeness.limiter import DomainLimiter
 from scraper.pool import worker
 from scripts.standin import client
@@ -36,7 +36,8 @@ def test_script_rendered_pages_take_a_rate_slot_for_every_request(catalogue, tmp
     queue = Queue(conn)
     queue.seed([(f"events:{url.split(':', 2)[2]}", "catalogue", url, "127.0.0.2") for url in live], now=1.0)
     limiter = DomainLimiter(s.limiter_path, s.rate_per_s, s.burst, rate_of=s.rate_for)
-    w = worker.Worker(s, "w0-1", queue, limiter, session=None)
+    session = http.make_session(s.user_agent)      # the page's robots.txt comes through the worker's own GET
+    w = worker.Worker(s, "w0-1", queue, limiter, session=session)
     pids = []
     try:
         for _ in live:
@@ -46,9 +47,11 @@ def test_script_rendered_pages_take_a_rate_slot_for_every_request(catalogue, tmp
             pids = set(w.browser.pids()) - {catalogue.proc.pid}      # all our descendants but the stand-in
     finally:
         w.close()
+        session.close()
         limiter.close()
         conn.close()
     stats = catalogue.stats()
+    assert stats["robots"] == 1                         # read once, before the first page, then kept
     assert stats["by_kind"].get("live_page") == len(live) and stats["by_kind"].get("live_json") == len(live)
     assert stats["http_429"] == 0                       # the page and its script's request, each within the rate
     assert wait_gone(pids, -1) == []                    # the worker's close closed its browser

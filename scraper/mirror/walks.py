@@ -11,7 +11,7 @@ import importlib
 import logging
 import time
 
-from scraper.base.errors import ConfigError, FetchError, ScraperError
+from scraper.base.errors import ConfigError, FetchError, RobotsUnavailable, ScraperError
 from scraper.base.urls import domain_of
 from scraper.db.walklog import iso, last_walks, next_due, record
 
@@ -181,6 +181,10 @@ def walk_one(conn, settings, source, get, now, clock=time.time):
         raise
     except FetchError as e:
         error = fetch_failure(e, settings.timeout_s, e.url or source.opt("site") or settings.api_url)
+    except RobotsUnavailable as e:
+        cause = e.__cause__     # no answer at all: the host is down, said as any request that got none
+        no_answer = isinstance(cause, FetchError) and cause.status is None
+        error = fetch_failure(cause, settings.timeout_s, cause.url) if no_answer else str(e).rstrip(".")
     except ScraperError as e:
         error = str(e).rstrip(".")
     except Exception as e:  # a bug or an answer nobody foresaw ends this source's walk, not the others
