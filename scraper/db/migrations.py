@@ -366,4 +366,11 @@ MIGRATIONS = [
     """
     -- (PostgreSQL only)
     """,
+    # 16: the redaction verdict of a template (issue 19): the rules version (policy/redact.RULES_VERSION) under
+    # which redacting the row's workflow, description and explainer changes nothing; NULL: not known, or it
+    # holds a secret. Written with those columns by store.upsert; the export skips a row clean at the current
+    # version. Rows stored before stay NULL (redacted at export) until re-stored or reextracted.
+    """
+    ALTER TABLE workflows ADD COLUMN clean_at_rules INTEGER;
+    """,
 ]
