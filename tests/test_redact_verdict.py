@@ -1,6 +1,7 @@
-"""The redaction verdict stored with a template (`workflows.clean_at_rules`, issue 19): the export skips the
-redaction of a row found clean under the current rules, and its output is byte for byte what redacting
-every row gives, over the stand-in's whole corpus; a row that holds a secret is never found clean."""
+"""The redaction decided when a template is stored (`workflows.clean_at_rules` and `redacted`, issue 19): the
+export skips the redaction of a row found clean under the current rules and takes a row with secrets from
+its saved redacted columns; its output is byte for byte what redacting every row gives, over the stand-in's
+whole corpus; a row that holds a secret is never found clean."""
 
 import json
 
@@ -20,6 +21,10 @@ FAST = settings(max_examples=80, deadline=None)
 
 def _verdicts(conn):
     return {r[0]: r[1] for r in conn.execute("SELECT id, clean_at_rules FROM workflows ORDER BY id")}
+
+
+def _decided(conn):
+    return {r[0]: (r[1], r[2]) for r in conn.execute("SELECT id, clean_at_rules, redacted FROM workflows ORDER BY id")}
 
 
 @pytest.fixture(scope="module")
@@ -76,23 +81,26 @@ def test_the_export_with_verdicts_is_byte_identical_to_redacting_every_row(mirro
     assert sum(v == redact.RULES_VERSION for v in verdicts.values()) >= len(verdicts) // 2   # the skip is used
     assert [verdicts[i] for i in (10_000_001, 10_000_002, 10_000_003)] == [None, None, None]
     assert any(v is None for i, v in verdicts.items() if i < 10_000_001)      # the corpus's own secrets
+    decided = _decided(mirror)
+    assert all((v is None) == (saved is not None) for v, saved in decided.values())   # one or the other
     with_verdicts, counts = _exports(mirror, tmp_path, "with")
-    mirror.execute("UPDATE workflows SET clean_at_rules = NULL")
+    mirror.execute("UPDATE workflows SET clean_at_rules = NULL, redacted = NULL")
     try:
         without, counts_without = _exports(mirror, tmp_path, "without")
     finally:
         with store.transaction(mirror) as t:
-            for tid, v in verdicts.items():
-                t.execute("UPDATE workflows SET clean_at_rules = ? WHERE id = ?", (v, tid))
+            for tid, (v, saved) in decided.items():
+                t.execute("UPDATE workflows SET clean_at_rules = ?, redacted = ? WHERE id = ?", (v, saved, tid))
     for fmt in with_verdicts:
         assert with_verdicts[fmt] == without[fmt], fmt
         assert counts[fmt] == counts_without[fmt], fmt
     assert counts["jsonl"].redacted > 0 and b"[REDACTED]" in with_verdicts["jsonl"]
-    assert b"clean_at_rules" not in with_verdicts["jsonl"]      # bookkeeping, never exported
+    assert b"clean_at_rules" not in with_verdicts["jsonl"] and b'"redacted"' not in with_verdicts["jsonl"]
 
 
 def test_a_verdict_of_other_rules_is_not_trusted(mirror, tmp_path, monkeypatch):
     """Rules that changed (a new RULES_VERSION) redact every row again, whatever was stored."""
+    assert redact.restore({}, json.dumps({"rules": redact.RULES_VERSION + 1, "values": 1, "columns": {}})) is None
     summary = export.write_file(mirror, "jsonl", str(tmp_path / "now.jsonl"))
     monkeypatch.setattr(redact, "RULES_VERSION", redact.RULES_VERSION + 1)
     monkeypatch.setattr(redact, "text", lambda s: (s + "!", 1) if isinstance(s, str) and s else (s, 0))
@@ -107,8 +115,11 @@ def test_a_row_is_found_clean_exactly_when_redacting_it_changes_nothing(wf, desc
            "explainer": explainer}
     out = dict(row)
     n = redact.stored(out)
-    assert (redact.verdict(row) == redact.RULES_VERSION) == (out == row)
-    assert (redact.verdict(row) == redact.RULES_VERSION) == (n == 0)
+    verdict, saved = redact.decided(row)
+    assert (verdict == redact.RULES_VERSION) == (out == row) == (n == 0) == (saved is None)
+    if saved is not None:       # the saved form is what the redaction gives
+        restored = dict(row)
+        assert redact.restore(restored, saved) == n and restored == out
 
 
 @FAST
@@ -146,5 +157,8 @@ def test_every_write_of_a_redacted_column_sets_the_verdict_again(backend):
         with store.transaction(conn) as t:
             store.upsert(t, "workflows", dict(clean, explainer="?api_key=abcdef123456"), "id")
         assert _verdicts(conn) == {7: None}
+        (_, saved), = _decided(conn).values()
+        row = dict(clean, explainer="?api_key=abcdef123456")
+        assert redact.restore(row, saved) == 1 and row["explainer"] == "?api_key=[REDACTED]"
     finally:
         conn.close()

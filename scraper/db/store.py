@@ -148,13 +148,14 @@ def _with_verdict(row):
     from scraper.policy import redact  # imported when used: its patterns are compiled at import
     if not any(c in row for c in redact.COLUMNS):
         return row
-    return {**row, "clean_at_rules": redact.verdict(row)}
+    verdict, saved = redact.decided(row)
+    return {**row, "clean_at_rules": verdict, "redacted": saved}
 
 
 def upsert(conn, table, row, pk):
     """Insert `row` or update the row with the same `pk` (no duplicates on a re-fetch). A `workflows` row
-    that sets any redacted column gets its redaction verdict (`redact.verdict`) set with it: every writer of
-    those columns comes through here, so no verdict outlives the text it was reached on."""
+    that sets any redacted column gets its redaction verdict and redacted form (`redact.decided`) set with
+    it: every writer of those columns comes through here, so neither outlives the text it was made from."""
     if table == "workflows":
         row = _with_verdict(row)
     cols = list(row)

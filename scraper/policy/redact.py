@@ -173,14 +173,41 @@ def stored(r, as_text=True):
 
 def verdict(r):
     """`RULES_VERSION` when redacting the `workflows` row `r` (all of COLUMNS, as stored) changes nothing,
-    else None: a secret, or not known (a row without all of COLUMNS, a workflow that is not JSON). Stored
-    with the row as `clean_at_rules`, it lets the export skip the row's redaction."""
+    else None: a secret, or not known (a row without all of COLUMNS, a workflow that is not JSON)."""
+    return decided(r)[0]
+
+
+def decided(r):
+    """(verdict, saved) of a `workflows` row, stored with it as `clean_at_rules` and `redacted`: the
+    export then skips a clean row's redaction, and takes a row with secrets from `saved` (JSON text: the
+    rules version, how many values, the redacted columns as `stored()` makes them) instead of walking it.
+    (None, None) when not known (see `verdict`)."""
     if not all(col in r for col in COLUMNS):
+        return None, None
+    out = dict(r)
+    try:
+        n = stored(out)
+    except (ValueError, RecursionError):
+        return None, None
+    if n == 0:
+        return RULES_VERSION, None
+    changed = {col: out[col] for col in COLUMNS if out[col] != r[col]}
+    return None, json.dumps({"rules": RULES_VERSION, "values": n, "columns": changed}, ensure_ascii=False)
+
+
+def restore(r, saved):
+    """Put the redacted columns `saved` (from `decided`) into the row `r` as read, in place: how many
+    values, as `stored(r)` would say; None (`r` untouched) when `saved` is not of the current rules."""
+    if not saved:
         return None
     try:
-        return RULES_VERSION if stored(dict(r)) == 0 else None
-    except (ValueError, RecursionError):
+        data = json.loads(saved)
+    except ValueError:
         return None
+    if not isinstance(data, dict) or data.get("rules") != RULES_VERSION:
+        return None
+    r.update(data["columns"])
+    return data["values"]
 
 
 def row(r, columns=COLUMNS):

@@ -12,7 +12,8 @@ from scraper.base.errors import ConfigError
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
-VERDICT = "clean_at_rules"      # bookkeeping, never exported: the rules version under which the row is clean
+# bookkeeping of redaction decided at store time (policy/redact.decided), never exported
+VERDICT, SAVED = "clean_at_rules", "redacted"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")   # what spreadsheets read as the start of a formula
 CSV_LEFT_OUT = ("workflow",)  # up to 2 MB of JSON: in CSV only when --columns names it (then cut if too long)
 CSV_CELL_MAX = 32_767        # Excel's limit, in UTF-16 code units; LibreOffice and Google Sheets allow more
@@ -45,8 +46,8 @@ TRANSCRIPTS = "transcripts"    # not a column of workflows: gathered from templa
 
 
 def table_columns(conn):
-    """The exported columns: those of `workflows` in table order (but the verdict), then `transcripts`."""
-    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)") if r[1] != VERDICT] + [TRANSCRIPTS]
+    """The exported columns: those of `workflows` in table order (but the bookkeeping), then `transcripts`."""
+    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)") if r[1] not in (VERDICT, SAVED)] + [TRANSCRIPTS]
 
 
 def choose_columns(conn, wanted, fmt=None):
@@ -66,14 +67,14 @@ def choose_columns(conn, wanted, fmt=None):
 def rows(conn, columns=None, live_only=False, verdict=False):
     """The workflows rows (`live_only`: those not removed from n8n.io), one at a time, in id order (never
     the whole table in memory), each with its `transcripts` in the order of its videos (when `columns`
-    holds it; by default it does); `verdict`: each with its stored VERDICT too (for `_prepared`)."""
+    holds it; by default it does); `verdict`: each with its stored VERDICT and SAVED too (for `_prepared`)."""
     import sqlite_utils  # here, not at the top: every command imports this module for its format list
 
     columns = columns or table_columns(conn)
     stored = [c for c in columns if c != TRANSCRIPTS]
     with_transcripts = TRANSCRIPTS in columns
     # the transcripts come in the order of the template's videos: read them even when not exported
-    extra = ([VERDICT] if verdict else [])
+    extra = [VERDICT, SAVED] if verdict else []
     select = stored + (["videos"] if with_transcripts and "videos" not in stored else []) + extra
     cols = ", ".join(f'"{c}"' for c in select) if select else "id"
     where = " WHERE removed_at IS NULL" if live_only else ""
@@ -183,17 +184,20 @@ def fit_cell(cell, limit=CSV_CELL_MAX):
 
 
 def _prepared(source, redact, summary, decode, keep_text=()):
-    """The rows (with their VERDICT, which is dropped) with secrets redacted and JSON columns decoded
-    (`decode`, but not those in `keep_text`), counting into `summary`. A row found clean under the current
-    rules when it was stored is not redacted again: the redaction would change nothing."""
+    """The rows (with their VERDICT and SAVED, which are dropped) with secrets redacted and JSON columns
+    decoded (`decode`, but not those in `keep_text`), counting into `summary`. What was decided when the
+    row was stored, under the current rules, is used as it is: a clean row is not redacted again, a row
+    with secrets gets its saved redacted columns; any other row is redacted here."""
     if redact:
         from scraper.policy import redact as redaction  # imported when used: its patterns are compiled at import
     decoded = [c for c in JSON_COLUMNS if c not in keep_text] if decode else []
     for row in source:
         summary.rows += 1
-        verdict = row.pop(VERDICT)
+        verdict, saved = row.pop(VERDICT), row.pop(SAVED)
         if redact and verdict != redaction.RULES_VERSION:
-            n = redaction.stored(row, as_text=not decode or "workflow" in keep_text)
+            n = redaction.restore(row, saved)
+            if n is None:
+                n = redaction.stored(row, as_text=not decode or "workflow" in keep_text)
             summary.redacted += n
             summary.redacted_rows += bool(n)
         for col in decoded:
