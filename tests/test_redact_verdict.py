@@ -64,6 +64,9 @@ def _exports(conn, tmp_path, tag):
         path = tmp_path / f"{tag}.{fmt}"
         counts[fmt] = export.write_file(conn, fmt, str(path), cols if fmt == "csv" else None)
         out[fmt] = path.read_bytes()
+    path = tmp_path / f"{tag}.some.jsonl"        # chosen columns: only those are redacted and counted
+    counts["some"] = export.write_file(conn, "jsonl", str(path), ["id", "explainer"])
+    out["some"] = path.read_bytes()
     pytest.importorskip("pyarrow")
     path = tmp_path / f"{tag}.parquet"
     counts["parquet"] = export.write_file(conn, "parquet", str(path))
@@ -160,5 +163,6 @@ def test_every_write_of_a_redacted_column_sets_the_verdict_again(backend):
         (_, saved), = _decided(conn).values()
         row = dict(clean, explainer="?api_key=abcdef123456")
         assert redact.restore(row, saved) == 1 and row["explainer"] == "?api_key=[REDACTED]"
+        assert redact.restore({"id": 7, "explainer": "x"}, saved) is None     # not every column: redacted here
     finally:
         conn.close()

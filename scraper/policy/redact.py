@@ -197,8 +197,9 @@ def decided(r):
 
 def restore(r, saved):
     """Put the redacted columns `saved` (from `decided`) into the row `r` as read, in place: how many
-    values, as `stored(r)` would say; None (`r` untouched) when `saved` is not of the current rules."""
-    if not saved:
+    values, as `stored(r)` would say; None (`r` untouched) when `saved` is not of the current rules, or `r`
+    lacks one of COLUMNS (an export of chosen columns: its count is of those only)."""
+    if not saved or not all(col in r for col in COLUMNS):
         return None
     try:
         data = json.loads(saved)
