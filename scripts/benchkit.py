@@ -140,7 +140,7 @@ def fresh_db(path):
 
 def build_export_db(path, n):
     """`n` workflows rows made from the stand-in's real detail answers (its 20 definitions), ids and names
-    varied."""
+    varied; stored through store.upsert, as a run stores them, so each carries its redaction verdict."""
     corpus = Corpus(DATA_DIR, 20, seed=1, faults=[], missing_fraction=0.0)
     templates = [n8n.extract(corpus.detail(tid), "2024-01-01T00:00:00+00:00") for tid in corpus.ids]
     conn = fresh_db(path)

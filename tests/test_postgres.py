@@ -130,6 +130,10 @@ def test_migrate_copies_a_sqlite_mirror_and_a_run_continues_on_it(standin, tmp_p
     assert "copied" in done.stdout and "jobs 30" in done.stdout
     exports = [scraper(site, db, "export", "--format", "jsonl", check=0).stdout for db in (sqlite_db, pg_url)]
     assert exports[0] == exports[1] and exports[0].count("\n") > 0
+    # the redaction decided when each template was stored comes along (the run stored it: none unknown)
+    decided = [rows(db, "SELECT id, clean_at_rules, redacted FROM workflows ORDER BY id") for db in (sqlite_db, pg_url)]
+    assert decided[0] == decided[1]
+    assert all((r["clean_at_rules"] is None) != (r["redacted"] is None) for r in decided[0])
     again = scraper(site, sqlite_db, "migrate", "--to", pg_url)
     assert again.returncode == 2 and "not empty" in again.stderr and "Traceback" not in again.stderr
     # the run goes on where the SQLite one stopped: failed rows again, then everything ends where it must

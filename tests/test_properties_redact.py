@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of scraper/products/redact.py: nothing with a credential's shape survives,
+"""Property-based tests (hypothesis) of scraper/policy/redact.py: nothing with a credential's shape survives,
 and nothing else changes (structure, keys, other values), the count being the number of values replaced."""
 
 import copy
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scraper.products import redact
+from scraper.policy import redact
 
 FAST = settings(max_examples=60, deadline=None)
 

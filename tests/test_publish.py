@@ -18,7 +18,8 @@ import pytest
 
 from scraper.db import store
 from scraper.mirror import answers
-from scraper.products import files, redact
+from scraper.policy import redact
+from scraper.products import files
 from scripts.standin import client
 from tests.helpers import NOWHERE, ROOT, assert_one_sentence_error, invoke, rows, scraper, status_json
 

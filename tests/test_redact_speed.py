@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from scraper.products import redact
+from scraper.policy import redact
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, MAX_TEMPLATES, Corpus
 

@@ -144,8 +144,20 @@ def last_notification(conn):
     return None if row is None else {"at": row["at"], "kind": row["kind"], "ok": bool(row["ok"])}
 
 
+def _with_verdict(row):
+    from scraper.policy import redact  # imported when used: its patterns are compiled at import
+    if not any(c in row for c in redact.COLUMNS):
+        return row
+    verdict, saved = redact.decided(row)
+    return {**row, "clean_at_rules": verdict, "redacted": saved}
+
+
 def upsert(conn, table, row, pk):
-    """Insert `row` or update the row with the same `pk` (no duplicates on a re-fetch)."""
+    """Insert `row` or update the row with the same `pk` (no duplicates on a re-fetch). A `workflows` row
+    that sets any redacted column gets its redaction verdict and redacted form (`redact.decided`) set with
+    it: every writer of those columns comes through here, so neither outlives the text it was made from."""
+    if table == "workflows":
+        row = _with_verdict(row)
     cols = list(row)
     updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c != pk)
     conn.execute(

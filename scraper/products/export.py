@@ -12,7 +12,8 @@ from scraper.base.errors import ConfigError
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
-REDACTED_COLUMNS = ("workflow", "description", "explainer")     # where a template's author may leave secrets
+# bookkeeping of redaction decided at store time (policy/redact.decided), never exported
+VERDICT, SAVED = "clean_at_rules", "redacted"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")   # what spreadsheets read as the start of a formula
 CSV_LEFT_OUT = ("workflow",)  # up to 2 MB of JSON: in CSV only when --columns names it (then cut if too long)
 CSV_CELL_MAX = 32_767        # Excel's limit, in UTF-16 code units; LibreOffice and Google Sheets allow more
@@ -45,8 +46,8 @@ TRANSCRIPTS = "transcripts"    # not a column of workflows: gathered from templa
 
 
 def table_columns(conn):
-    """The exported columns: those of `workflows` in table order, then `transcripts`."""
-    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)")] + [TRANSCRIPTS]
+    """The exported columns: those of `workflows` in table order (but the bookkeeping), then `transcripts`."""
+    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)") if r[1] not in (VERDICT, SAVED)] + [TRANSCRIPTS]
 
 
 def choose_columns(conn, wanted, fmt=None):
@@ -63,17 +64,18 @@ def choose_columns(conn, wanted, fmt=None):
     return list(dict.fromkeys(chosen))
 
 
-def rows(conn, columns=None, live_only=False):
+def rows(conn, columns=None, live_only=False, verdict=False):
     """The workflows rows (`live_only`: those not removed from n8n.io), one at a time, in id order (never
     the whole table in memory), each with its `transcripts` in the order of its videos (when `columns`
-    holds it; by default it does)."""
+    holds it; by default it does); `verdict`: each with its stored VERDICT and SAVED too (for `_prepared`)."""
     import sqlite_utils  # here, not at the top: every command imports this module for its format list
 
     columns = columns or table_columns(conn)
     stored = [c for c in columns if c != TRANSCRIPTS]
     with_transcripts = TRANSCRIPTS in columns
     # the transcripts come in the order of the template's videos: read them even when not exported
-    select = stored + (["videos"] if with_transcripts and "videos" not in stored else [])
+    extra = [VERDICT, SAVED] if verdict else []
+    select = stored + (["videos"] if with_transcripts and "videos" not in stored else []) + extra
     cols = ", ".join(f'"{c}"' for c in select) if select else "id"
     where = " WHERE removed_at IS NULL" if live_only else ""
     sql = f"SELECT {cols} FROM workflows{where} ORDER BY id"
@@ -81,7 +83,7 @@ def rows(conn, columns=None, live_only=False):
     for row in found:
         if with_transcripts:
             row[TRANSCRIPTS] = transcripts_of(conn, row)
-        yield {c: row[c] for c in columns}
+        yield {c: row[c] for c in columns + extra}
 
 
 def transcripts_of(conn, row):
@@ -114,7 +116,7 @@ def write(conn, fmt, out, columns=None, redact=True, live_only=False):
         raise ConfigError("--format parquet needs --output FILE (Parquet is a binary file, not a stream).")
     columns = columns or choose_columns(conn, None, fmt)
     summary = Summary()
-    source = _prepared(rows(conn, columns, live_only), redact, summary, decode=fmt != "csv")
+    source = _prepared(rows(conn, columns, live_only, verdict=True), redact, summary, decode=fmt != "csv")
     if fmt == "csv":
         _csv(source, out, columns, summary)
     else:
@@ -140,7 +142,7 @@ def write_file(conn, fmt, path, columns=None, redact=True, live_only=False):
             summary = Summary()
             types = {r[1]: r[2] for r in conn.execute("PRAGMA table_info(workflows)")}
             # the workflow stays JSON text in Parquet: no need to decode it
-            source = _prepared(rows(conn, columns, live_only), redact, summary, decode=True,
+            source = _prepared(rows(conn, columns, live_only, verdict=True), redact, summary, decode=True,
                                keep_text=("workflow",))
             summary.bad_dates = parquet.write(source, tmp, columns, types)
         else:
@@ -182,38 +184,26 @@ def fit_cell(cell, limit=CSV_CELL_MAX):
 
 
 def _prepared(source, redact, summary, decode, keep_text=()):
-    """The rows with secrets redacted and JSON columns decoded (`decode`, but not those in `keep_text`),
-    counting into `summary`."""
+    """The rows (with their VERDICT and SAVED, which are dropped) with secrets redacted and JSON columns
+    decoded (`decode`, but not those in `keep_text`), counting into `summary`. What was decided when the
+    row was stored, under the current rules, is used as it is: a clean row is not redacted again, a row
+    with secrets gets its saved redacted columns; any other row is redacted here."""
+    if redact:
+        from scraper.policy import redact as redaction  # imported when used: its patterns are compiled at import
     decoded = [c for c in JSON_COLUMNS if c not in keep_text] if decode else []
     for row in source:
         summary.rows += 1
-        if redact:
-            n = _redact(row, as_text=not decode or "workflow" in keep_text)
+        verdict, saved = row.pop(VERDICT), row.pop(SAVED)
+        if redact and verdict != redaction.RULES_VERSION:
+            n = redaction.restore(row, saved)
+            if n is None:
+                n = redaction.stored(row, as_text=not decode or "workflow" in keep_text)
             summary.redacted += n
             summary.redacted_rows += bool(n)
         for col in decoded:
             if isinstance(row.get(col), str):
                 row[col] = json.loads(row[col])
         yield row
-
-
-def _redact(row, as_text):
-    """Redact the row (as read, JSON columns still text) in place; returns how many values. The workflow
-    is decoded only when its text might hold a secret; `as_text` keeps a redacted one JSON text (CSV)."""
-    from scraper.products import redact as redaction  # imported on first use: its patterns are compiled at import
-    n = 0
-    for col in REDACTED_COLUMNS:
-        value = row.get(col)
-        if not isinstance(value, str):
-            continue
-        if col == "workflow":
-            clean, k = redaction.workflow(json.loads(value))
-            if k:
-                row[col] = json.dumps(clean, ensure_ascii=False, separators=(",", ":")) if as_text else clean
-        else:
-            row[col], k = redaction.text(value)
-        n += k
-    return n
 
 
 def _jsonl(rows, out):

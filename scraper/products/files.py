@@ -21,7 +21,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from scraper.base.errors import ConfigError
-from scraper.products import redact as redaction
+from scraper.policy import redact as redaction
 
 INDEX, README = "index.json", "README.md"
 SLUG_MAX = 80
@@ -79,13 +79,22 @@ def dumps(obj):
 
 def templates(conn):
     """Live templates with a workflow, in id order, one at a time: (id, name, version, categories, node
-    types, workflow JSON text, URL of the latest stored page or None)."""
+    types, workflow JSON text, URL of the latest stored page or None, the row's redaction verdict)."""
     has_url = any(r[1] == "url" for r in conn.execute("PRAGMA table_info(answers)"))
     page = ("(SELECT a.url FROM answers AS a WHERE a.template_id = w.id AND a.kind = 'page' "
             "ORDER BY a.version DESC LIMIT 1)") if has_url else "NULL"
     yield from conn.execute(
-        f"SELECT w.id, w.name, w.version, w.categories, w.node_types, w.workflow, {page} FROM workflows AS w "
+        f"SELECT w.id, w.name, w.version, w.categories, w.node_types, w.workflow, {page}, w.clean_at_rules "
+        "FROM workflows AS w "
         "WHERE w.removed_at IS NULL AND w.workflow IS NOT NULL ORDER BY w.id")
+
+
+def _clean(doc, verdict):
+    """Whether redacting `doc` would change nothing, known without the walk: its workflow was found clean
+    under the current rules when stored, and the rest of `doc` is its name (a text) and `meta.templateId`
+    (digits) beside parts of that workflow (no key `value` at the top: no `{name, value}` pair is made)."""
+    return (verdict == redaction.RULES_VERSION and "value" not in doc
+            and redaction.text(doc["name"])[1] == 0 and doc["meta"]["templateId"].isdigit())
 
 
 def previous_files(folder):
@@ -108,7 +117,7 @@ def write(conn, folder, redact=True, stop=lambda: None):
     summary = Summary()
     before = previous_files(folder)
     index = []
-    for tid, name, version, categories, node_types, workflow, page_url in templates(conn):
+    for tid, name, version, categories, node_types, workflow, page_url, verdict in templates(conn):
         summary.stopped = stop()
         if summary.stopped:
             return summary
@@ -116,7 +125,7 @@ def write(conn, folder, redact=True, stop=lambda: None):
         if not isinstance(wf, dict):
             continue
         doc = importable(tid, name, wf)
-        if redact:
+        if redact and not _clean(doc, verdict):
             doc, n = redaction.workflow(doc)
             summary.redacted += n
         fname = file_name(tid, name, page_url)

@@ -5,7 +5,7 @@ a regex call per string. Pure, like `redact`."""
 import bisect
 import re
 
-from scraper.products.redact import (  # noqa: F401 - the rules are redact's
+from scraper.policy.redact import (  # noqa: F401 - the rules are redact's
     _ANY_RE,
     _PART_PATTERNS,
     _QUICK_RE,

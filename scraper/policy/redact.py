@@ -20,9 +20,15 @@ References and placeholders are left alone: n8n expressions (`={{ $env.API_KEY }
 """
 
 import functools
+import json
 import re
 
 MARK = "[REDACTED]"
+# The version of the rules below. Bump it whenever they change (a pattern, a key name, a placeholder, what
+# counts): a stored row's verdict `workflows.clean_at_rules` (see `verdict`) holds the version it was reached
+# under, and the export trusts only the current one, so every row is redacted again until it is re-stored.
+RULES_VERSION = 1
+COLUMNS = ("workflow", "description", "explainer")     # where a template's author may leave secrets
 
 # key names (lower case, without _ - . and spaces) whose string values are secrets
 SECRET_KEYS = frozenset("""
@@ -146,7 +152,66 @@ def looks_secret(s, password=False):
     return len(s) >= 12 and (_kinds(s) >= 2 or len(s) >= 24)
 
 
-def row(r, columns=("workflow", "description", "explainer")):
+def stored(r, as_text=True):
+    """Redact a `workflows` row as stored (JSON columns still text) in place; returns how many values. The
+    workflow is decoded and walked as JSON (`workflow()`); `as_text` keeps a redacted one JSON text (CSV,
+    Parquet), else it becomes the decoded value. The export's redaction and `verdict`'s test."""
+    n = 0
+    for col in COLUMNS:
+        v = r.get(col)
+        if not isinstance(v, str):
+            continue
+        if col == "workflow":
+            clean, k = workflow(json.loads(v))
+            if k:
+                r[col] = json.dumps(clean, ensure_ascii=False, separators=(",", ":")) if as_text else clean
+        else:
+            r[col], k = text(v)
+        n += k
+    return n
+
+
+def verdict(r):
+    """`RULES_VERSION` when redacting the `workflows` row `r` (all of COLUMNS, as stored) changes nothing,
+    else None: a secret, or not known (a row without all of COLUMNS, a workflow that is not JSON)."""
+    return decided(r)[0]
+
+
+def decided(r):
+    """(verdict, saved) of a `workflows` row, stored with it as `clean_at_rules` and `redacted`: the
+    export then skips a clean row's redaction, and takes a row with secrets from `saved` (JSON text: the
+    rules version, how many values, the redacted columns as `stored()` makes them) instead of walking it.
+    (None, None) when not known (see `verdict`)."""
+    if not all(col in r for col in COLUMNS):
+        return None, None
+    out = dict(r)
+    try:
+        n = stored(out)
+    except (ValueError, RecursionError):
+        return None, None
+    if n == 0:
+        return RULES_VERSION, None
+    changed = {col: out[col] for col in COLUMNS if out[col] != r[col]}
+    return None, json.dumps({"rules": RULES_VERSION, "values": n, "columns": changed}, ensure_ascii=False)
+
+
+def restore(r, saved):
+    """Put the redacted columns `saved` (from `decided`) into the row `r` as read, in place: how many
+    values, as `stored(r)` would say; None (`r` untouched) when `saved` is not of the current rules, or `r`
+    lacks one of COLUMNS (an export of chosen columns: its count is of those only)."""
+    if not saved or not all(col in r for col in COLUMNS):
+        return None
+    try:
+        data = json.loads(saved)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("rules") != RULES_VERSION:
+        return None
+    r.update(data["columns"])
+    return data["values"]
+
+
+def row(r, columns=COLUMNS):
     """(a copy of an export row with secrets redacted, how many values): the workflow JSON (a decoded
     value or JSON text is walked as JSON) and the free text columns."""
     out, n = dict(r), 0
@@ -207,4 +272,4 @@ def _keep_scheme(s):
 
 
 # the export's fast path lives in its own module; `redact.workflow` is its entry point
-from scraper.products.redact_fast import _may_match, workflow  # noqa: E402, F401
+from scraper.policy.redact_fast import _may_match, workflow  # noqa: E402
