@@ -17,7 +17,7 @@ $(BIN)/scraper: setup.cfg pyproject.toml
 install: $(BIN)/scraper
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # the quick loop while editing: everything but the tests marked slow (CI runs them all)
 test-fast: install

@@ -199,7 +199,8 @@ def test_sources_that_need_a_browser_are_named(tmp_path):
 
 def test_browser_slots_bound_the_browsers_across_processes(tmp_path):
     from scraper.base import settings
-    assert settings.build(db_path=str(tmp_path / "jobs.db")).browser_slots == 2     # 4 workers under 1 GB
+    assert settings.build(db_path=str(tmp_path / "jobs.db")).browser_slots == 1     # 4 workers under 1 GB
+    assert settings.build(db_path=str(tmp_path / "jobs.db"), memory_limit_mb=2048).browser_slots == 4
     assert settings.build(db_path=str(tmp_path / "jobs.db"), workers=2, memory_limit_mb=300).browser_slots == 1
     path = str(tmp_path / "jobs.db-browser.lock")
     mine = browser.BrowserSlots(path, 1)

@@ -25,11 +25,13 @@ MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
 # The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
 PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
-# Measured (lean flags): scripts/bench_browser.py saw each browser add about 250 MB of PSS (its Playwright
-# driver and Chromium's processes), but in a real 4-worker `run` with 3 browsers the pool reached 1039-1092 MB
-# (each browser's worker tree 333-377 MB, the pages' contexts and the worker's own imports on top), so the
-# supervisor kept recycling; with 330 MB a browser, 4 workers under 1 GB get 2 browsers and stay under it.
-BROWSER_MB = 330
+BUSY_PROCESS_MB = 40        # measured (2026-11): the same process once it has worked jobs (protego, the parsers):
+                            # 30-40 MB of PSS; the browsers are planned on it
+# Measured: a real 4-worker `auto` run with 2 browsers peaked at 977-1043 MB of PSS: the python processes
+# 181 MB, Chromium's processes about 210 MB a browser, and each browser's Playwright driver (node) about
+# 180 MB. So a browser costs about 390-430 MB with its driver; with 430, 4 workers under 1 GB get one
+# browser and the pool stays under its ceiling (2 browsers went over it under load).
+BROWSER_MB = 430
 MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
@@ -200,7 +202,7 @@ class Settings:
     def browser_slots(self):
         """How many browsers may be open at once in the pool: what fits under --memory-limit once the
         supervisor and the workers have their part, at least one, at most one per worker."""
-        room = self.memory_limit_mb - PROCESS_MB * (self.workers + 1)
+        room = self.memory_limit_mb - BUSY_PROCESS_MB * (self.workers + 1)
         return max(1, min(self.workers, int(room // BROWSER_MB)))
 
     @property
