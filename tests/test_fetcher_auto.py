@@ -144,7 +144,8 @@ def test_auto_stores_every_event_rendering_each_script_page_about_once_within_ra
     live = [t for t in truth if t["script_rendered"]]
     per_page = live_page_requests(stats) / len(live)
     print(f"\n{len(live)} script-rendered pages, {per_page:.2f} requests each; peak PSS "
-          f"{watch.peak / 2**20:.0f} MB ({watch.at_peak}); max in 1 s {stats['max_in_1s']}; {stats['requests']} requests")
+          f"{watch.peak / 2**20:.0f} MB ({watch.at_peak}); max in 1 s {stats['max_in_1s']}; "
+          f"{stats['requests']} requests")
     assert per_page <= 1.3, stats["by_kind"]
     assert stats["by_kind"]["live_json"] >= len(live)           # the browser's XHR reached the site, counted
     assert stats["http_429"] == 0 and stats["max_in_1s"] <= RATE + BURST
