@@ -235,3 +235,19 @@ def _robots_values(robots, robots_ignore):
     """Settings values of the robots options (an env variable's commas split like repeated options)."""
     return {"robots": robots, "robots_ignore": settings.parse_domains(
         robots_ignore.split(",") if isinstance(robots_ignore, str) else robots_ignore)}
+
+
+def _fetch_failure(e, s):
+    """The sentence for a search request (or its host's robots.txt, the walk's first request) that failed:
+    the URL tried, and what to do next."""
+    from scraper.policy import retry
+    url = e.url or s.api_url
+    offline = "check the network or --api-url, or try `make demo` (it needs no internet)"
+    if e.kind == retry.TIMEOUT:
+        return (f"{url} did not answer within {s.timeout_s:g} s; {offline}, or raise --timeout; "
+                f"nothing was seeded.")
+    if e.status is not None:
+        return (f"{url} answered HTTP {e.status}; check --api-url (n8n's is {settings.API_URL}); "
+                f"nothing was seeded.")
+    reason = str(e).split(":", 1)[0]
+    return f"could not reach {url} ({reason}); {offline}; nothing was seeded."
