@@ -3,8 +3,8 @@ each domain's breaker."""
 
 import time
 
-from scraper.db import fetchlearn, requestlog, store
 from scraper.db import politeness as politeness_rows
+from scraper.db import requestlog, store
 from scraper.db.store import JOB_STATUSES
 from scraper.policy import breaker, progress
 
@@ -46,7 +46,7 @@ def report(queue, now, run=None, runs=None):
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
         "sites": queue.counts_by_site(),
         "sources": counts_by_source(queue.conn),
-        "fetch": fetchlearn.summary(queue.conn),
+        "fetch": _fetch_summary(queue.conn),
         **mirror_fields(queue.conn),
         "last_notification": store.last_notification(queue.conn),
     }
@@ -150,3 +150,9 @@ def mirror_fields(conn):
         "AND CAST(substr(key, 5) AS INTEGER) IN (SELECT id FROM workflows)").fetchone()[0]
     return {"last_complete_walk": last and last[0], "listed": last[1] if last else None, "removed": removed,
             "stored": {"live": live, "removed": removed}, "refreshing": refreshing}
+
+
+def _fetch_summary(conn):
+    # imported here: the `auto` rules it loads cost `status` a tenth of its start-up (bench_startup)
+    from scraper.db import fetchlearn
+    return fetchlearn.summary(conn)
