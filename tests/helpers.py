@@ -186,17 +186,7 @@ def detail_body(template_id: int, **kwargs) -> bytes:
     return json.dumps(detail_answer(template_id, **kwargs), ensure_ascii=False).encode("utf-8")
 
 
-# --- in-process: a clock, the jobs of a queue, the click commands ---------------------------------
-
-class Clock:
-    """A clock the test moves by hand: call it for the time, set `.t` to move it."""
-
-    def __init__(self, t):
-        self.t = t
-
-    def __call__(self):
-        return self.t
-
+# --- in-process: the jobs of a queue, the click commands ---------------------------------
 
 def job(q, template_id=TID):
     """The jobs row of one template, as a dict."""

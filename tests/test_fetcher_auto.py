@@ -21,6 +21,9 @@ from scraper.pool import memory
 from scripts.standin import client
 from tests.helpers import rows, wait_gone, wait_until, write
 
+# Chromium: run one at a time after the parallel phase (`make test`)
+pytestmark = pytest.mark.timing
+
 RATE, BURST = 12, 4
 GB = 2**30
 EVENTS = 120                # a quarter script-rendered: enough pages that learning the pattern is amortised
