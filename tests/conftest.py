@@ -17,7 +17,7 @@ from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
-from tests.helpers import API, NOW, NOWHERE, SITE, TID
+from tests.helpers import API, NOW, SAFE_ENV, SITE, TID
 from tests.pg import pg_migrated_url, pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
 
 BACKENDS = ["sqlite", "postgres"]
@@ -25,12 +25,9 @@ BACKENDS = ["sqlite", "postgres"]
 
 @pytest.fixture(autouse=True)
 def safe_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("SCRAPER_API_URL", NOWHERE + "/api")
-    monkeypatch.setenv("SCRAPER_SITE_URL", NOWHERE)
+    for name, value in SAFE_ENV.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("SCRAPER_DB", str(tmp_path / "jobs.db"))
-    monkeypatch.setenv("SCRAPER_YOUTUBE_URL", NOWHERE)
-    # the n8n-only tests run without transcripts; the transcript tests switch them on with a YouTube stand-in
-    monkeypatch.setenv("SCRAPER_TRANSCRIPTS", "0")
     monkeypatch.delenv("SCRAPER_SOURCES", raising=False)     # the built-in n8n source unless a test gives a file
 
 
