@@ -61,6 +61,20 @@ def scraper(site, db, *args, timeout=300, check=None, env=None):
     return done
 
 
+def in_process(site, db, *args, check=None):
+    """`scraper ARGS` in this process (click's runner) with the environment a process would get: for the
+    commands a test only needs done (a seed before a run, a status read), not the command line it tests.
+    Returns what `scraper()` returns: returncode, stdout, stderr."""
+    env = {k: v for k, v in scraper_env(site, db).items() if k.startswith("SCRAPER_")}
+    result = CliRunner().invoke(cli.main, list(args), env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    done = subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+    if check is not None:
+        assert done.returncode == check, done.stderr[-3000:]
+    return done
+
+
 def start_scraper(site, db, *args):
     """Start `scraper ARGS` in the background (for signal tests)."""
     return subprocess.Popen([sys.executable, "-m", "scraper", *args], env=scraper_env(site, db),
@@ -88,7 +102,7 @@ def wait_until(predicate, timeout=30, every=0.05):
 
 
 def status_json(site, db):
-    return json.loads(scraper(site, db, "status", "--json", check=0).stdout)
+    return json.loads(in_process(site, db, "status", "--json", check=0).stdout)
 
 # --- counts ----------------------------------------------------------------------------------------
 

@@ -18,12 +18,14 @@ from responses import matchers
 
 from scraper import cli
 from scraper.base import settings
-from scraper.db import store
+from scraper.db import runstate, store
 from scraper.db.queue import Queue
 from scraper.policy import outcome
+from scraper.products import status as status_report
 from scraper.sites import n8n
 from tests.conftest import ANY_ROBOTS
 from tests.helpers import (
+    in_process,
     jobs_in,
     rows,
     run_on_a_terminal,
@@ -280,10 +282,14 @@ def test_each_ending_says_what_to_do_next(code, words):
 
 # --- with real runs -------------------------------------------------------------------------------
 
-def seeded(standin, tmp_path, templates, **site_options):
+def seeded(standin, tmp_path, templates, latency_ms=0, **site_options):
+    """A stand-in and a database seeded from its listing; `latency_ms` holds every answer after the seed
+    (the listing itself is not slowed: the tests wait on jobs, not on the walk)."""
     site = standin(templates=templates, **site_options)
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", check=0)
+    in_process(site, db, "seed", "--from-search", check=0)
+    if latency_ms:
+        site.slow(factor=1, seconds=3600, base_ms=latency_ms)
     return site, db
 
 
@@ -306,6 +312,7 @@ def test_a_live_run_shows_its_pid_and_a_killed_one_shows_none_with_its_orphans(s
     assert report["running"] == 3 and report["stale_running"] == 3
     assert report["rate_per_min"] == 0.0
     assert "3 row(s) marked running belong to no live run" in scraper(site, db, "status", check=0).stdout
+    site.slow(seconds=0)                                # the next run need not wait 1.5 s an answer
     again = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--timeout", "5")
     assert again.returncode == 0
     assert f"the previous run (pid {proc.pid}," in again.stderr and "ended without finishing" in again.stderr
@@ -343,10 +350,14 @@ def test_twelve_seconds_into_a_run_at_rate_5_the_rate_is_about_300_per_min(tmp_p
     import fcntl
     fcntl.flock(fd, fcntl.LOCK_EX)                      # this process is the live run
     try:
-        report = json.loads(invoke("status", "--json", db=db).stdout)
+        # the report at the test's own `now` (the command would read the clock after the writes above)
+        conn = store.connect(str(db))
+        lock = f"{db}-run.lock"
+        report = status_report.report(Queue(conn), now, runstate.current(conn, lock, now), runstate.runs(conn, lock, now))
+        conn.close()
     finally:
         os.close(fd)
-    assert report["run"]["alive"] and 11.5 < report["rate_window_s"] <= 13
+    assert report["run"]["alive"] and report["rate_window_s"] == 12
     assert abs(report["rate_per_min"] - 300) <= 0.3 * 300, report
     assert report["eta_s"] is not None and abs(report["eta_s"] - 141 * 60 / report["rate_per_min"]) < 1
 

@@ -160,7 +160,8 @@ def start_group(site, db, tz):
 @pytest.mark.timing
 @pytest.mark.slow
 def test_two_run_groups_in_two_time_zones_one_killed_lose_nothing_and_hold_the_rate(standin, pg_url):
-    site = standin(templates=600, rate=RATE, burst=BURST, latency_ms=5, faults="503:0.03,500x2:0.03,404:0.02",
+    # 300 templates at 30/s (10 s of work), one group killed after a quarter of them
+    site = standin(templates=300, rate=RATE, burst=BURST, latency_ms=5, faults="503:0.03,500x2:0.03,404:0.02",
                    seed=7)
     scraper(site, pg_url, "seed", "--from-search", "--rate", str(RATE), check=0)
     first, second = start_group(site, pg_url, "UTC"), start_group(site, pg_url, "Asia/Macau")
@@ -169,7 +170,7 @@ def test_two_run_groups_in_two_time_zones_one_killed_lose_nothing_and_hold_the_r
             json.loads(scraper(site, pg_url, "status", "--json", check=0).stdout)), timeout=60)
         assert all(set(r) == {"host", "pid", "started_at", "workers", "heartbeat_at"} for r in status["runs"])
         assert {r["pid"] for r in status["runs"]} == {first.pid, second.pid}
-        wait_until(lambda: rows(pg_url, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] > 150,
+        wait_until(lambda: rows(pg_url, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] > 75,
                    timeout=120)
         os.killpg(first.pid, signal.SIGKILL)      # the supervisor and its workers, mid-job
         first.wait(10)

@@ -45,16 +45,20 @@ def test_robots_answering_503_sends_nothing_and_exits_3(standin, tmp_path):
     assert listing.returncode == 1 and "robots.txt of" in listing.stderr
 
 
-@pytest.mark.timing
 def test_a_10_second_storm_no_longer_ends_the_run(standin, tmp_path):
-    site = standin(templates=200, rate=50, burst=10)
+    """Issue 15's 10 s storm and 3 s open period, time compressed by two (5 s and 1.5 s, the backoff's
+    base 0.5 s; 100 templates at 20/s, so the run is as long as the storm): the open periods 1.5, 3, 6 s
+    outlast the storm before the third failed probe, as 3, 6, 12 s outlast 10 s. The storm outlasting --give-up-after is
+    tests/test_time_driven.py's, on the fake clock."""
+    site = standin(templates=100, rate=50, burst=10)
     db = tmp_path / "jobs.db"
     scraper(site, db, "seed", "--from-search", check=0)
-    site.storm(10)
-    done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--breaker-open", "3", "--max-attempts", "6",
-                   "--no-transcripts")
+    site.storm(5)
+    done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--breaker-open", "1.5", "--max-attempts", "6",
+                   "--backoff-base", "0.5", "--no-transcripts")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 200
+    assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 100
+    assert "breaker of 127.0.0.1 open" in done.stderr
 
 
 @pytest.mark.timing

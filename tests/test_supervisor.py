@@ -7,7 +7,17 @@ import time
 import psutil
 import pytest
 
-from tests.helpers import jobs_in, rows, run_on_a_terminal, scraper, scraper_env, start_scraper, status_json, wait_until
+from tests.helpers import (
+    in_process,
+    jobs_in,
+    rows,
+    run_on_a_terminal,
+    scraper,
+    scraper_env,
+    start_scraper,
+    status_json,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -15,7 +25,7 @@ pytestmark = pytest.mark.slow
 def seeded(standin, tmp_path, templates=60, **site_options):
     site = standin(templates=templates, **site_options)
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", check=0)
+    in_process(site, db, "seed", "--from-search", check=0)
     return site, db
 
 
@@ -33,7 +43,7 @@ def assert_each_template_once(site, db):
 
 @pytest.mark.timing
 def test_four_workers_never_exceed_the_servers_limit(standin, tmp_path):
-    site, db = seeded(standin, tmp_path, templates=200, rate=20, burst=5, latency_ms=40)
+    site, db = seeded(standin, tmp_path, templates=120, rate=20, burst=5, latency_ms=40)   # 6 s at the limit
     done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--burst", "5")
     assert done.returncode == 0, done.stderr[-2000:]
     stats = site.stats()
@@ -73,7 +83,8 @@ def test_a_signal_hands_back_jobs_and_exits(standin, tmp_path, sig, code):
 
 
 def test_a_second_ctrl_c_stops_at_once(standin, tmp_path):
-    site, db = seeded(standin, tmp_path, rate=50, burst=5, latency_ms=20000)   # every answer hangs
+    site, db = seeded(standin, tmp_path, rate=50, burst=5)
+    site.slow(factor=1, seconds=600, base_ms=20000)     # from now on every answer hangs (the listing did not)
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "50", "--timeout", "60")
     wait_until(lambda: jobs_in(db, "running") == 2)
     proc.send_signal(signal.SIGINT)
