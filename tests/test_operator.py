@@ -353,7 +353,8 @@ def test_twelve_seconds_into_a_run_at_rate_5_the_rate_is_about_300_per_min(tmp_p
         # the report at the test's own `now` (the command would read the clock after the writes above)
         conn = store.connect(str(db))
         lock = f"{db}-run.lock"
-        report = status_report.report(Queue(conn), now, runstate.current(conn, lock, now), runstate.runs(conn, lock, now))
+        report = status_report.report(Queue(conn), now, runstate.current(conn, lock, now),
+                                      runstate.runs(conn, lock, now))
         conn.close()
     finally:
         os.close(fd)
