@@ -4,6 +4,7 @@ from the stand-in's data, and the in-process CLI with its one-sentence errors.""
 
 import copy
 import json
+import logging
 import os
 import re
 import subprocess
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 from responses import matchers
 
 from scraper import cli
+from scraper.base import logs
 from scraper.db import store
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, load_json
@@ -61,12 +63,32 @@ def scraper(site, db, *args, timeout=300, check=None, env=None):
     return done
 
 
-def in_process(site, db, *args, check=None):
-    """`scraper ARGS` in this process (click's runner) with the environment a process would get: for the
-    commands a test only needs done (a seed before a run, a status read), not the command line it tests.
-    Returns what `scraper()` returns: returncode, stdout, stderr."""
-    env = {k: v for k, v in scraper_env(site, db).items() if k.startswith("SCRAPER_")}
-    result = CliRunner().invoke(cli.main, list(args), env=env)
+class _RunnerStderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a line is logged (click's runner swaps it in)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+def in_process(site, db, *args, check=None, env=None):
+    """`scraper ARGS` in this process (click's runner) with the environment a process would get (`env`:
+    extra variables): for the commands a test only needs done (a seed before a run, a status read), not
+    the command line it tests. Returns what `scraper()` returns: returncode, stdout, stderr."""
+    env = {k: v for k, v in {**scraper_env(site, db), **(env or {})}.items() if k.startswith("SCRAPER_")}
+    # pytest's log capture holds the root logger, so the command adds no handler of its own: its log lines
+    # go to the runner's stderr through this one, as a process's would
+    handler = _RunnerStderr()
+    handler.setFormatter(logs.Formatter())
+    logging.getLogger().addHandler(handler)
+    try:
+        result = CliRunner().invoke(cli.main, list(args), env=env)
+    finally:
+        logging.getLogger().removeHandler(handler)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     done = subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)

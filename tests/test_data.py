@@ -23,7 +23,7 @@ from scraper.products import export, report, search
 from scraper.sites import n8n
 from scripts.standin import client
 from scripts.standin.corpus import load_json
-from tests.helpers import FIXTURES, NOWHERE, definition_ids, detail_body, rows, scraper
+from tests.helpers import FIXTURES, NOWHERE, definition_ids, detail_body, in_process, rows, scraper
 
 ERROR_LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?Error: (.*)$")   # timestamped, as every CLI line
 
@@ -240,7 +240,7 @@ def library(tmp_path_factory):
     # a module fixture is set up before the autouse safe_env: point every other host at a closed port here
     closed = {"SCRAPER_YOUTUBE_URL": NOWHERE}
     try:
-        scraper(site, db, "seed", "--from-search", "--rate", "200", "--burst", "20", check=0, env=closed)
+        in_process(site, db, "seed", "--from-search", "--rate", "200", "--burst", "20", check=0, env=closed)
         scraper(site, db, "run", "--workers", "2", "--rate", "100", "--burst", "10", "--backoff-base", "0.05",
                 "--no-transcripts", check=0, env=closed)
         yield site, db
@@ -280,7 +280,7 @@ def test_search_finds_templates_by_name_description_and_node_types(library):
     assert {f["id"] for f in found} == expected
     assert all(f"{search.MARK_START}telegram" in f["snippet"].lower() for f in found)
     # a re-extraction rewrites every row: the index follows it, and equals one made from scratch
-    scraper(site, db, "reextract", check=0)
+    in_process(site, db, "reextract", check=0)
     conn = store.connect(str(db))
     kept = fts_rows(conn)
     assert len(kept) == len(workflows) and search.rebuild(conn) == len(workflows) and fts_rows(conn) == kept
@@ -304,7 +304,7 @@ def test_stats_counts_node_types_per_template_exactly(library):
     assert sum(m["templates"] for m in report["created_per_month"]) + report["created_unknown"] == len(ids)
     assert sum(b["templates"] for b in report["quality_score"]["histogram"]) == report["quality_score"]["scored"]
     assert report["transcripts"]["videos_with_transcript"] == 0     # the run was --no-transcripts
-    text = scraper(site, db, "stats", check=0).stdout
+    text = in_process(site, db, "stats", check=0).stdout
     assert expected[0]["type"] in text and "quality score" in text
 
 
@@ -317,7 +317,7 @@ def test_planted_credentials_export_redacted_by_default_and_as_stored_with_no_re
     for fmt, more in (("jsonl", ()), ("json", ()), ("csv", ("--columns", "id,workflow,explainer")),
                       ("parquet", ())):
         out = tmp_path / f"w.{fmt}"
-        done = scraper(site, db, "export", "--format", fmt, "--output", str(out), *more, check=0)
+        done = in_process(site, db, "export", "--format", fmt, "--output", str(out), *more, check=0)
         counted = re.search(r"redacted (\d+) value\(s\) in (\d+) workflow\(s\)", done.stderr)
         assert counted and int(counted.group(1)) >= 10 * len(carriers), done.stderr
         assert int(counted.group(2)) >= len(carriers)
@@ -327,7 +327,7 @@ def test_planted_credentials_export_redacted_by_default_and_as_stored_with_no_re
         assert redact.MARK in content
     # --no-redact: every row exactly as stored
     out = tmp_path / "raw.jsonl"
-    done = scraper(site, db, "export", "--format", "jsonl", "--no-redact", "--output", str(out), check=0)
+    done = in_process(site, db, "export", "--format", "jsonl", "--no-redact", "--output", str(out), check=0)
     assert "not redacted" in done.stderr
     got = [json.loads(line) for line in out.read_text().splitlines()]
     assert [g["workflow"] for g in got] == [json.loads(w["workflow"]) for w in workflows.values()]
@@ -348,7 +348,7 @@ def test_every_csv_cell_fits_a_spreadsheet(library, tmp_path):
     conn.close()
     for more in ((), ("--columns", every)):
         out = tmp_path / "w.csv"
-        done = scraper(site, db, "export", "--format", "csv", "--output", str(out), *more, check=0)
+        done = in_process(site, db, "export", "--format", "csv", "--output", str(out), *more, check=0)
         cells = [c for row in csv.reader(io.StringIO(out.read_text(encoding="utf-8"), newline="")) for c in row]
         assert max(len(c.encode("utf-16-le")) // 2 for c in cells) <= export.CSV_CELL_MAX
         if more:   # the whole workflow JSON of some templates is longer: cut, and marked
@@ -406,7 +406,7 @@ def test_the_run_records_every_request_it_sends(library):
 def test_the_report_is_one_self_contained_page(library, tmp_path):
     site, db = library
     out = tmp_path / "report.html"
-    done = scraper(site, db, "report", "--output", str(out), check=0)
+    done = in_process(site, db, "report", "--output", str(out), check=0)
     assert "wrote the report" in done.stderr
     page = out.read_text()
     # nothing to fetch: no external script, style, image, font or frame
@@ -428,7 +428,7 @@ CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "goog
 def test_the_report_renders_its_charts_in_headless_chromium(library, tmp_path):
     site, db = library
     out = tmp_path / "report.html"
-    scraper(site, db, "report", "--output", str(out), check=0)
+    in_process(site, db, "report", "--output", str(out), check=0)
     conn = store.connect(str(db))
     data = report.gather(conn, 0)
     conn.close()

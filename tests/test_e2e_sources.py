@@ -13,7 +13,7 @@ import pytest
 from scraper.db import store
 from scraper.sites import n8n
 from scripts.standin import client
-from tests.helpers import check_every_row, rows, scraper, write
+from tests.helpers import check_every_row, in_process, rows, scraper, write
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +218,7 @@ def test_a_database_of_the_previous_release_upgrades_in_place_keeps_every_row_an
     stored, pending = previous_release_database(db, site)
     before = snapshot(db)
     assert all(rows_ for _, rows_ in before.values()), [t for t, (_, r) in before.items() if not r]
-    status = json.loads(scraper(site, db, "status", "--json", check=0).stdout)     # the upgrade, in place
+    status = json.loads(in_process(site, db, "status", "--json", check=0).stdout)     # the upgrade, in place
     assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
     after = snapshot(db)
     for table, (columns, old_rows) in before.items():
@@ -228,14 +228,14 @@ def test_a_database_of_the_previous_release_upgrades_in_place_keeps_every_row_an
         conn.close()
         assert kept == old_rows, table
     assert (status["total"], status["pending"], status["done"], status["failed"]) == (3, 1, 1, 1)
-    found = json.loads(scraper(site, db, "search", "quokka", "--json", check=0).stdout)
+    found = json.loads(in_process(site, db, "search", "quokka", "--json", check=0).stdout)
     assert [r["id"] for r in found] == [stored]
-    assert "version 1" in scraper(site, db, "history", str(stored), check=0).stdout
+    assert "version 1" in in_process(site, db, "history", str(stored), check=0).stdout
     # and the upgraded database works on: the pending template is fetched and stored
     scraper(site, db, "run", "--workers", "2", check=1)      # 1: the old failed job is still failed
     assert rows(db, "SELECT status FROM jobs WHERE key = ?", n8n.job_key(pending)) == [{"status": "done"}]
     assert rows(db, "SELECT name FROM workflows WHERE id = ?", pending)[0]["name"] == \
         site.template(pending)["workflow"]["name"]
-    listed = json.loads(scraper(site, db, "sources", "--json", check=0).stdout)
+    listed = json.loads(in_process(site, db, "sources", "--json", check=0).stdout)
     assert [s["name"] for s in listed] == ["n8n"]
     assert listed[0]["last_walk_at"] == "2026-01-01T00:00:05+00:00"   # the old release's walk counts

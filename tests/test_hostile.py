@@ -10,7 +10,7 @@ import types
 import psutil
 import pytest
 
-from tests.helpers import NOWHERE, rows, scraper, start_scraper, status_json, wait_until
+from tests.helpers import NOWHERE, in_process, rows, scraper, start_scraper, status_json, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ class PoolSampler(threading.Thread):
 def test_hostile_answers_end_their_own_jobs_and_everything_else_is_stored_exactly(standin, tmp_path):
     site = standin(templates=150, rate=100, burst=10, faults=ORDINARY, hostile=0.015, trickle_s=0.5, seed=11)
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", check=0)
+    in_process(site, db, "seed", "--from-search", check=0)
     # --timeout 5: an endless or bomb answer must reach the 50 MB cap (too_large) before the deadline
     # (timeout, retried) even on a loaded machine; a trickle still runs into it
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "100", "--burst", "10", "--timeout", "5",
@@ -103,7 +103,7 @@ def test_a_site_that_stops_answering_ends_the_run_with_3_and_every_job_pending(t
     db = tmp_path / "jobs.db"
     ids = tmp_path / "ids.txt"
     ids.write_text("".join(f"{i}\n" for i in range(1, 21)))
-    scraper(nowhere, db, "seed", "--ids", str(ids), check=0)
+    in_process(nowhere, db, "seed", "--ids", str(ids), check=0)
     done = scraper(nowhere, db, "run", "--workers", "2", "--breaker-failures", "2", "--breaker-open", "0.3",
                    "--max-open-cycles", "3", "--give-up-after", "0", "--backoff-base", "0.05", "--timeout", "1",
                    "--robots", "ignore",     # the breaker is under test, not robots.txt (which would fail first)
@@ -117,7 +117,7 @@ def test_a_site_that_stops_answering_ends_the_run_with_3_and_every_job_pending(t
     assert report["domains"]["127.0.0.1"]["gave_up"] is True
     assert report["domains"]["127.0.0.1"]["state"] == "open"
     assert report["domains"]["127.0.0.1"]["failed_probes"] == 3
-    text = scraper(nowhere, db, "status", check=0).stdout
+    text = in_process(nowhere, db, "status", check=0).stdout
     assert "breaker open" in text and "gave up after 3 failed probes" in text
     assert rows(db, "SELECT exit_code FROM runs") == [{"exit_code": 3}]
 
@@ -126,7 +126,7 @@ def test_a_job_whose_worker_keeps_dying_ends_abandoned_and_the_run_goes_on(stand
     site = standin(templates=12, rate=100, burst=10, faults="trickle:0.09", trickle_s=1)
     (victim,) = [int(k) for k in site.corpus()["faults"]]
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", check=0)
+    in_process(site, db, "seed", "--from-search", check=0)
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "100", "--max-attempts", "2",
                          "--timeout", "60")
     for attempt in (1, 2):
@@ -150,7 +150,7 @@ def test_a_sigterm_while_workers_are_forked_again_and_again_is_not_lost(standin,
     # is microseconds wide, so this checks the outcome; it does not hit the window on demand.
     site = standin(templates=80, rate=0)
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", check=0)
+    in_process(site, db, "seed", "--from-search", check=0)
     proc = start_scraper(site, db, "run", "--workers", "4", "--no-limit", "--max-jobs-per-worker", "1")
     wait_until(lambda: rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] >= 10)
     proc.send_signal(signal.SIGTERM)
@@ -170,7 +170,7 @@ def test_a_worker_stuck_past_its_lease_is_killed_and_its_job_charged(standin, tm
     site = standin(templates=6, rate=0, faults="stall:0.17", trickle_s=0.2)
     (victim,) = [int(k) for k in site.corpus()["faults"]]
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", check=0)
+    in_process(site, db, "seed", "--from-search", check=0)
     s = settings.build(db_path=str(db), api_url=site.api_url, site_url=site.url, workers=2, limiter=False,
                        timeout_s=1, lease_s=2, max_attempts=2, transcripts=False)   # nothing to real YouTube
     assert supervisor.run(s) == exitcodes.FAILED

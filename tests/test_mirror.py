@@ -5,7 +5,7 @@ import json
 import pytest
 import requests
 
-from tests.helpers import rows, scraper, status_json
+from tests.helpers import in_process, rows, scraper, status_json
 
 pytestmark = pytest.mark.slow
 
@@ -13,9 +13,10 @@ FAST = ("--rate", "50", "--burst", "5")
 
 
 def daily_line(site, db):
-    """What cron runs: walk the listing, retry failed rows, work through the queue."""
-    seeded = scraper(site, db, "seed", "--from-search", *FAST, check=0)
-    scraper(site, db, "retry", "--failed", check=0)
+    """What cron runs: walk the listing, retry failed rows, work through the queue (the run as a real
+    process with its workers; the reading commands in this one)."""
+    seeded = in_process(site, db, "seed", "--from-search", *FAST, check=0)
+    in_process(site, db, "retry", "--failed", check=0)
     scraper(site, db, "run", "--workers", "2", *FAST, check=0)
     return seeded.stdout
 
@@ -25,15 +26,15 @@ def stored(db):
 
 
 def history(site, db, template_id):
-    return json.loads(scraper(site, db, "history", str(template_id), "--json", check=0).stdout)
+    return json.loads(in_process(site, db, "history", str(template_id), "--json", check=0).stdout)
 
 
 def test_the_daily_line_catches_new_edited_and_removed_templates(standin, tmp_path):
-    site = standin(templates=150, rate=60, burst=5)
+    site = standin(templates=110, rate=60, burst=5)     # two listing pages of 100
     db = tmp_path / "jobs.db"
     daily_line(site, db)
     before = stored(db)
-    assert len(before) == 150 and {r["version"] for r in before.values()} == {1}
+    assert len(before) == 110 and {r["version"] for r in before.values()} == {1}
 
     ids = site.corpus()["ids"]
     refused = requests.post(site.url + "/_standin/library", json={"remove": [999_999_999]}, timeout=5)
@@ -45,7 +46,7 @@ def test_the_daily_line_catches_new_edited_and_removed_templates(standin, tmp_pa
 
     stats = site.stats()
     pages = stats["by_kind"]["search"]
-    assert pages == 2                                   # 152 templates listed, 100 a page
+    assert pages == 2                                   # 112 templates listed, 100 a page
     assert stats["requests"] <= pages + len(added) + len(edited) + 3, stats
     assert "5 new, 4 changed, 3 removed (queued to confirm), 0 restored" in out
     after = stored(db)
@@ -64,17 +65,17 @@ def test_the_daily_line_catches_new_edited_and_removed_templates(standin, tmp_pa
     assert rows(db, "SELECT status, http_status FROM jobs WHERE key = ?", f"n8n:{removed[0]}") == [
         {"status": "invalid", "http_status": 404}]
 
-    changes = json.loads(scraper(site, db, "changes", "--json", check=0).stdout)
+    changes = json.loads(in_process(site, db, "changes", "--json", check=0).stdout)
     latest = {(c["id"], c["change"]) for c in changes}
     assert {(t, "changed") for t in edited} | {(t, "removed") for t in removed} <= latest
     assert {(t, "added") for t in added} <= latest
     report = status_json(site, db)
-    assert report["removed"] == 3 and report["last_complete_walk"] and report["listed"] == 152
-    live = scraper(site, db, "export", "--format", "jsonl", "--live-only", check=0).stdout.splitlines()
-    assert len(live) == 152 and all(json.loads(line)["removed_at"] is None for line in live)
+    assert report["removed"] == 3 and report["last_complete_walk"] and report["listed"] == 112
+    live = in_process(site, db, "export", "--format", "jsonl", "--live-only", check=0).stdout.splitlines()
+    assert len(live) == 112 and all(json.loads(line)["removed_at"] is None for line in live)
 
     # workflow-only edits do not show in the listing: a refresh finds them; view counts alone do not count
-    assert "queued 152 template(s)" in scraper(site, db, "refresh", "--older-than", "0", check=0).stdout
+    assert "queued 112 template(s)" in in_process(site, db, "refresh", "--older-than", "0", check=0).stdout
     scraper(site, db, "run", "--workers", "2", *FAST, check=0)
     refreshed = stored(db)
     for tid in workflow_only:
@@ -87,11 +88,11 @@ def test_the_daily_line_catches_new_edited_and_removed_templates(standin, tmp_pa
     assert "1 restored" in daily_line(site, db)
     assert stored(db)[removed[0]]["removed_at"] is None
     assert (removed[0], "restored") in {(c["id"], c["change"]) for c in
-                                         json.loads(scraper(site, db, "changes", "--json", check=0).stdout)}
+                                         json.loads(in_process(site, db, "changes", "--json", check=0).stdout)}
 
     # every row again from the stored answers, without a single request
     snapshot = stored(db)
     site.reset()
-    assert "rebuilt 155 workflow row(s)" in scraper(site, db, "reextract", check=0).stdout
+    assert "rebuilt 115 workflow row(s)" in in_process(site, db, "reextract", check=0).stdout
     assert site.stats()["requests"] == 0
     assert stored(db) == snapshot

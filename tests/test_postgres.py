@@ -17,7 +17,16 @@ from scraper import cli
 from scraper.db import slots, store
 from scraper.politeness.gcra import GcraLimiter
 from scraper.sites import n8n
-from tests.helpers import check_every_row, definition_ids, detail_body, rows, scraper, scraper_env, wait_until
+from tests.helpers import (
+    check_every_row,
+    definition_ids,
+    detail_body,
+    in_process,
+    rows,
+    scraper,
+    scraper_env,
+    wait_until,
+)
 
 ERROR_PREFIX = "Error: "
 
@@ -45,7 +54,7 @@ def test_an_unreachable_url_is_one_sentence_without_the_password():
 def test_the_runs_row_keeps_the_url_without_its_password(pg_url, standin):
     site = standin(templates=5, rate=50, burst=5)
     with_password = pg_url.replace("://nobody@", "://nobody:hunter2@")   # trust auth: any password works
-    scraper(site, with_password, "seed", "--from-search", check=0)
+    in_process(site, with_password, "seed", "--from-search", check=0)
     done = scraper(site, with_password, "run", "--workers", "1", "--rate", "50", check=0)
     assert "hunter2" not in done.stderr
     settings = json.loads(rows(pg_url, "SELECT settings FROM runs")[0]["settings"])
@@ -125,11 +134,11 @@ def test_the_gcra_slot_holds_the_rate_across_processes(pg_url, tmp_path):
 def test_migrate_copies_a_sqlite_mirror_and_a_run_continues_on_it(standin, tmp_path, pg_url):
     site = standin(templates=30, rate=100, burst=10, faults="404:0.1,503:0.1", seed=2)
     sqlite_db = tmp_path / "jobs.db"
-    scraper(site, sqlite_db, "seed", "--from-search", check=0)
+    in_process(site, sqlite_db, "seed", "--from-search", check=0)
     scraper(site, sqlite_db, "run", "--workers", "2", "--rate", "100", "--max-attempts", "1", "--backoff-base", "0")
     done = scraper(site, sqlite_db, "migrate", "--to", pg_url, check=0)
     assert "copied" in done.stdout and "jobs 30" in done.stdout
-    exports = [scraper(site, db, "export", "--format", "jsonl", check=0).stdout for db in (sqlite_db, pg_url)]
+    exports = [in_process(site, db, "export", "--format", "jsonl", check=0).stdout for db in (sqlite_db, pg_url)]
     assert exports[0] == exports[1] and exports[0].count("\n") > 0
     # the redaction decided when each template was stored comes along (the run stored it: none unknown)
     decided = [rows(db, "SELECT id, clean_at_rules, redacted FROM workflows ORDER BY id") for db in (sqlite_db, pg_url)]
@@ -138,7 +147,7 @@ def test_migrate_copies_a_sqlite_mirror_and_a_run_continues_on_it(standin, tmp_p
     again = scraper(site, sqlite_db, "migrate", "--to", pg_url)
     assert again.returncode == 2 and "not empty" in again.stderr and "Traceback" not in again.stderr
     # the run goes on where the SQLite one stopped: failed rows again, then everything ends where it must
-    scraper(site, pg_url, "retry", "--failed", check=0)
+    in_process(site, pg_url, "retry", "--failed", check=0)
     scraper(site, pg_url, "run", "--workers", "2", "--rate", "100", check=0)
     check_every_row(site, pg_url)
 
@@ -163,11 +172,11 @@ def test_two_run_groups_in_two_time_zones_one_killed_lose_nothing_and_hold_the_r
     # 300 templates at 30/s (10 s of work), one group killed after a quarter of them
     site = standin(templates=300, rate=RATE, burst=BURST, latency_ms=5, faults="503:0.03,500x2:0.03,404:0.02",
                    seed=7)
-    scraper(site, pg_url, "seed", "--from-search", "--rate", str(RATE), check=0)
+    in_process(site, pg_url, "seed", "--from-search", "--rate", str(RATE), check=0)
     first, second = start_group(site, pg_url, "UTC"), start_group(site, pg_url, "Asia/Macau")
     try:
         status = wait_until(lambda: (lambda s: s if len(s["runs"]) == 2 else None)(
-            json.loads(scraper(site, pg_url, "status", "--json", check=0).stdout)), timeout=60)
+            json.loads(in_process(site, pg_url, "status", "--json", check=0).stdout)), timeout=60)
         assert all(set(r) == {"host", "pid", "started_at", "workers", "heartbeat_at"} for r in status["runs"])
         assert {r["pid"] for r in status["runs"]} == {first.pid, second.pid}
         wait_until(lambda: rows(pg_url, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] > 75,
@@ -192,7 +201,7 @@ def test_two_run_groups_in_two_time_zones_one_killed_lose_nothing_and_hold_the_r
 @pytest.mark.slow
 def test_every_command_works_on_postgresql(standin, pg_url, tmp_path):
     site = standin(templates=30, rate=100, burst=10, faults="404:0.1,403:0.05", seed=1)
-    scraper(site, pg_url, "seed", "--from-search", check=0)
+    in_process(site, pg_url, "seed", "--from-search", check=0)
     assert scraper(site, pg_url, "run", "--workers", "2", "--rate", "100").returncode in (0, 1)
     for args in (["status"], ["status", "--json"], ["failures", "--json"], ["retry", "--failed"],
                  ["export", "--format", "csv"], ["export", "--format", "json"], ["refresh", "--older-than", "0"],
@@ -201,7 +210,7 @@ def test_every_command_works_on_postgresql(standin, pg_url, tmp_path):
         done = scraper(site, pg_url, *args)
         assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr[-2000:])
     stored = rows(pg_url, "SELECT id FROM workflows ORDER BY id LIMIT 1")[0]["id"]
-    assert "version 1" in scraper(site, pg_url, "history", str(stored), check=0).stdout
+    assert "version 1" in in_process(site, pg_url, "history", str(stored), check=0).stdout
     # one walk of a source at a time: a second one, while the first holds the lock, skips and exits 0
     from scraper.db import runstate
     with runstate.walk_lock(pg_url, "n8n") as mine:

@@ -21,7 +21,7 @@ from scraper.mirror import answers
 from scraper.policy import redact
 from scraper.products import files
 from scripts.standin import client
-from tests.helpers import NOWHERE, ROOT, assert_one_sentence_error, invoke, rows, scraper, status_json
+from tests.helpers import NOWHERE, ROOT, assert_one_sentence_error, in_process, invoke, rows, scraper, status_json
 
 warcio = pytest.importorskip("warcio")
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402 - after the skip when warcio is missing
@@ -311,9 +311,9 @@ def test_a_run_pings_start_then_success(standin, listener, tmp_path):
     assert b"nothing to do" in listener.calls[1][2]
     last = status_json(site, db)["last_notification"]
     assert last["kind"] == "success" and last["ok"] is True and last["at"] > 0
-    assert "notified  success" in scraper(site, db, "status", check=0).stdout
+    assert "notified  success" in in_process(site, db, "status", check=0).stdout
     report = tmp_path / "r.html"
-    scraper(site, db, "report", "--output", str(report), check=0)
+    in_process(site, db, "report", "--output", str(report), check=0)
     assert "Last notification: success" in report.read_text()
     assert "/ping/abc" not in json.dumps(rows(db, "SELECT settings FROM runs"))     # the URL is a secret
     del done
@@ -324,7 +324,7 @@ def test_a_run_whose_domain_is_down_pings_fail_and_notifies_naming_the_domain(li
     db = tmp_path / "jobs.db"
     ids = tmp_path / "ids.txt"
     ids.write_text("1\n2\n3\n")
-    scraper(nowhere, db, "seed", "--ids", str(ids), check=0)
+    in_process(nowhere, db, "seed", "--ids", str(ids), check=0)
     done = scraper(nowhere, db, "run", "--workers", "1", "--breaker-failures", "1", "--breaker-open", "0.2",
                    "--max-open-cycles", "1", "--backoff-base", "0.05", "--timeout", "1",
                    "--ping-url", listener.url + "/p", "--notify-url", listener.url + "/hook", timeout=120)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, check_every_row, rows, scraper
+from tests.helpers import ROOT, check_every_row, in_process, rows, scraper
 
 pytestmark = pytest.mark.slow
 
@@ -16,7 +16,7 @@ def test_run_with_faults_checks_every_row(standin, backend):
     site = standin(templates=80, rate=50, burst=5, latency_ms=5,
                    faults="503:0.05,500x2:0.05,reset:0.05,truncate:0.05,404:0.05,403:0.05", seed=3)
     db = backend
-    assert "seeded 80 new" in scraper(site, db, "seed", "--from-search", check=0).stdout
+    assert "seeded 80 new" in in_process(site, db, "seed", "--from-search", check=0).stdout
     done = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--burst", "5", "--backoff-base", "0.1")
     assert done.returncode == 1, done.stderr[-2000:]     # the 403s end failed
     faults, jobs, stored = check_every_row(site, db)
@@ -31,13 +31,13 @@ def test_a_server_stricter_than_the_rate_pauses_the_domain_and_loses_no_job(stan
     # the operator said 20/s, the site allows 4/s: 429s come, the domain pauses, nothing fails
     site = standin(templates=40, rate=4, burst=2)
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", "--rate", "4", "--burst", "2", check=0)
+    in_process(site, db, "seed", "--from-search", "--rate", "4", "--burst", "2", check=0)
     done = scraper(site, db, "run", "--workers", "3", "--rate", "20", "--burst", "5")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "domain paused" in done.stderr
     assert len(rows(db, "SELECT id FROM workflows")) == 40
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 40
-    report = json.loads(scraper(site, db, "status", "--json", check=0).stdout)
+    report = json.loads(in_process(site, db, "status", "--json", check=0).stdout)
     assert report["http_429"] == site.stats()["http_429"] > 0
 
 

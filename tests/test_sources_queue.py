@@ -11,7 +11,7 @@ from scraper.db import store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue, add_jobs
 from scraper.policy.fairness import Demand
-from tests.helpers import EVENTS, NOW, assert_one_sentence_error, count, invoke, write
+from tests.helpers import EVENTS, NOW, assert_one_sentence_error, count, in_process, invoke, write
 
 # --- claims across sources ----------------------------------------------------------------------
 
@@ -139,10 +139,10 @@ def test_a_renamed_n8n_source_seeds_and_runs_end_to_end_in_real_processes(standi
     path = write(tmp_path, f'[[source]]\nname = "templates"\nkind = "n8n"\nevery = "1d"\napi_url = "{site.api_url}"\n'
                            f'site_url = "{site.url}"\n')
     env = {"SCRAPER_SOURCES": path, "SCRAPER_API_URL": "http://127.0.0.1:9/api", "SCRAPER_SITE_URL": "http://127.0.0.1:9"}
-    done = scraper(site, db, "seed", check=0, env=env)
+    done = in_process(site, db, "seed", check=0, env=env)
     assert "templates: walked (complete" in done.stdout + done.stderr
     scraper(site, db, "run", "--workers", "2", "--rate", "40", "--burst", "10", check=0, env=env)
     assert count(db, "SELECT COUNT(*) FROM jobs WHERE source = 'templates' AND status = 'done'") == 30
-    assert "not due until" in (lambda d: d.stdout + d.stderr)(scraper(site, db, "seed", check=0, env=env))
-    [row] = json.loads(scraper(site, db, "sources", "--json", check=0, env=env).stdout)
+    assert "not due until" in (lambda d: d.stdout + d.stderr)(in_process(site, db, "seed", check=0, env=env))
+    [row] = json.loads(in_process(site, db, "sources", "--json", check=0, env=env).stdout)
     assert row["jobs"]["done"] == 30 and row["items"] == {"live": 30, "removed": 0}

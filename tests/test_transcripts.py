@@ -24,7 +24,7 @@ from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.products import status
 from scraper.sites import n8n, youtube
-from tests.helpers import detail_body, rows, scraper
+from tests.helpers import detail_body, in_process, rows, scraper
 
 API = "https://api.n8n.test/api"
 SITE = "https://n8n.test"
@@ -352,7 +352,7 @@ def test_the_youtube_standin_answers_429_above_its_rate(youtube_standin):
 def test_a_run_without_transcripts_neither_claims_nor_waits_for_video_jobs(standin, tmp_path):
     site = standin(templates=12, rate=50, burst=5)
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", check=0)
+    in_process(site, db, "seed", "--from-search", check=0)
     conn = store.open_db(str(db))
     Queue(conn).seed([("youtube:AzOgpdn8ngY", "youtube", youtube.watch_url("AzOgpdn8ngY"), "youtube.com")])
     conn.close()

@@ -16,6 +16,7 @@ from tests.helpers import (
     STAMPED_ERROR,
     assert_one_sentence_error,
     count,
+    in_process,
     invoke,
     jobs_in,
     rows,
@@ -124,7 +125,7 @@ def done_in_runs(db):
 def test_a_runs_done_in_run_stays_what_its_last_line_said(standin, tmp_path):
     site = standin(templates=80, rate=20, burst=4)
     db = tmp_path / "jobs.db"
-    scraper(site, db, "seed", "--from-search", "--rate", "100", "--burst", "10", check=0)
+    in_process(site, db, "seed", "--from-search", "--rate", "100", "--burst", "10", check=0)
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "10", "--burst", "2")
     wait_until(lambda: count(db, "SELECT COUNT(*) FROM jobs WHERE status = 'done'") >= 40, timeout=120)
     proc.send_signal(signal.SIGTERM)
@@ -136,7 +137,7 @@ def test_a_runs_done_in_run_stays_what_its_last_line_said(standin, tmp_path):
     assert before == [said] and first["done_cumulative"][-1] == said
     assert first["done_cumulative"][0] > 0 or len(first["done_cumulative"]) > 1      # drawn from its own record
     for _ in range(2):      # two refreshes and their runs fetch every template again
-        scraper(site, db, "refresh", "--older-than", "0", check=0)
+        in_process(site, db, "refresh", "--older-than", "0", check=0)
         scraper(site, db, "run", "--workers", "2", *FAST, check=0)
     after, first_after = done_in_runs(db)
     assert after[0] == said and len(after) == 3 and after[1] == 80 and after[2] == 80
