@@ -6,6 +6,7 @@ import logging
 import time
 
 from scraper import sites
+from scraper.base.settings import YOUTUBE_DOMAIN
 from scraper.db import politeness as politeness_rows
 from scraper.politeness import rates, robots
 
@@ -29,6 +30,10 @@ class Pacing:
         if ignored:
             log.warning("ignoring the robots.txt rules of %s, as asked (--robots%s)", ", ".join(ignored),
                         " ignore" if self.s.robots == robots.IGNORE else "-ignore")
+        if self.s.transcripts and not robots.ignored(self.s, YOUTUBE_DOMAIN):
+            log.warning("transcripts are on but YouTube's robots.txt disallows the transcript endpoints, so their "
+                        "jobs will end invalid (kind robots); --robots-ignore %s is the knowing choice",
+                        YOUTUBE_DOMAIN)
         self._adapted_at = time.monotonic()
 
     def adapt(self, mono):
