@@ -283,8 +283,9 @@ def _check_source(s, adopt):
                    f"[env {settings.ENV_NOTIFY_URL}].")
 @robots_options
 @click.option("--adaptive/--no-adaptive", default=True, show_default=True, envvar=settings.ENV_ADAPTIVE,
-              help=f"Halve a domain's rate (shared by every worker) while its answers slow down threefold or "
-                   f"over 10 % are 503; it climbs back within 60 s after [env {settings.ENV_ADAPTIVE}=0/1].")
+              help=f"Halve a domain's rate (shared by every worker) while the median of its last 40 answers is "
+                   f"over 200 ms and three times its first 40's, or over 20 % of them are 503; it climbs back "
+                   f"within 60 s after [env {settings.ENV_ADAPTIVE}=0/1].")
 @click.pass_context
 def run_cmd(ctx, **options):
     """Work through the pending jobs of every enabled source (or those of --source) with N worker
