@@ -155,21 +155,54 @@ def test_robots_ignore_sends_the_disallowed_request(make, net):
     assert job(q)["status"] == "done" and ROBOTS_URL not in [c.request.url for c in net.calls]
 
 
-@pytest.mark.parametrize("answer", [{"status": 503}, {"body": requests.ConnectionError("refused")}])
-def test_robots_that_cannot_be_fetched_disallows_the_host_for_this_run(make, net, answer):
-    w, q, clock = fresh(make, max_attempts=2, backoff_base_s=0.0)
+@pytest.mark.parametrize("answer", [{"status": 503}, {"status": 429}, {"body": requests.ConnectionError("refused")}])
+def test_robots_that_cannot_be_fetched_makes_the_host_wait_like_a_down_site(make, net, answer):
+    w, q, clock = fresh(make, max_attempts=2, backoff_base_s=0.0, pause_429_s=0.0, breaker_open_s=10,
+                        give_up_after_s=100)
     serve_robots(net, **answer)
     w.step()
     j = job(q)
     assert (j["status"], j["attempts"]) == ("pending", 0)               # no attempt charged
     assert [c.request.url for c in net.calls] == [ROBOTS_URL] * 2       # retried, nothing else sent
     d = q.domains()[DOMAIN]
-    assert d.gave_up and w.step() is False                              # nothing else is claimed
+    assert (d.state, d.gave_up) == (breaker.OPEN, False)                # it waits: not given up
+    assert w.step() is False                                            # nothing is claimed while it is open
+    assert politeness_rows.load_robots(q.conn, "http://api.test:80") is None   # not cached: asked again
+    # each probe fetches robots.txt again, once; a failed one doubles the open period
+    clock.t = d.open_until
+    w.step()
+    assert [c.request.url for c in net.calls] == [ROBOTS_URL] * 3
+    d = q.domains()[DOMAIN]
+    assert (d.state, d.open_cycles, d.gave_up, d.open_until - clock.t) == (breaker.OPEN, 1, False, 20)
+    # robots.txt answers again: the probe's job goes on, the breaker closes, the other job follows
+    serve_robots(net, body="User-agent: *\nAllow: /\n")
+    for tid in (TID, OTHER):
+        net.get(f"{API}/templates/workflows/{tid}", body=detail_body(tid))
+    clock.t = d.open_until
+    w.step()
+    w.step()
+    assert q.domains()[DOMAIN].state == breaker.CLOSED
+    assert job(q)["status"] == job(q, OTHER)["status"] == "done"
+    assert [c.request.url for c in net.calls].count(ROBOTS_URL) == 4
+
+
+def test_robots_that_stays_unavailable_gives_the_host_up_only_after_give_up_after(make, net):
+    w, q, clock = fresh(make, max_attempts=1, breaker_open_s=10, max_open_cycles=2, give_up_after_s=100)
+    serve_robots(net, status=503)
+    w.step()
+    probes = 0
+    while not q.domains()[DOMAIN].gave_up:
+        d = q.domains()[DOMAIN]
+        assert d.state == breaker.OPEN and (probes < 2 or clock.t - d.opened_at < 100)   # blips are waited out
+        clock.t = d.open_until
+        w.step()
+        probes += 1
+    d = q.domains()[DOMAIN]
+    assert probes >= 3 and clock.t - d.opened_at >= 100 and w.step() is False
     reason = politeness_rows.gave_up_reasons(q.conn)[DOMAIN]
     assert reason.startswith("robots.txt of api.test:80 could not be fetched (")
     assert reason.endswith("nothing was sent to api.test:80")
-    stored = politeness_rows.load_robots(q.conn, "http://api.test:80")
-    assert stored is None                                               # not cached: the next run asks again
+    assert {c.request.url for c in net.calls} == {ROBOTS_URL}           # nothing but robots.txt, ever
 
 
 def test_a_404_robots_allows_everything_and_is_reused_for_24_hours(make, net):

@@ -34,14 +34,32 @@ def test_robots_answering_503_sends_nothing_and_exits_3(standin, tmp_path):
     ids = tmp_path / "ids.txt"
     ids.write_text("".join(f"{t}\n" for t in definition_ids()[:10]))
     scraper(site, db, "seed", "--ids", str(ids), check=0)
-    done = scraper(site, db, "run", "--workers", "2", "--backoff-base", "0.1", "--no-transcripts")
+    # an outage, compressed: short open periods, given up after 3 failed probes whatever the time open
+    done = scraper(site, db, "run", "--workers", "2", "--backoff-base", "0.1", "--breaker-open", "0.2",
+                   "--give-up-after", "0", "--no-transcripts")
     assert done.returncode == 3, done.stderr[-3000:]
+    assert site.robots_requests() >= 2 + 3          # the first tries, then once at each probe
     assert "robots.txt of 127.0.0.1:" in done.stderr
     assert "could not be fetched (503); nothing was sent to" in done.stderr
     assert not site.stats().get("detail_requests")
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'pending' AND attempts = 0")[0]["n"] == 10
     listing = scraper(site, tmp_path / "other.db", "seed", "--from-search")
     assert listing.returncode == 1 and "robots.txt of" in listing.stderr
+
+
+def test_a_robots_txt_answering_429_for_8_seconds_is_waited_out(standin, tmp_path):
+    site = standin(templates=20, rate=50, burst=10)
+    db = tmp_path / "jobs.db"
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(f"{t}\n" for t in site.corpus()["ids"]))
+    scraper(site, db, "seed", "--ids", str(ids), check=0)       # seeding from a file asks nothing of the site
+    site.robots(mode="429", for_s=8)
+    done = scraper(site, db, "run", "--workers", "2", "--rate", "20", "--breaker-open", "2", "--no-transcripts")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "its jobs wait" in done.stderr                          # the blip was waited out, not the run ended
+    # every job ends as the site says (no faults: every template is there)
+    assert rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status") == [{"status": "done", "n": 20}]
+    assert site.robots_requests() >= 2                             # asked again after the blip
 
 
 def test_a_10_second_storm_no_longer_ends_the_run(standin, tmp_path):

@@ -83,7 +83,8 @@ class Standin:
         return self._call("/_standin/block", {"seconds": seconds, "mode": mode})
 
     def robots(self, mode=None, **rules):
-        """Change robots.txt (``POST /_standin/robots``): mode none/rules/404/503/unreachable, and the rules
+        """Change robots.txt (``POST /_standin/robots``): mode none/rules/404/503/429/unreachable (for_s=S: for
+        S seconds, then the mode before), and the rules
         (body=TEXT, disallow=[prefixes], disallow_ids="1", allow=[...], crawl_delay=S, request_rate="1/5",
         sitemap="/sitemap.xml"; given rules replace the earlier ones). Returns {"mode", "body"}."""
         change = dict(rules)
