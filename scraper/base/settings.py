@@ -1,6 +1,7 @@
 """Defaults (with their units), validation, and the frozen Settings passed to every part."""
 
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -153,7 +154,7 @@ class Settings:
         """The source called `name`, or None."""
         return next((s for s in self.sources if s.name == name), None)
 
-    @property
+    @functools.cached_property      # frozen: computed once (seeding a million ids asked a million times)
     def n8n_source(self):
         """The name of the n8n source (its jobs and their youtube jobs are its), `n8n` without one."""
         return next((s.name for s in self.sources if s.kind == "n8n"), "n8n")
@@ -165,7 +166,7 @@ class Settings:
         return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources)
                      and s.name not in self.browserless)
 
-    @property
+    @functools.cached_property      # frozen: computed once, as `n8n_source`
     def domain(self):
         """The politeness domain: both n8n hosts share one budget, keyed by the site's host."""
         return domain_of(self.site_url)
