@@ -74,9 +74,9 @@ class Standin:
         """Zero the counters and the request log, refill the bucket, end any storm (n8n and catalogue)."""
         return self._call("/_standin/reset", {})
 
-    def storm(self, seconds):
-        """Answer every counted request with 503 for `seconds` (n8n only)."""
-        return self._call("/_standin/storm", {"seconds": seconds})
+    def storm(self, seconds, share=1.0):
+        """Answer every counted request (or `share` of them, evenly spread) with 503 for `seconds` (n8n only)."""
+        return self._call("/_standin/storm", {"seconds": seconds, "share": share})
 
     def block(self, seconds, mode="recaptcha"):
         """Block this address for `seconds` as YouTube does (YouTube only)."""
