@@ -103,9 +103,9 @@ def struggle_run(work, kind, rate=20, burst=5, warm_s=10.0, phase_s=20.0):
     finally:
         site.stop()
     halved = [t - start for t in _stamps(err, "rate halved") if t >= start]
-    recovered = [t - end for t in _stamps(err, "recovered") if t >= start]
+    recovered = [t - end for t in _stamps(err, "recovered") if t >= start]   # the climb back to the rate
     early = [t for t in _stamps(err, "rate halved") if t < start]
-    return (halved[0] if halved else None), (recovered[-1] if recovered else None), len(early)
+    return (halved[0] if halved else None), (recovered[0] if recovered else None), len(early)
 
 
 def bench_struggle(work, quick, results):
