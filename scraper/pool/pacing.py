@@ -3,7 +3,6 @@ robots.txt rules ignored on purpose said once), the adaptive slow-down once a sa
 many jobs robots.txt disallowed. The figures live in each domain's row, which every worker obeys."""
 
 import logging
-import time
 
 from scraper import sites
 from scraper.base.settings import YOUTUBE_DOMAIN
@@ -19,7 +18,7 @@ class Pacing:
         self.conn = conn
         self.clock = clock
         self.started_at = started_at
-        self._adapted_at = time.monotonic()
+        self._adapted_at = self.clock.monotonic()
 
     def start(self):
         """Each domain's configured rate in its row (status shows it); say which rules are ignored."""
@@ -34,7 +33,7 @@ class Pacing:
             log.warning("transcripts are on but YouTube's robots.txt disallows the transcript endpoints, so their "
                         "jobs will end invalid (kind robots); --robots-ignore %s is the knowing choice",
                         YOUTUBE_DOMAIN)
-        self._adapted_at = time.monotonic()
+        self._adapted_at = self.clock.monotonic()
 
     def adapt(self, mono):
         """The adaptive slow-down, once a sample: its rate goes in each domain's row."""
