@@ -24,6 +24,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import seed as seeding
 from scraper.products import status
+from scripts import bench_faults
 from scripts.bench_publish import bench_warc
 from scripts.benchkit import (
     Results,
@@ -151,10 +152,10 @@ def bench_queue(work, quick, results):
         results.add(f"queue_k{k}", n / wall, "jobs/s", ">= 2,000", n / wall >= 2000)
 
 
-# --- 3. seed: 100,000 new jobs, then the same again (all known) ------------------------------
+# --- 3. seed: 1,000,000 new jobs, then the same again (all known) ----------------------------
 
 def bench_seed(work, quick, results):
-    n = 20_000 if quick else 100_000
+    n = 100_000 if quick else 1_000_000
     conn = fresh_db(work / "seed.db")
     s, queue = config.Settings(site_url="http://127.0.0.1:9"), Queue(conn)
     for kind in ("new", "known"):
@@ -162,7 +163,9 @@ def bench_seed(work, quick, results):
         new, known = queue.seed(seeding.job_rows(s, range(1, n + 1)))
         wall = time.perf_counter() - t0
         assert (new, known) == ((n, 0) if kind == "new" else (0, n)), (new, known)
-        results.add(f"seed_{kind}_{label(n)}", wall, "s", "")
+        # issue 31: a million new ids within 8 s
+        target = kind == "new" and n == 1_000_000
+        results.add(f"seed_{kind}_{label(n)}", wall, "s", "<= 8" if target else "", wall <= 8 if target else None)
         results.add(f"seed_{kind}_rate", n / wall, "rows/s", "")
     conn.close()
 
@@ -218,10 +221,10 @@ def bench_status(work, quick, results):
         lib_times.append(time.perf_counter() - t0)
     for what, times in (("cmd", cmd_times), ("lib", lib_times)):
         med = statistics.median(times)
-        results.add(f"status_{what}_{label(n)}", med, "s (median of 5)", "< 0.5", med < 0.5)
+        results.add(f"status_{what}_{label(n)}", med, "s (median of 5)", "<= 0.2", med <= 0.2)   # issue 31
     # Which index each query of the report reads (and the claim's, the hot path of every worker).
     queries = {
-        "counts": ("SELECT status, COUNT(*) FROM jobs GROUP BY status", ()),
+        "counts": ("SELECT status, site, source, COUNT(*) FROM jobs GROUP BY status, site, source", ()),
         "finished_since": ("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (now - 60,)),
         "counters": ("SELECT name, value FROM counters", ()),
         "domains": ("SELECT * FROM domains ORDER BY domain", ()),
@@ -341,13 +344,15 @@ def bench_domains(work, quick, results):
         results.note(f"domains {name}: {f['requests']} requests at {f['rate']:g}/s, efficiency over its own span "
                      f"{efficiency(f['times'], f['rate'], f['burst']):.3f}, 429s {f['http_429']}, "
                      f"most jobs in flight at once {f['max_in_flight']}")
+        least = 0.975 if name == "n8n" else 0.95     # n8n at its default rates: issue 31
         results.add(f"domains_{name}_efficiency", eff if eff is not None else "none", f"of {f['rate']:g}/s, all busy",
-                    ">= 0.95", eff is not None and eff >= 0.95)
+                    f">= {least:g}", eff is not None and eff >= least)
         results.add(f"domains_{name}_429", f["http_429"], "responses", "0", f["http_429"] == 0)
 
 
 SECTIONS = {"efficiency": bench_efficiency, "queue": bench_queue, "seed": bench_seed, "status": bench_status,
-            "claim_scale": bench_claim_scale, "export": bench_export, "domains": bench_domains, "warc": bench_warc}
+            "claim_scale": bench_claim_scale, "export": bench_export, "domains": bench_domains, "warc": bench_warc,
+            **bench_faults.SECTIONS}
 
 
 def main(argv=None):

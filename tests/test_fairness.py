@@ -117,7 +117,8 @@ def test_a_worker_gives_the_claim_each_domains_rate_and_requests_per_job(tmp_pat
     from scraper.pool import worker
 
     s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url="http://127.0.0.1:9/api",
-                       site_url="http://127.0.0.1:9", youtube_url="http://127.0.0.1:9", with_page=True)
+                       site_url="http://127.0.0.1:9", youtube_url="http://127.0.0.1:9", with_page=True,
+                       transcripts=True)
     conn = store.open_db(s.db_path)
     w = worker.Worker(s, "w1", Queue(conn), limiter.NoLimiter(), None)
     assert w._demands() == {"127.0.0.1": Demand(0.0, 2.0, 2), "youtube.com": Demand(0.0, 0.2, 3)}

@@ -7,6 +7,7 @@ import math
 import random
 from fractions import Fraction
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -344,10 +345,9 @@ def test_any_exit_code_at_all_gets_one_non_empty_line(code):
 
 # --- margin -----------------------------------------------------------------------------------------------
 
-def _gcra_slots(rate_per_s, units, n):
-    """The densest slot times (exact fractions of a second) a GCRA of `units` burst grants from t = 0."""
+def _gcra_slots(rate_per_s, tolerance, n):
+    """The densest slot times (exact fractions of a second) a GCRA of `tolerance` seconds grants from t = 0."""
     interval = Fraction(1) / Fraction(str(rate_per_s))
-    tolerance = (units - 1) * interval
     tat, times = Fraction(0), []
     for _ in range(n):
         t = max(Fraction(0), tat - tolerance)       # the earliest moment this slot conforms
@@ -372,33 +372,39 @@ def _bucket_refuses(times, rate_per_s, burst):
 @given(rate=st.sampled_from([0.5, 1, 2, 3, 7.5, 10, 30, 50, 100]), burst=st.integers(1, 20),
        delays=st.lists(st.integers(0, 1000), min_size=60, max_size=60))
 def test_slots_arriving_within_the_absorbed_jitter_never_meet_a_429(rate, burst, delays):
-    units = margin.burst_units(rate, burst)
-    assert 1 <= units <= burst and margin.kept_back(rate, burst) == burst - units
+    tolerance = Fraction(str(margin.tolerance_s(rate, burst)))
+    assert 0 <= tolerance <= Fraction(burst - 1) / Fraction(str(rate))
     absorbed = Fraction(str(margin.jitter_absorbed_s(rate, burst)))
-    slots = _gcra_slots(rate, units, len(delays))
+    slots = _gcra_slots(rate, tolerance, len(delays))
     arrivals = [t + absorbed * d / 1000 for t, d in zip(slots, delays, strict=True)]
     assert not _bucket_refuses(arrivals, rate, burst)
 
 
 @FAST
-@given(rate=st.floats(0.01, 1000), burst=st.integers(2, 50))
-def test_the_margin_covers_the_jitter_allowance_where_the_burst_allows_it(rate, burst):
+@given(rate=st.floats(0.01, 1000), burst=st.integers(1, 50))
+def test_the_margin_is_the_jitter_time_where_the_burst_allows_it_never_more(rate, burst):
     absorbed = margin.jitter_absorbed_s(rate, burst)
-    assert absorbed >= min(margin.ARRIVAL_JITTER_S, (burst - 1) / rate) - 1e-9
-    assert margin.burst_units(rate, burst) >= 1
+    assert absorbed == pytest.approx(min(margin.ARRIVAL_JITTER_S, (burst - 1) / rate), abs=1e-9)
+    # the sliding log keeps back whole units only, and no more of them than the jitter time fills
+    units = margin.burst_units(rate, burst)
+    assert 1 <= units <= burst and margin.kept_back(rate, burst) == burst - units
+    assert margin.kept_back(rate, burst) <= rate * margin.ARRIVAL_JITTER_S + 1e-9
 
 
 def test_the_check_catches_jitter_beyond_the_margin():
     # one slot late by more than the margin lets its followers bunch up: the bucket refuses one
     rate, burst = 30, 5
-    slots = _gcra_slots(rate, margin.burst_units(rate, burst), 40)
+    slots = _gcra_slots(rate, Fraction(str(margin.tolerance_s(rate, burst))), 40)
     late = Fraction(str(margin.jitter_absorbed_s(rate, burst))) + Fraction(1, 100)
     arrivals = [t + (late if i < 20 else 0) for i, t in enumerate(slots)]
     assert _bucket_refuses(arrivals, rate, burst)
 
 
-def test_n8n_keeps_back_one_unit_as_before_and_a_fast_site_keeps_back_more():
-    assert margin.burst_units(2, 5) == 4 and margin.burst_units(30, 5) == 2 and margin.burst_units(2, 1) == 1
+def test_the_margin_is_time_a_low_rate_keeps_its_whole_burst_30_per_s_keeps_what_it_did():
+    assert margin.burst_units(2, 5) == 5 and margin.burst_units(2, 1) == 1   # 100 ms is a fifth of a unit
+    assert margin.tolerance_s(2, 5) == pytest.approx(2.0 - 0.1)               # 4 units of 500 ms, less 100 ms
+    assert margin.burst_units(30, 5) == 2                                     # 3 whole units are 100 ms
+    assert margin.tolerance_s(30, 5) == pytest.approx(1 / 30)                 # the GCRA's 33 ms as before
 
 
 # --- robots (the rate rules) ---------------------------------------------------------------------------

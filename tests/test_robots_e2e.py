@@ -35,8 +35,11 @@ def test_robots_answering_503_sends_nothing_and_exits_3(standin, tmp_path):
     ids = tmp_path / "ids.txt"
     ids.write_text("".join(f"{t}\n" for t in definition_ids()[:10]))
     in_process(site, db, "seed", "--ids", str(ids), check=0)
-    done = scraper(site, db, "run", "--workers", "2", "--backoff-base", "0.1", "--no-transcripts")
+    # an outage, compressed: short open periods, given up after 3 failed probes whatever the time open
+    done = scraper(site, db, "run", "--workers", "2", "--backoff-base", "0.1", "--breaker-open", "0.2",
+                   "--give-up-after", "0", "--no-transcripts")
     assert done.returncode == 3, done.stderr[-3000:]
+    assert site.robots_requests() >= 2 + 3          # the first tries, then once at each probe
     assert "robots.txt of 127.0.0.1:" in done.stderr
     assert "could not be fetched (503); nothing was sent to" in done.stderr
     assert not site.stats().get("detail_requests")
@@ -45,11 +48,26 @@ def test_robots_answering_503_sends_nothing_and_exits_3(standin, tmp_path):
     assert listing.returncode == 1 and "robots.txt of" in listing.stderr
 
 
+def test_a_robots_txt_answering_429_for_8_seconds_is_waited_out(standin, tmp_path):
+    site = standin(templates=20, rate=50, burst=10)
+    db = tmp_path / "jobs.db"
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(f"{t}\n" for t in site.corpus()["ids"]))
+    in_process(site, db, "seed", "--ids", str(ids), check=0)    # seeding from a file asks nothing of the site
+    site.robots(mode="429", for_s=8)
+    done = scraper(site, db, "run", "--workers", "2", "--rate", "20", "--breaker-open", "2", "--no-transcripts")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "its jobs wait" in done.stderr                          # the blip was waited out, not the run ended
+    # every job ends as the site says (no faults: every template is there)
+    assert rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status") == [{"status": "done", "n": 20}]
+    assert site.robots_requests() >= 2                             # asked again after the blip
+
+
 def test_a_10_second_storm_no_longer_ends_the_run(standin, tmp_path):
     """Issue 15's 10 s storm and 3 s open period, time compressed by two (5 s and 1.5 s, the backoff's
     base 0.5 s; 100 templates at 20/s, so the run is as long as the storm): the open periods 1.5, 3, 6 s
-    outlast the storm before the third failed probe, as 3, 6, 12 s outlast 10 s. The storm outlasting --give-up-after is
-    tests/test_time_driven.py's, on the fake clock."""
+    outlast the storm before the third failed probe, as 3, 6, 12 s outlast 10 s. The storm outlasting
+    --give-up-after is tests/test_time_driven.py's, on the fake clock."""
     site = standin(templates=100, rate=50, burst=10)
     db = tmp_path / "jobs.db"
     in_process(site, db, "seed", "--from-search", check=0)

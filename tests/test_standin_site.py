@@ -293,6 +293,18 @@ def test_latency_overlaps_between_clients(make_site):
 
 
 @pytest.mark.timing
+def test_a_storm_of_a_share_answers_503_to_that_share_evenly(make_site):
+    site = make_site(templates=10, rate=0)
+    tid = site.corpus.ids[0]
+    assert requests.post(f"{site.url}/_standin/storm", json={"seconds": 60, "share": 1 / 3}, timeout=5).json() == \
+        {"storm_seconds": 60, "share": 1 / 3}
+    codes = [get(f"{site.url}/api/templates/workflows/{tid}").status_code for _ in range(9)]
+    assert codes == [200, 200, 503] * 3
+    assert requests.post(f"{site.url}/_standin/storm", json={"seconds": 1, "share": 2}, timeout=5).status_code == 400
+    assert requests.post(f"{site.url}/_standin/robots", json={"mode": "429"}, timeout=5).json()["mode"] == "429"
+    assert get(f"{site.url}/robots.txt").status_code == 429
+
+
 def test_storm_then_reset(make_site):
     site = make_site(templates=10, rate=0)
     tid = site.corpus.ids[0]

@@ -44,6 +44,7 @@ def make(tmp_path):
     opened = []
 
     def build(yt_url, limiter_kind="none", robots_known=False, **options):
+        options.setdefault("transcripts", True)     # this file's subject (off by default since issue 31)
         s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=API, site_url=SITE, youtube_url=yt_url,
                            **options)
         conn = store.open_db(s.db_path)
@@ -150,9 +151,9 @@ def test_without_transcripts_the_links_are_kept_and_a_later_run_queues_them(make
     drain(w)
     assert [r["key"] for r in rows(w.s.db_path, "SELECT key FROM jobs")] == ["n8n:11"]
     # the description's video and the one in 6270's sticky note
-    assert record.resume(q.conn, settings.build(db_path=w.s.db_path), NOW) == 2
+    assert record.resume(q.conn, settings.build(db_path=w.s.db_path, transcripts=True), NOW) == 2
     assert job_of(q, "youtube:AzOgpdn8ngY")["status"] == job_of(q, "youtube:laHIzhsz12E")["status"] == "pending"
-    assert record.resume(q.conn, settings.build(db_path=w.s.db_path), NOW) == 0
+    assert record.resume(q.conn, settings.build(db_path=w.s.db_path, transcripts=True), NOW) == 0
 
 
 def test_a_blocked_address_opens_the_breaker_at_once_and_costs_no_attempt(make, youtube_standin):
@@ -356,12 +357,44 @@ def test_a_run_without_transcripts_neither_claims_nor_waits_for_video_jobs(stand
     conn = store.open_db(str(db))
     Queue(conn).seed([("youtube:AzOgpdn8ngY", "youtube", youtube.watch_url("AzOgpdn8ngY"), "youtube.com")])
     conn.close()
-    # on by default; SCRAPER_TRANSCRIPTS (0 in the tests) is what the flag overrides
+    # SCRAPER_TRANSCRIPTS=1 turns them on; the flag wins over it
     scraper(site, db, "run", "--workers", "2", "--rate", "50", "--no-transcripts", check=0,
             env={"SCRAPER_TRANSCRIPTS": "1"})
     by_site = {(r["site"], r["status"]): r["n"] for r in rows(db, "SELECT site, status, COUNT(*) AS n FROM jobs "
                                                                    "GROUP BY site, status")}
     assert by_site == {("n8n", "done"): 12, ("youtube", "pending"): 1}
+
+
+@pytest.mark.slow
+def test_by_default_a_run_queues_no_transcript_job_and_sends_nothing_to_youtube(standin, youtube_standin, tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.delenv("SCRAPER_TRANSCRIPTS")       # the default, not the tests' own setting
+    site = standin(templates=30, rate=50, burst=5)
+    yt = youtube_standin(rate=5, burst=2)
+    db = tmp_path / "jobs.db"
+    env = {"SCRAPER_YOUTUBE_URL": yt.url}
+    scraper(site, db, "seed", "--from-search", check=0, env=env)
+    run = scraper(site, db, "run", "--workers", "2", "--rate", "50", check=0, env=env)
+    assert "YouTube's robots.txt" not in run.stderr      # no sentence about them: they were not asked for
+    assert rows(db, "SELECT COUNT(*) AS n FROM template_videos")[0]["n"] > 0       # the templates show videos
+    assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE site = 'youtube'")[0]["n"] == 0
+    assert yt.stats()["requests"] == 0
+
+
+@pytest.mark.slow
+def test_transcripts_asked_for_with_robots_obeyed_say_once_what_youtube_robots_txt_disallows(
+        standin, youtube_standin, tmp_path):
+    site = standin(templates=12, rate=50, burst=5)
+    yt = youtube_standin(rate=5, burst=2)
+    db = tmp_path / "jobs.db"
+    env = {"SCRAPER_YOUTUBE_URL": yt.url}
+    scraper(site, db, "seed", "--from-search", check=0, env=env)
+    run = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--transcripts", check=0, env=env)
+    said = [line for line in run.stderr.splitlines() if "YouTube's robots.txt disallows" in line]
+    assert len(said) == 1 and "--robots-ignore youtube.com" in said[0]
+    knowing = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--transcripts",
+                      "--robots-ignore", "youtube.com", check=0, env=env)
+    assert "YouTube's robots.txt disallows" not in knowing.stderr
 
 
 @pytest.mark.parametrize("player, kind, reason", [

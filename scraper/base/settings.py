@@ -1,6 +1,7 @@
 """Defaults (with their units), validation, and the frozen Settings passed to every part."""
 
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -52,6 +53,9 @@ YOUTUBE_DOMAIN = "youtube.com"
 YOUTUBE_RATE_PER_S = 0.2
 YOUTUBE_BURST = 2
 TRANSCRIPT_LANGUAGES = ("en",)
+# Off: YouTube's robots.txt disallows the endpoints the transcript library sends to, so with robots.txt
+# obeyed (the default) transcript jobs could only end invalid; an operator turns them on knowingly.
+TRANSCRIPTS = False
 BROWSER = "chromium"        # `fetcher = "browser" | "auto"`: the system's Chromium, found on PATH (never downloaded)
 GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
 ROBOTS = "obey"             # robots.txt: obey or ignore
@@ -101,7 +105,7 @@ class Settings:
     pause_429_s: float = PAUSE_429_S
     pause_max_s: float = PAUSE_MAX_S
     youtube_url: str = YOUTUBE_URL
-    transcripts: bool = True
+    transcripts: bool = TRANSCRIPTS
     transcript_languages: tuple = TRANSCRIPT_LANGUAGES
     domain_rates: tuple = ()    # ((domain, rate_per_s, burst), ...) from --domain-rate
     sources: tuple = BUILTIN_SOURCES    # base.sources.Source, from the sources file (or the built-in n8n)
@@ -150,7 +154,7 @@ class Settings:
         """The source called `name`, or None."""
         return next((s for s in self.sources if s.name == name), None)
 
-    @property
+    @functools.cached_property      # frozen: computed once (seeding a million ids asked a million times)
     def n8n_source(self):
         """The name of the n8n source (its jobs and their youtube jobs are its), `n8n` without one."""
         return next((s.name for s in self.sources if s.kind == "n8n"), "n8n")
@@ -162,7 +166,7 @@ class Settings:
         return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources)
                      and s.name not in self.browserless)
 
-    @property
+    @functools.cached_property      # frozen: computed once, as `n8n_source`
     def domain(self):
         """The politeness domain: both n8n hosts share one budget, keyed by the site's host."""
         return domain_of(self.site_url)

@@ -262,8 +262,10 @@ def _check_source(s, adopt):
 @click.option("--no-limit", is_flag=True, help="Switch the rate limiter off (benchmarks against your own server only).")
 @click.option("--adopt-urls", is_flag=True,
               help="Move a database seeded from other --api-url/--site-url to these (deliberately).")
-@click.option("--transcripts/--no-transcripts", default=True, show_default=True, envvar=settings.ENV_TRANSCRIPTS,
-              help=f"Fetch the transcript of every template's YouTube videos [env {settings.ENV_TRANSCRIPTS}=0/1].")
+@click.option("--transcripts/--no-transcripts", default=settings.TRANSCRIPTS, show_default=True,
+              envvar=settings.ENV_TRANSCRIPTS,
+              help=f"Fetch the transcript of every template's YouTube videos (off by default: YouTube's robots.txt "
+                   f"disallows the endpoints, see --robots-ignore) [env {settings.ENV_TRANSCRIPTS}=0/1].")
 @click.option("--transcript-languages", default=",".join(settings.TRANSCRIPT_LANGUAGES), show_default=True,
               help="Preferred transcript languages, comma-separated; without a match any manual transcript, "
                    "then any generated one, is taken.")
@@ -281,8 +283,9 @@ def _check_source(s, adopt):
                    f"[env {settings.ENV_NOTIFY_URL}].")
 @robots_options
 @click.option("--adaptive/--no-adaptive", default=True, show_default=True, envvar=settings.ENV_ADAPTIVE,
-              help=f"Halve a domain's rate (shared by every worker) while its answers slow down threefold or "
-                   f"over 10 % are 503; it climbs back within 60 s after [env {settings.ENV_ADAPTIVE}=0/1].")
+              help=f"Halve a domain's rate (shared by every worker) while the median of its last 40 answers is "
+                   f"over 200 ms and three times its first 40's, or over 20 % of them are 503; it climbs back "
+                   f"within 60 s after [env {settings.ENV_ADAPTIVE}=0/1].")
 @click.pass_context
 def run_cmd(ctx, **options):
     """Work through the pending jobs of every enabled source (or those of --source) with N worker
@@ -291,8 +294,9 @@ def run_cmd(ctx, **options):
     priority number goes first whenever its domain can send; the pending jobs of a disabled or removed
     source are neither worked nor waited for.
 
-    Each stored template queues one job per YouTube video it shows (once for the whole library); those
-    fetch the video's transcript from youtube.com under that domain's own budget.
+    With --transcripts, each stored template queues one job per YouTube video it shows (once for the
+    whole library); those fetch the video's transcript from youtube.com under that domain's own budget.
+    YouTube's robots.txt disallows the transcript endpoints: add --robots-ignore youtube.com knowingly.
 
     Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
     error; 3 some jobs were left pending because their domain kept failing; 70 workers kept crashing at
@@ -307,7 +311,7 @@ def run_cmd(ctx, **options):
     Example:
         scraper run --workers 4 --rate 2 --burst 5
         scraper run --transcript-languages en,de --domain-rate youtube.com=0.5/3
-        scraper run --no-transcripts
+        scraper run --transcripts --robots-ignore youtube.com
         scraper run --source events
     """
     from scraper.policy import outcome

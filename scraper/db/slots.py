@@ -27,13 +27,10 @@ ENSURE = "INSERT INTO domains (domain, updated_at) VALUES (%(domain)s, 0) ON CON
 
 
 def gcra(rate_per_s, burst):
-    """(interval, tolerance) in seconds for `rate_per_s` with `burst`. As the SQLite limiter does, part of
-    the burst is kept back as a margin for the time between the slot and the request's arrival
-    (`policy/margin`), so a server enforcing exactly (rate, burst) never answers 429; any 1-second window
-    then holds at most rate + burst - 1 requests."""
-    interval = 1.0 / rate_per_s
-    units = margin.burst_units(rate_per_s, burst)
-    return interval, (units - 1) * interval
+    """(interval, tolerance) in seconds for `rate_per_s` with `burst`. The tolerance keeps back
+    `policy/margin`'s time for the slot-to-arrival delay, a fraction of a unit where that is what it
+    is, so a server enforcing exactly (rate, burst) never answers 429."""
+    return 1.0 / rate_per_s, margin.tolerance_s(rate_per_s, burst)
 
 
 def ensure(conn, domain):

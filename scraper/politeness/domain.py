@@ -119,6 +119,17 @@ class Politeness:
             if before.state != breaker.CLOSED:
                 log.info("%s breaker of %s closed (was %s)", self.name, self.domain, before.state)
 
+    def robots_unavailable(self):
+        """The domain's robots.txt could not be fetched: nothing more is sent until it can (RFC 9309). The
+        breaker opens at once, as for a block, so the domain waits like a down site: its jobs wait the
+        doubling open periods, each probe fetches robots.txt again, and the domain is given up only as
+        `breaker.gives_up` says (--max-open-cycles and --give-up-after). Returns the breaker after."""
+        now, s = self.clock(), self.s
+        _, b = self.queue.update_domain(
+            self.domain, lambda b: breaker.on_blocked(b, now, s.breaker_open_s, s.max_open_cycles,
+                                                      s.give_up_after_s), now)
+        return b
+
     def failed(self, e):
         """A request failed with FetchError `e`: a block opens the breaker, a 429 pauses the domain, a sick
         server (network, timeout, 5xx) counts towards opening it; any other kind is an answer."""

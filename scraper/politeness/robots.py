@@ -3,8 +3,9 @@
 Fetched through the domain's politeness (its rate slot, breaker and request log: the caller's `get`),
 bounded (ROBOTS_MAX_BYTES, redirects as `http.fetch` follows them), parsed with Protego (Scrapy's
 parser), stored in the `robots` table. A 2xx or 4xx outcome is reused for 24 hours by every process and
-command; a 5xx, 429 or no answer is retried with the run's policy, then the host is fully disallowed
-for this run and not stored as reusable. The pure rules are in `scraper.policy.robots`."""
+command; a 5xx, 429 or no answer is retried with the run's policy, then RobotsUnavailable: the host is
+fully disallowed while it lasts (the worker opens its breaker; each probe fetches robots.txt again) and
+nothing is stored as reusable. The pure rules are in `scraper.policy.robots`."""
 
 import logging
 from urllib.parse import urlsplit
@@ -65,15 +66,16 @@ class Robots:
         self.token = rules.product_token(settings.user_agent)
         self._hosts = {}            # host -> (expires_at, Protego or None when everything is allowed)
 
-    def check(self, url, domain, get, sleep=None):
+    def check(self, url, domain, get, sleep=None, tries=None):
         """`sleep(seconds)` waits between tries of a robots.txt that did not answer (default: the one given
-        at construction); a worker's nap renews its lease and gives the job back on a stop."""
+        at construction); a worker's nap renews its lease and gives the job back on a stop. `tries`: how
+        many (default --max-attempts; a breaker's probe sends one request, so it tries once)."""
         if ignored(self.s, domain) or ignored(self.s, domain_of(url)) or ignored(self.s, urlsplit(url).hostname):
             return
         host = host_of(url)
         cached = self._hosts.get(host)
         if cached is None or cached[0] <= self.clock():
-            cached = self._hosts[host] = self._load(host, url, domain, get, sleep or self.sleep)
+            cached = self._hosts[host] = self._load(host, url, domain, get, sleep or self.sleep, tries)
         parser = cached[1]
         if parser is not None and not parser.can_fetch(url, self.token):
             raise RobotsDisallowed(f"robots.txt of {host.split('://', 1)[1]} disallows {urlsplit(url).path} "
@@ -93,19 +95,19 @@ class Robots:
                 raise
         return sitemaps(self.conn, url)
 
-    def _load(self, host, url, domain, get, sleep):
+    def _load(self, host, url, domain, get, sleep, tries=None):
         row = rows.load_robots(self.conn, host)
         if not _fresh(row, self.clock()):
             with rows.robots_lock(self.conn, self.s.db_path, host):
                 row = rows.load_robots(self.conn, host)     # another process may have fetched it meanwhile
                 if not _fresh(row, self.clock()):
-                    row = self._fetch(host, url, get, sleep)
+                    row = self._fetch(host, url, get, sleep, tries or self.s.max_attempts)
         parser = Protego.parse(_text(row["body"])) if rules.outcome_of(row["status"]) == rules.RULES else None
         self._apply_rate(domain, row)
         return row["fetched_at"] + rules.REUSE_S, parser
 
-    def _fetch(self, host, url, get, sleep):
-        """Fetch, retried with the run's policy; the stored row, or RobotsUnavailable."""
+    def _fetch(self, host, url, get, sleep, tries):
+        """Fetch, tried up to `tries` times with the run's policy; the stored row, or RobotsUnavailable."""
         target = robots_url(url)
         attempts = 0
         while True:
@@ -119,7 +121,7 @@ class Robots:
                 if rules.outcome_of(status) == rules.UNAVAILABLE:
                     outcome = retry.decide(e.kind, status, attempts, self.s.max_attempts, e.retry_after,
                                            self.s.backoff_base_s)
-                    if attempts < self.s.max_attempts and outcome.action == retry.RETRY:
+                    if attempts < tries and outcome.action == retry.RETRY:
                         log.warning("%s: %s; trying again in %.1f s", target, e.brief(), outcome.delay_s)
                         sleep(min(outcome.delay_s, RETRY_MAX_S))
                         continue

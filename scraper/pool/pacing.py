@@ -5,6 +5,7 @@ many jobs robots.txt disallowed. The figures live in each domain's row, which ev
 import logging
 
 from scraper import sites
+from scraper.base.settings import YOUTUBE_DOMAIN
 from scraper.db import politeness as politeness_rows
 from scraper.politeness import rates, robots
 
@@ -28,6 +29,10 @@ class Pacing:
         if ignored:
             log.warning("ignoring the robots.txt rules of %s, as asked (--robots%s)", ", ".join(ignored),
                         " ignore" if self.s.robots == robots.IGNORE else "-ignore")
+        if self.s.transcripts and not robots.ignored(self.s, YOUTUBE_DOMAIN):
+            log.warning("transcripts are on but YouTube's robots.txt disallows the transcript endpoints, so their "
+                        "jobs will end invalid (kind robots); --robots-ignore %s is the knowing choice",
+                        YOUTUBE_DOMAIN)
         self._adapted_at = self.clock.monotonic()
 
     def adapt(self, mono):

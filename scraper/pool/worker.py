@@ -208,17 +208,22 @@ class Worker:
 
     def _robots(self, job, url):
         """The URL's host's robots.txt allows it (RobotsDisallowed: the job ends invalid, kind robots).
-
-        When robots.txt cannot be fetched the host is fully disallowed for this run: the job goes back
-        pending, uncharged, and the domain is given up with the one sentence the run ends with."""
+        While it cannot be fetched the job goes back pending, uncharged, and the domain waits like a down
+        site (`Politeness.robots_unavailable`; a probe tries robots.txt once); one over the size cap will
+        not shrink by waiting: the domain is given up for the run at once."""
         try:
             self.robots.check(url, job.domain, lambda u, cap: self._send(job, u, cap),
-                              sleep=lambda seconds: self._nap(job, seconds))
+                              sleep=lambda seconds: self._nap(job, seconds), tries=1 if job.probe else None)
         except RobotsUnavailable as e:
             now = self.clock()
-            politeness_rows.give_up(self.queue.conn, job.domain, str(e), now, now + FOREVER_S)
+            b = None if e.why == retry.TOO_LARGE else self.politeness_of(job.domain).robots_unavailable()
+            if b is None or b.gave_up:
+                politeness_rows.give_up(self.queue.conn, job.domain, str(e), now, now + FOREVER_S)
+                log.error("%s %s; its jobs stay pending", self.name, e)
+            else:
+                log.warning("%s %s; its jobs wait %.0f s, then robots.txt is fetched again", self.name, e,
+                            b.open_until - now)
             self.queue.release(job, self.name, now)
-            log.error("%s %s; its jobs stay pending", self.name, e)
             raise HandedBack(job.key) from e
 
     def _nap(self, job, seconds):

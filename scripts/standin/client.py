@@ -74,16 +74,17 @@ class Standin:
         """Zero the counters and the request log, refill the bucket, end any storm (n8n and catalogue)."""
         return self._call("/_standin/reset", {})
 
-    def storm(self, seconds):
-        """Answer every counted request with 503 for `seconds` (n8n only)."""
-        return self._call("/_standin/storm", {"seconds": seconds})
+    def storm(self, seconds, share=1.0):
+        """Answer every counted request (or `share` of them, evenly spread) with 503 for `seconds` (n8n only)."""
+        return self._call("/_standin/storm", {"seconds": seconds, "share": share})
 
     def block(self, seconds, mode="recaptcha"):
         """Block this address for `seconds` as YouTube does (YouTube only)."""
         return self._call("/_standin/block", {"seconds": seconds, "mode": mode})
 
     def robots(self, mode=None, **rules):
-        """Change robots.txt (``POST /_standin/robots``): mode none/rules/404/503/unreachable, and the rules
+        """Change robots.txt (``POST /_standin/robots``): mode none/rules/404/503/429/unreachable (for_s=S: for
+        S seconds, then the mode before), and the rules
         (body=TEXT, disallow=[prefixes], disallow_ids="1", allow=[...], crawl_delay=S, request_rate="1/5",
         sitemap="/sitemap.xml"; given rules replace the earlier ones). Returns {"mode", "body"}."""
         change = dict(rules)

@@ -7,14 +7,15 @@ Modes (``MODES``):
   (a prefix of template ids, expanded by the site to its id paths, e.g. ``/api/templates/workflows/1``),
   ``allow``, ``crawl_delay``, ``request_rate`` (``"1/5"``: one request per 5 s) and ``sitemap`` (a path or a
   URL; a path is made absolute with the site's URL);
-- ``404``: a plain 404 page; ``503``: the server is failing (a 503 page);
+- ``404``: a plain 404 page; ``503``: the server is failing (a 503 page); ``429``: too many requests;
 - ``unreachable``: the connection is reset without an answer (for /robots.txt only).
 
 Command line: ``--robots MODE --robots-body TEXT --robots-disallow /a,/b --robots-disallow-ids 1
 --robots-allow /x --robots-crawl-delay 2 --robots-request-rate 1/5 --robots-sitemap /sitemap.xml``
 (``\\n`` in ``--robots-body`` is a line break). Note that Python's ``urllib.robotparser`` reads only whole
 seconds in ``Crawl-delay`` (``2.5`` is ignored there). At run time: ``POST /_standin/robots`` with the same names
-as JSON keys (``{"mode": "rules", "disallow_ids": "1", "crawl_delay": 2}``); ``GET /_standin/robots`` shows
+as JSON keys (``{"mode": "rules", "disallow_ids": "1", "crawl_delay": 2}``), and ``for_s`` (a mode that holds
+that many seconds, then the one before comes back: a robots.txt blip); ``GET /_standin/robots`` shows
 the mode and the body served.
 """
 
@@ -22,8 +23,9 @@ import re
 import socket
 import struct
 import threading
+import time
 
-MODES = ("none", "rules", "404", "503", "unreachable")
+MODES = ("none", "rules", "404", "503", "429", "unreachable")
 RULE_KEYS = ("disallow", "disallow_ids", "allow", "crawl_delay", "request_rate", "sitemap")
 _RATE_RE = re.compile(r"^\d+/\d+[smh]?$")
 
@@ -78,10 +80,12 @@ class Robots:
         self.site_url = ""
         self._defaults = dict(defaults or {})
         self._mode, self._body, self._rules = "none", None, {}
+        self._until, self._then = None, None     # a mode given `for_s`: when it ends, and the mode after it
         self.configure(mode=mode, body=body, **rules)
 
-    def configure(self, mode=None, body=None, **rules):
-        """Change the mode and/or the rules; rules given replace all earlier ones. Returns ``info()``."""
+    def configure(self, mode=None, body=None, for_s=None, **rules):
+        """Change the mode and/or the rules; rules given replace all earlier ones; `for_s`: the mode holds that
+        many seconds, then the one before comes back. Returns ``info()``."""
         unknown = set(rules) - set(RULE_KEYS)
         if unknown:
             raise ValueError(f"unknown robots option(s): {', '.join(sorted(unknown))}")
@@ -93,6 +97,7 @@ class Robots:
         build_body(**{"id_paths": self.id_paths, **self._defaults, **given})  # validate before changing
         with self._lock:
             if mode is not None:
+                self._then, self._until = (self._mode, time.monotonic() + float(for_s)) if for_s else (None, None)
                 self._mode = mode
             if body is not None:
                 self._body = body.replace("\\n", "\n") if body else None
@@ -113,6 +118,8 @@ class Robots:
     @property
     def mode(self):
         with self._lock:
+            if self._until is not None and time.monotonic() >= self._until:
+                self._mode, self._until, self._then = self._then, None, None
             return self._mode
 
     def info(self):
@@ -148,6 +155,7 @@ def reset_connection(handler):
 
 
 NOT_FOUND = b"<!DOCTYPE html><html><head><title>404 Not Found</title></head><body><h1>404</h1></body></html>"
+TOO_MANY = b"<html><head><title>429 Too Many Requests</title></head><body><h1>429</h1></body></html>"
 UNAVAILABLE = (b"<html><head><title>503 Service Unavailable</title></head>"
                b"<body><h1>503 Service Unavailable</h1></body></html>")
 
@@ -162,6 +170,8 @@ def answer(robots):
         return ("status", 404, NOT_FOUND)
     if mode == "503":
         return ("status", 503, UNAVAILABLE)
+    if mode == "429":
+        return ("status", 429, TOO_MANY)
     if mode == "unreachable":
         return ("reset",)
     return ("none",)

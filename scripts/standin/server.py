@@ -148,15 +148,16 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
             return
         if path == "/_standin/storm":
             try:
-                seconds = float(json.loads(raw or b"{}").get("seconds", 0))
+                body = json.loads(raw or b"{}")
+                seconds, share = float(body.get("seconds", 0)), float(body.get("share", 1.0))
             except (ValueError, AttributeError):
-                self._error(400, 'body must be JSON {"seconds": S}')
+                self._error(400, 'body must be JSON {"seconds": S, "share": 0..1}')
                 return
-            if not seconds >= 0 or math.isinf(seconds):
-                self._error(400, "seconds must be a finite number >= 0")
+            if not seconds >= 0 or math.isinf(seconds) or not 0.0 <= share <= 1.0:
+                self._error(400, "seconds must be a finite number >= 0 and share within 0..1")
                 return
-            site.storm(seconds)
-            self._json(200, {"storm_seconds": seconds})
+            site.storm(seconds, share)
+            self._json(200, {"storm_seconds": seconds, "share": share})
         elif path == "/_standin/library":
             try:
                 added, listed = site.change_library(**json.loads(raw or b"{}"))

@@ -77,6 +77,7 @@ class SiteState:
         self._tokens = float(self.burst)
         self._last = time.monotonic()
         self._storm_until = 0.0
+        self._storm_share, self._storm_seen = 1.0, 0
 
     # -- what the handler reports, one request at a time -----------------------------------------
 
@@ -103,7 +104,13 @@ class SiteState:
                     retry_after = max(1, math.ceil((1.0 - self._tokens) / self.rate))
                     self._http_429 += 1
             self.timeline.record(kind, rejected=bool(retry_after), at=now - self.timeline.t0)
-            return retry_after, now < self._storm_until
+            storm = now < self._storm_until and retry_after == 0
+            if storm and self._storm_share < 1.0:
+                # a share of the answers, spread evenly: the 3rd, 6th, 9th ... at a share of a third
+                before = int(self._storm_seen * self._storm_share)
+                self._storm_seen += 1
+                storm = int(self._storm_seen * self._storm_share) > before
+            return retry_after, storm
 
     def count_status(self, status):
         with self._lock:
@@ -138,10 +145,12 @@ class SiteState:
             added = self.corpus.change(**change)
             return added, len(self.corpus.listed())
 
-    def storm(self, seconds):
-        """Answer every counted request with 503 for the next ``seconds`` seconds."""
+    def storm(self, seconds, share=1.0):
+        """Answer every counted request (or ``share`` of them, evenly spread) with 503 for the next
+        ``seconds`` seconds."""
         with self._lock:
             self._storm_until = time.monotonic() + float(seconds)
+            self._storm_share, self._storm_seen = float(share), 0
 
     def reset(self):
         """Zero every counter and the request log; also refill the bucket, end any storm and restart the xN
