@@ -114,14 +114,16 @@ def copy_of(filled_db, folder, site):
     return folder / filled_db.name
 
 
-def run_doc_command(command, expected, db, site):
-    """Run it in the database's folder; for `# exit 75` another run must hold the database: hold its lock."""
+def run_doc_command(command, expected, db, site, env=None):
+    """Run it in the database's folder (`env`: extra variables); for `# exit 75` another run must hold the
+    database: hold its lock."""
     lock = None
     if expected == 75:
         lock = os.open(f"{db}-run.lock", os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-        done = subprocess.run(["bash", "-c", shell(command, db)], cwd=db.parent, env=scraper_env(site, db),
+        done = subprocess.run(["bash", "-c", shell(command, db)], cwd=db.parent,
+                              env={**scraper_env(site, db), **(env or {})},
                               capture_output=True, text=True, timeout=120)
     finally:
         if lock is not None:
@@ -234,14 +236,17 @@ GUIDE_LINES = runnable()
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory):
-    """(site, db, counts): a stand-in and a database filled by a real run of it, once per test process;
-    each line of the guide runs on a copy of it."""
-    with client.start(templates=40, rate=50, burst=5, faults="404:0.1,503:0.1", seed=7) as site:
+    """(site, db, counts, env): a stand-in and a database filled by a real run of it, once per test process;
+    each line of the guide runs on a copy of it, with YouTube's stand-in for the lines that turn
+    transcripts on (`env`)."""
+    # one template of the 40 shows a video: a transcript takes a few requests at YouTube's 0.2/s
+    with client.start(templates=40, rate=50, burst=5, faults="404:0.1,503:0.1", seed=7, video_every=40) as site, \
+            client.start(youtube=True, rate=50, burst=10) as youtube:
         db = tmp_path_factory.mktemp("filled") / "jobs.db"
         fill(site, db)
         counts = {r["status"]: r["n"] for r in rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}
         assert counts.get("invalid") and counts.get("done") and not counts.get("failed"), counts
-        yield site, db, counts
+        yield site, db, counts, {"SCRAPER_YOUTUBE_URL": youtube.url}
 
 
 def test_the_guide_holds_enough_commands_and_a_crontab_line():
@@ -253,12 +258,12 @@ def test_the_guide_holds_enough_commands_and_a_crontab_line():
 # one test per line of the guide, so the lines run side by side
 @pytest.mark.parametrize("number", range(len(GUIDE_LINES)))
 def test_every_command_in_the_operations_guide_runs(filled, tmp_path, number):
-    site, db, counts = filled
+    site, db, counts, env = filled
     line, commands = GUIDE_LINES[number]
     problems = []
     copy = copy_of(db, tmp_path / f"line{number}", site)
     for command, expected in commands:
-        done = run_doc_command(command, expected, copy, site)
+        done = run_doc_command(command, expected, copy, site, env)
         if done.returncode != expected:
             problems.append(f"{line}\n  `{command}` exited {done.returncode}, the guide says {expected}:\n"
                             f"{done.stdout[-600:]}{done.stderr[-1200:]}")
