@@ -2,7 +2,8 @@
 `responses`, and one `FakeClock` whose sleeps move time on at once. An outage of half an hour, the
 doubling open period and a Retry-After of 600 s run here in milliseconds; the same behaviour at real
 speed, in real processes against the stand-in, stays in tests/test_robots_e2e.py (the 503 storm, the
-slow phase), tests/test_run_e2e.py and tests/test_operator.py."""
+slow phase), tests/test_run_e2e.py and tests/test_operator.py. The adaptive slow-down is driven the same
+way: a site's answers written to the request log second by second, the supervisor's pacing read after each."""
 
 import random
 import re
@@ -13,12 +14,13 @@ import responses
 from scraper.base import settings
 from scraper.base.clock import FakeClock
 from scraper.db import politeness as politeness_rows
-from scraper.db import store
+from scraper.db import requestlog, store
 from scraper.db.queue import Queue
 from scraper.net import http
 from scraper.policy import breaker
-from scraper.politeness import limiter, robots
-from scraper.pool import worker
+from scraper.policy import robots as rules
+from scraper.politeness import limiter, rates, robots
+from scraper.pool import pacing, worker
 from scraper.sites import n8n
 from tests.helpers import API, DOMAIN, NOW, SITE, definition_ids, detail_body, search_items
 
@@ -164,3 +166,70 @@ def test_a_retry_after_is_honoured_by_every_worker(pool, net):
     assert min(answered_by) >= t429 + 600
     assert q.domains()[DOMAIN].paused_until == t429 + 600
     assert len(calls) == len(IDS) + 1
+
+
+# --- the adaptive slow-down, a minute of answers in milliseconds -------------------------------------
+
+RATE = 10.0
+
+
+def struggle(backend, answer, seconds=120, struggle_from=12, struggle_s=20):
+    """The supervisor's pacing on a fake clock over `seconds` of a site answered at RATE per second:
+    `answer(in_struggle, n)` -> (status, ms) of the n-th answer. Returns [(t, effective rate)], one a second
+    from the run's start, and the log of the pacing."""
+    s = settings.build(db_path=backend, api_url=API, site_url=SITE, transcripts=False, rate_per_s=RATE,
+                       burst=5)
+    conn = store.open_db(s.db_path)
+    clock = FakeClock(NOW)
+    pace = pacing.Pacing(s, conn, clock, clock.now())
+    pace.start()
+    rates_seen, n = [], 0
+    for second in range(seconds):
+        in_struggle = struggle_from <= second < struggle_from + struggle_s
+        for k in range(int(RATE)):
+            status, ms = answer(in_struggle, n)
+            requestlog.record(conn, clock.now() + k / RATE, s.domain, "ok" if status == 200 else "http_5xx",
+                              status, ms)
+            n += 1
+        clock.advance(1.0)
+        pace.adapt(clock.monotonic())
+        rates_seen.append((second + 1, rates.rate_of(conn, s, s.domain).rate_per_s))
+    conn.close()
+    return rates_seen
+
+
+def halved_at(rates_seen, after):
+    return next(t for t, r in rates_seen if t > after and r <= RATE / 2)
+
+
+@pytest.mark.parametrize("kind", ["ten times slower", "a third 503"])
+def test_a_struggling_site_is_halved_within_5_s_and_recovers_after(backend, kind, caplog):
+    caplog.set_level("INFO")
+
+    def answer(in_struggle, n):
+        if not in_struggle:
+            return 200, 40 + n % 7                                  # a healthy site: 40-46 ms
+        if kind == "ten times slower":
+            return 200, 400 + n % 70
+        return (503, 30) if n % 3 == 0 else (200, 40)
+
+    seen = struggle(backend, answer)
+    assert all(r == RATE for t, r in seen if t <= 12)             # healthy: never slowed
+    assert halved_at(seen, 12) <= 12 + 5                          # slowed within 5 s of the struggle
+    assert min(r for _, r in seen) >= RATE * 0.1                   # never below a tenth
+    assert seen[-1][1] == RATE                                     # and back to its rate after
+    assert "recovered" in caplog.text
+
+
+def test_a_healthy_site_with_ordinary_faults_and_a_busy_client_is_never_slowed(backend):
+    def answer(in_struggle, n):
+        if n % 33 == 0:
+            return 503, 20                                         # one 503 in 33
+        if n % 100 == 7:
+            return 200, 3000                                       # a slow answer in a hundred
+        if n < 2 * rules.WINDOW:
+            return 200, 5 + n % 5                                  # the baseline: 5-9 ms on a quiet machine
+        return 200, 20 + (n * 37) % 25                             # then 20-44 ms: a busy client, not the site
+
+    seen = struggle(backend, answer, seconds=90, struggle_s=0)
+    assert {r for _, r in seen} == {RATE}
