@@ -45,6 +45,7 @@ demo: install
 bench: install
 	$(BIN)/python -m scripts.bench
 	$(BIN)/python -m scripts.bench_postgres
+	$(BIN)/python -m scripts.bench_transcripts
 
 clean:
 	rm -rf $(VENV) *.egg-info $(DEMO_DB) $(DEMO_DB)-*

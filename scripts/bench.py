@@ -1,5 +1,5 @@
 """Benchmarks of the scraper: politeness efficiency, queue throughput, seeding, status, claims, export,
-several domains at once.
+several domains at once, a site with ordinary faults and a struggling one (scripts/bench_faults.py).
 (The CLI's start-up against sqlite-utils' is scripts/bench_startup.py.)
 
     .venv/bin/python -m scripts.bench [--quick] [--only efficiency,queue] [--workdir DIR] [--json PATH]

@@ -195,6 +195,7 @@ def test_robots_that_stays_unavailable_gives_the_host_up_only_after_give_up_afte
     while not q.domains()[DOMAIN].gave_up:
         d = q.domains()[DOMAIN]
         assert d.state == breaker.OPEN and (probes < 2 or clock.t - d.opened_at < 100)   # blips are waited out
+        assert probes < 10                                                  # 10 s, 20 s, 40 s, 80 s: it ends
         clock.t = d.open_until
         w.step()
         probes += 1
