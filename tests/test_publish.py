@@ -326,7 +326,7 @@ def test_a_run_whose_domain_is_down_pings_fail_and_notifies_naming_the_domain(li
     ids.write_text("1\n2\n3\n")
     in_process(nowhere, db, "seed", "--ids", str(ids), check=0)
     done = scraper(nowhere, db, "run", "--workers", "1", "--breaker-failures", "1", "--breaker-open", "0.2",
-                   "--max-open-cycles", "1", "--backoff-base", "0.05", "--timeout", "1",
+                   "--max-open-cycles", "1", "--give-up-after", "0", "--backoff-base", "0.05", "--timeout", "1",
                    "--ping-url", listener.url + "/p", "--notify-url", listener.url + "/hook", timeout=120)
     assert done.returncode == 3, done.stderr[-2000:]
     assert [p for _, p, _ in listener.calls] == ["/p/start", "/p/fail", "/hook"]

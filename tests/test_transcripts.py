@@ -384,15 +384,16 @@ def test_by_default_a_run_queues_no_transcript_job_and_sends_nothing_to_youtube(
 @pytest.mark.slow
 def test_transcripts_asked_for_with_robots_obeyed_say_once_what_youtube_robots_txt_disallows(
         standin, youtube_standin, tmp_path):
-    site = standin(templates=12, rate=50, burst=5)
+    site = standin(templates=12, rate=50, burst=5, video_every=12)     # one video: the sentence, not the fetches
     yt = youtube_standin(rate=5, burst=2)
     db = tmp_path / "jobs.db"
     env = {"SCRAPER_YOUTUBE_URL": yt.url}
-    scraper(site, db, "seed", "--from-search", check=0, env=env)
-    run = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--transcripts", check=0, env=env)
+    fast = ("--rate", "50", "--domain-rate", "youtube.com=5/2")
+    in_process(site, db, "seed", "--from-search", check=0, env=env)
+    run = scraper(site, db, "run", "--workers", "2", *fast, "--transcripts", check=0, env=env)
     said = [line for line in run.stderr.splitlines() if "YouTube's robots.txt disallows" in line]
     assert len(said) == 1 and "--robots-ignore youtube.com" in said[0]
-    knowing = scraper(site, db, "run", "--workers", "2", "--rate", "50", "--transcripts",
+    knowing = scraper(site, db, "run", "--workers", "2", *fast, "--transcripts",
                       "--robots-ignore", "youtube.com", check=0, env=env)
     assert "YouTube's robots.txt disallows" not in knowing.stderr
 

@@ -123,7 +123,7 @@ def done_in_runs(db):
 
 @pytest.mark.slow
 def test_a_runs_done_in_run_stays_what_its_last_line_said(standin, tmp_path):
-    site = standin(templates=80, rate=20, burst=4)
+    site = standin(templates=80, rate=100, burst=10)    # the site takes FAST; the first run goes at 10/s
     db = tmp_path / "jobs.db"
     in_process(site, db, "seed", "--from-search", "--rate", "100", "--burst", "10", check=0)
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "10", "--burst", "2")
