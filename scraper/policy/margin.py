@@ -8,9 +8,11 @@ against a jitter of milliseconds):
 - a GCRA (PostgreSQL's slots, `db/slots`) keeps back exactly that time of its tolerance, a fraction of a
   unit where that is what it is: `tolerance_s`. At 30/s with a burst of 5 it is the 33 ms it always was;
   at n8n.io's 2/s the burst loses a fifth of a unit, not one.
-- a sliding log (pyrate-limiter's SQLiteBucket on a SQLite database) counts whole requests: it keeps back
-  the whole units that jitter covers, rounded down (`kept_back`), so a rate under 10/s keeps its whole
-  burst (its slots are 100 ms apart or more) and 30/s keeps back three.
+- a sliding log (pyrate-limiter's SQLiteBucket on a SQLite database) counts whole requests, so it keeps
+  back the whole units that jitter touches, rounded up (`kept_back`): one under 10/s, three at 30/s. Not
+  fewer: a log that uses its whole burst grants the next window's first slots exactly as the server's
+  bucket refills, and any arrival later than its slot then meets them there, a 429 (seen at 8/s, burst 2,
+  once the burst was kept whole).
 The sustained rate is unchanged: only the burst shrinks, never below one.
 """
 
@@ -26,11 +28,11 @@ def tolerance_s(rate_per_s: float, burst: int) -> float:
 
 
 def kept_back(rate_per_s: float, burst: int) -> int:
-    """The whole units of `burst` a sliding log never uses: those `ARRIVAL_JITTER_S` of the rate fills,
-    rounded down (none at a rate under 10/s), and at most all but one."""
+    """The whole units of `burst` a sliding log never uses: those `ARRIVAL_JITTER_S` of the rate touches,
+    rounded up (at least one), and at most all but one (a burst of one keeps nothing back)."""
     if burst < 2:
         return 0
-    return min(burst - 1, math.floor(rate_per_s * ARRIVAL_JITTER_S + 1e-9))
+    return min(burst - 1, max(1, math.ceil(rate_per_s * ARRIVAL_JITTER_S - 1e-9)))
 
 
 def burst_units(rate_per_s: float, burst: int) -> int:
