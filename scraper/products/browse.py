@@ -1,0 +1,155 @@
+"""`scraper serve`: the mirror in Datasette, for people: table pages with facets, full-text search, canned
+queries and a JSON API, read-only and credential-free.
+
+- Datasette (an optional extra: only this module imports it, and only `scraper serve` imports this module)
+  opens the SQLite file with `mode=ro`: it never takes the write lock, and WAL lets it read while a `run`
+  writes. Each statement is cut off after SQL_TIME_LIMIT_MS.
+- What holds credentials is not served. Only the tables of PUBLIC can be seen; every other table and view
+  of the file (the raw `answers`, `workflows` as stored, the search index's copy of the text, `runs`
+  with their settings) is denied by name in the metadata's `allow` blocks, arbitrary SQL is off, and the
+  file cannot be downloaded. The templates are the `templates` view (db/migrations, 17): their
+  description, explainer and workflow as exports redact them.
+- `?_search=` works on `templates`: the metadata links it to `workflows_fts` (its own copy of the text, so
+  Datasette cannot find it alone).
+"""
+
+from pathlib import Path
+
+from scraper.products import lookup
+
+HOST, PORT = "127.0.0.1", 8001
+SQL_TIME_LIMIT_MS = 1_000        # Datasette's default, stated: a long query beside a run is cut off here
+PAGE_SIZE = 50                   # rows a table page shows (a workflow cell can be 2 MB of JSON)
+PUBLIC = ("templates", "changes", "items", "transcripts", "template_videos", "source_walks")
+
+TEMPLATE_COLUMNS = {
+    "id": "The template's id on n8n.io",
+    "name": "Its title",
+    "author": "The author's name or username",
+    "url": "Its page on n8n.io",
+    "categories": "n8n's categories (a JSON list)",
+    "node_types": "The node types it uses (a JSON list, sorted)",
+    "node_count": "How many nodes its workflow has",
+    "total_views": "Views on n8n.io when last fetched",
+    "created_at": "When it was published",
+    "quality_score": "The mirror's 0-100 score of how complete its page is",
+    "description": "Its description, credentials redacted",
+    "explainer": "The explainer text of its page, credentials redacted",
+    "workflow": "The importable workflow JSON, credentials redacted ([REDACTED]); empty while not yet decided",
+    "version": "1 at its first fetch, one more at each change of content",
+    "first_seen_at": "When the mirror first stored it",
+    "last_seen_at": "When the mirror last saw it listed or fetched",
+    "removed_at": "When n8n.io stopped serving it (empty while live)",
+    "fetched_at": "When its answer was fetched",
+    "paid": "1 when the template is sold, 0 when free, empty when not known",
+    "price": "Its price, when sold",
+    "purchase_url": "Where it is sold",
+}
+
+
+def queries(paid):
+    """The canned queries (`paid`: the schema records which templates are sold)."""
+    found = {
+        "recent_changes": {
+            "title": "Recent changes",
+            "description": "Templates and items added, changed, removed or restored, newest first.",
+            "sql": "SELECT c.at, c.change, c.source, c.key, t.name, t.url FROM changes AS c "
+                   "LEFT JOIN templates AS t ON t.id = c.template_id ORDER BY c.at DESC, c.seq DESC LIMIT 200",
+        },
+        "top_node_types": {
+            "title": "Top node types",
+            "description": "The node types the most live templates use.",
+            "sql": "SELECT j.value AS node_type, COUNT(DISTINCT t.id) AS templates FROM templates AS t, "
+                   "json_each(t.node_types) AS j WHERE json_valid(t.node_types) AND t.removed_at IS NULL "
+                   "GROUP BY j.value ORDER BY templates DESC, node_type LIMIT 100",
+        },
+        "failures": {
+            "title": "Failures",
+            "description": "Jobs that ended failed or invalid, and why, newest first.",
+            "sql": "SELECT key, status, error_kind, http_status, last_error, attempts, "
+                   "datetime(finished_at, 'unixepoch') AS finished FROM jobs WHERE status IN ('failed', 'invalid') "
+                   "ORDER BY finished_at DESC, id DESC LIMIT 500",
+        },
+    }
+    if paid:
+        found["paid_templates"] = {
+            "title": "Paid templates",
+            "description": "Live templates sold on n8n.io, most viewed first.",
+            "sql": "SELECT id, name, author, price, purchase_url, url, total_views FROM templates "
+                   "WHERE paid = 1 AND removed_at IS NULL ORDER BY total_views DESC, id",
+        }
+    return found
+
+
+def names(conn):
+    """Every table and view of the file, FTS shadow tables included."""
+    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+
+
+def metadata(db_name, every, paid):
+    """Datasette's metadata: titles, descriptions, the search wiring, facets, canned queries, and an
+    `allow: false` for every name in `every` outside PUBLIC."""
+    tables = {name: {"allow": False} for name in every if name not in PUBLIC}
+    facets = [{"array": "categories"}, {"array": "node_types"}] + (["paid"] if paid else [])
+    tables.update({
+        "templates": {
+            "title": "Templates",
+            "description": "The n8n.io workflow templates of this mirror, credentials redacted. Search with the "
+                           "box (name, description, explainer, node types, categories, author, transcripts).",
+            "fts_table": "workflows_fts", "fts_pk": "id", "sort_desc": "total_views", "facets": facets,
+            "label_column": "name", "columns": dict(TEMPLATE_COLUMNS),
+        },
+        "changes": {"title": "Changes", "description": "Each addition, change, removal and restoration, with "
+                                                       "its time and the version it made.",
+                    "sort_desc": "seq", "facets": ["change", "source"]},
+        "items": {"title": "Catalogue items", "description": "The items of the catalogue sources (record: "
+                                                            "the fields extracted from its page, JSON).",
+                  "fts_table": "items_fts", "fts_pk": "rowid", "facets": ["source"]},
+        "transcripts": {"title": "Video transcripts", "description": "Transcripts of the templates' YouTube "
+                                                                     "videos."},
+        "template_videos": {"title": "Template videos", "description": "Which template shows which video."},
+        "source_walks": {"title": "Walks", "description": "Each walk of each source's listing."},
+    })
+    return {
+        "title": "n8n template mirror",
+        "description": "A read-only view of a `scraper` mirror: templates with credentials redacted, changes, "
+                       "catalogue items. Arbitrary SQL is off; the raw answers are not served.",
+        "databases": {db_name: {"tables": tables, "queries": queries(paid)}},
+    }
+
+
+SETTINGS = {
+    "sql_time_limit_ms": SQL_TIME_LIMIT_MS,
+    "default_allow_sql": False,      # SQL would reach the tables denied above
+    "allow_download": False,         # the file holds the raw answers
+    "default_page_size": PAGE_SIZE,
+    "max_returned_rows": 1_000,
+    "facet_time_limit_ms": 500,
+}
+
+
+def db_name(path):
+    """The name Datasette gives the file's database (its URL's first part): the file name without suffix."""
+    return Path(path).stem
+
+
+def app(path, conn):
+    """The Datasette instance over the SQLite file at `path` (`conn`: a connection to it, for its names)."""
+    from datasette.app import Datasette
+    paid = lookup.has_paid(conn)
+    return Datasette([str(path)], metadata=metadata(db_name(path), names(conn), paid), settings=SETTINGS)
+
+
+def undecided(conn):
+    """How many templates the `templates` view shows without their text: no redaction verdict yet."""
+    return conn.execute("SELECT COUNT(*) FROM templates WHERE workflow IS NULL AND id IN "
+                        "(SELECT id FROM workflows WHERE workflow IS NOT NULL)").fetchone()[0]
+
+
+def serve(datasette, host=HOST, port=PORT):
+    """Serve until interrupted (uvicorn, as `datasette serve` runs it)."""
+    import asyncio
+
+    import uvicorn
+    asyncio.run(datasette.invoke_startup())
+    uvicorn.run(datasette.app(), host=host, port=port, log_level="warning", lifespan="on")
