@@ -186,6 +186,92 @@ def detail_body(template_id: int, **kwargs) -> bytes:
     return json.dumps(detail_answer(template_id, **kwargs), ensure_ascii=False).encode("utf-8")
 
 
+# --- planted credentials (tests/test_data.py, tests/test_serve.py) ----------------------------------
+
+SECRETS = {
+    "openai": "sk-proj-Q3vT9xLmP2aZ7rYw4KdN8bHc1FgJ6sUe",
+    "github": "ghp_R7tY2uI9oP4aS1dF6gH3jK8lZ5xC0vB2nM7q",
+    "slack": "xoxb-2837465019-9182736450-Zx8Cv7Bn6Mq5Wr4E",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkLTQyIn0.c2lnbmF0dXJlLXBsYW50ZWQtNDI",
+    "bearer": "Zq8Wm3Rt6Yk1Hv4Np7Lc2Xs5",
+    "password": "Pl4nted-Passw0rd",
+    "apikey": "a8F3k2L9q7W1e5R4t6Y0u3I8",
+    "pin": "pinned-customer-email@planted.test",
+}
+
+
+def planted_workflow(workflow):
+    """A real workflow with one node carrying every kind of planted credential, a sticky note with a
+    token in its text, and pinned data."""
+    workflow = json.loads(json.dumps(workflow))
+    workflow["nodes"] = list(workflow.get("nodes") or []) + [
+        {"id": "planted-1", "name": "Planted HTTP", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2,
+         "position": [0, 0],
+         "parameters": {
+             "url": f"https://bot:{SECRETS['password']}@hooks.planted.test/v1?api_key={SECRETS['apikey']}",
+             "apiKey": SECRETS["apikey"],
+             "headerParameters": {"parameters": [
+                 {"name": "Authorization", "value": f"Bearer {SECRETS['bearer']}"},
+                 {"name": "X-Github", "value": SECRETS["github"]},
+                 {"name": "Accept", "value": "application/json"}]},
+             "jsonBody": json.dumps({"token": SECRETS["slack"], "jwt": SECRETS["jwt"]}),
+             "reference": "={{ $env.OPENAI_API_KEY }}",
+             "placeholder": "YOUR_API_KEY"}},
+        {"id": "planted-2", "name": "Note", "type": n8n.STICKY_NOTE, "typeVersion": 1, "position": [0, 0],
+         "parameters": {"content": f"Use the key {SECRETS['openai']} for OpenAI."}},
+    ]
+    workflow["pinData"] = {"Planted HTTP": [{"json": {"email": SECRETS["pin"]}}]}
+    return workflow
+
+
+RARE_WORDS = ("Quokkaflux", "Zephyrquill")
+
+
+def served_mirror(path, copies=0):
+    """A mirror built in-process as the worker stores it, for the serving tests: the 20 fixture templates
+    (answers, versions and changes kept), the first and the eighth with planted credentials (in the workflow
+    and, for the first, in its description), `copies` more live templates cloned from a clean one (ids from
+    900000), a removed one, and one catalogue item. Returns (planted ids, every live id)."""
+    from scraper.db.store import transaction
+    from scraper.mirror import answers, items
+
+    ids = definition_ids()
+    planted = (ids[0], ids[7])
+    conn = store.open_db(str(path))
+    conn.execute("INSERT INTO source (id, api_url, site_url, recorded_at) VALUES (1, ?, ?, 0)",
+                 ("https://api.n8n.io/api", "https://n8n.io"))
+    with transaction(conn):
+        for tid in ids:
+            extra = {}
+            if tid in planted:       # a made-up word in the name, found in that template only
+                extra["workflow"] = planted_workflow(definition(tid))
+                extra["name"] = f"{detail_answer(tid)['workflow']['name']} {RARE_WORDS[planted.index(tid)]}"
+            if tid == planted[0]:
+                extra["description"] = f"Paste your key {SECRETS['github']} in the first node."
+            body = detail_body(tid, **extra)
+            answers.store(conn, n8n.extract(body, "2026-11-01T00:00:00+00:00"), {"api": body},
+                          "2026-11-01T00:00:00+00:00")
+        answers.mark_removed(conn, ids[19], "2026-11-20T00:00:00+00:00")
+        base = n8n.extract(detail_body(ids[1]), "2026-11-02T00:00:00+00:00")
+        for k in range(copies):
+            store.upsert(conn, "workflows", dict(base, id=900_000 + k, name=f"Copy {k} of {base['name']}"), "id")
+        items.store(conn, "events", "/events/jazz-night-42", "https://events.test/events/jazz-night-42",
+                    {"name": "Jazz night", "description": "Saxophones by the river"}, {"page": b"<html></html>"},
+                    "2026-11-03T00:00:00+00:00")
+    conn.close()
+    return planted, [*ids[:19], *(900_000 + k for k in range(copies))]
+
+
+def rare_word(db, template_id):
+    """A word of the template's name that the full-text index finds in that template only."""
+    name = rows(db, "SELECT name FROM workflows WHERE id = ?", template_id)[0]["name"]
+    for word in sorted(set(re.findall(r"[A-Za-z]{4,}", name)), key=len, reverse=True):
+        if [r["rowid"] for r in rows(db, "SELECT rowid FROM workflows_fts WHERE workflows_fts MATCH ?",
+                                     f'"{word}"')] == [template_id]:
+            return word
+    raise AssertionError(f"no word of {name!r} is found in that template only")
+
+
 # --- in-process: a clock, the jobs of a queue, the click commands ---------------------------------
 
 class Clock:

@@ -100,8 +100,8 @@ def _check_free(host, port):
         with socket.create_server((host, port)):
             pass
     except OSError as e:
-        raise Failure(f"cannot listen on {host}:{port} ({os.strerror(e.errno) if e.errno else e}); choose another --port or --host.") \
-            from None
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise Failure(f"cannot listen on {host}:{port} ({why}); choose another --port or --host.") from None
 
 
 COMMANDS = (mcp_cmd, serve_cmd)

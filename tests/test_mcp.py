@@ -1,0 +1,259 @@
+"""`scraper mcp` (issue 30): the six tools through the SDK's in-memory client, and one real stdio round trip
+by a client that speaks plain JSON-RPC (no SDK), as a desktop agent's would."""
+
+import asyncio
+import json
+import queue
+import sqlite3
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from scraper.db import store
+from scraper.products import lookup, mcpserver
+from tests.helpers import SECRETS, rare_word, rows, served_mirror
+
+mcp = pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'scraper[mcp]'")
+
+TOOLS = {"search_templates", "get_template", "template_stats", "recent_changes", "search_items", "get_item"}
+SUMMARY_BUDGET = 40_000      # bytes of the whole answer that twenty summaries must fit in
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    """(db, planted ids, live ids): 19 live fixture templates, two with credentials, and 110 clones."""
+    db = tmp_path_factory.mktemp("mcp") / "jobs.db"
+    planted, live = served_mirror(db, copies=110)
+    return db, planted, live
+
+
+def call(db, *calls, time_limit_s=mcpserver.QUERY_LIMIT_S):
+    """[(is_error, structured content or the error text, the whole result's JSON)] of each (tool, arguments),
+    through the SDK's in-memory client."""
+    async def run():
+        server = mcpserver.build(str(db), "https://n8n.io", time_limit_s)
+        out = []
+        async with mcp.Client(server) as client:
+            if calls and calls[0] == "list":
+                return [t.name for t in (await client.list_tools()).tools]
+            for name, args in calls:
+                r = await client.call_tool(name, args)
+                out.append((r.is_error, r.content[0].text if r.is_error else r.structured_content,
+                            r.model_dump_json(by_alias=True, exclude_none=True)))
+        return out
+    return asyncio.run(run())
+
+
+def test_the_six_tools_are_listed(mirror):
+    db, _, _ = mirror
+    assert set(call(db, "list")) == TOOLS
+
+
+def test_search_finds_a_rare_word_with_its_total_and_filters_by_node_category_and_fields(mirror):
+    db, planted, live = mirror
+    word = rare_word(db, planted[0])
+    [(err, found, _)] = call(db, ("search_templates", {"query": word}))
+    assert not err and found["total"] == 1 and [t["id"] for t in found["templates"]] == [planted[0]]
+    assert set(found["templates"][0]) == set(lookup.SUMMARY)
+    assert found["templates"][0]["url"] == f"https://n8n.io/workflows/{planted[0]}"
+    types = json.loads(rows(db, "SELECT node_types FROM workflows WHERE id = ?", planted[0])[0]["node_types"])
+    full, short = types[0], types[0].rsplit(".", 1)[-1].upper()
+    category = json.loads(rows(db, "SELECT categories FROM workflows WHERE id = ?", planted[0])[0]["categories"])[0]
+    (_, by_full, _), (_, by_short, _), (_, by_category, _), (_, picked, _), (_, page2, _) = call(
+        db, ("search_templates", {"nodes": [full], "limit": 100}),
+        ("search_templates", {"nodes": [short], "limit": 100}),
+        ("search_templates", {"category": category, "limit": 100}),
+        ("search_templates", {"query": word, "fields": ["id", "name"]}),
+        ("search_templates", {"limit": 5, "offset": 5}))
+    expected = {r["id"] for r in rows(db, "SELECT w.id FROM workflows w, json_each(w.node_types) j "
+                                          "WHERE j.value = ? AND w.removed_at IS NULL", full)}
+    assert {t["id"] for t in by_full["templates"]} == expected == {t["id"] for t in by_short["templates"]}
+    assert by_full["total"] == len(expected)
+    assert planted[0] in {t["id"] for t in by_category["templates"]}
+    assert all(category in json.loads(rows(db, "SELECT categories FROM workflows WHERE id = ?", t["id"])[0]
+                                      ["categories"]) for t in by_category["templates"])
+    assert picked["templates"] == [{"id": planted[0], "name": found["templates"][0]["name"]}]
+    # without words: the most viewed first, and offset pages on
+    [(_, first, _)] = call(db, ("search_templates", {"limit": 10}))
+    assert page2["templates"] == first["templates"][5:10] and first["total"] == len(live)
+    views = [t["views"] for t in first["templates"]]
+    assert views == sorted(views, reverse=True)
+
+
+def test_a_limit_of_a_thousand_gives_at_most_a_hundred_and_twenty_summaries_fit_in_40_kb(mirror):
+    db, _, live = mirror
+    (_, many, _), (_, twenty, whole) = call(db, ("search_templates", {"limit": 1000}),
+                                            ("search_templates", {"limit": 20}))
+    assert len(live) > 100 and many["total"] == len(live) and len(many["templates"]) == lookup.MAX_LIMIT
+    assert len(twenty["templates"]) == 20 and len(whole.encode()) <= SUMMARY_BUDGET, len(whole.encode())
+
+
+def test_get_template_in_three_sizes_with_the_workflow_redacted_and_its_attribution(mirror):
+    db, planted, _ = mirror
+    (e1, summary, _), (e2, nodes, _), (e3, full, _) = call(
+        db, *[("get_template", {"id": planted[0], "mode": m}) for m in ("summary", "nodes", "full")])
+    assert not (e1 or e2 or e3)
+    assert "workflow" not in summary and "workflow_nodes" not in summary
+    assert "[REDACTED]" in summary["description"] and SECRETS["github"] not in summary["description"]
+    assert {"name": "Planted HTTP", "type": "n8n-nodes-base.httpRequest"} in nodes["workflow_nodes"]
+    wf = full["workflow"]
+    assert wf["nodes"] and wf["connections"] and wf["meta"]["templateId"] == str(planted[0])
+    assert full["attribution"]["url"] == f"https://n8n.io/workflows/{planted[0]}" == full["url"]
+    assert full["attribution"]["author"] == full["author"] and full["author"] in full["attribution"]["text"]
+    planted_node = next(n for n in wf["nodes"] if n["name"] == "Planted HTTP")
+    assert planted_node["parameters"]["apiKey"] == "[REDACTED]"
+
+
+def test_an_unknown_id_or_a_mistake_is_a_tool_error_that_says_what_to_try(mirror):
+    db, _, _ = mirror
+    answers = call(db, ("get_template", {"id": 424242}), ("get_template", {"id": 1, "mode": "everything"}),
+                   ("search_templates", {"query": '"unterminated'}), ("search_templates", {"fields": ["price"]}),
+                   ("search_templates", {"limit": 0}), ("recent_changes", {"since": "last tuesday"}),
+                   ("recent_changes", {"kinds": ["edited"]}), ("search_items", {"source": "nowhere"}),
+                   ("get_item", {"source": "events", "key": "/events/none"}))
+    assert all(err for err, _, _ in answers), answers
+    texts = [text for _, text, _ in answers]
+    assert "424242" in texts[0] and "search_templates" in texts[0]
+    for text, words in zip(texts[1:], [("everything", "full"), ("double quotes",), ("price", "views"), ("limit",),
+                                        ("last tuesday", "ISO 8601"), ("edited", "restored"), ("nowhere", "events"),
+                                        ("/events/none", "search_items")], strict=True):
+        assert all(w in text for w in words), text
+
+
+def test_stats_changes_and_catalogue_items(mirror):
+    db, planted, live = mirror
+    (_, stats, _), (_, changes, _), (_, removed, _), (_, newest, _), (_, found, _), (_, listed, _), (_, item, _) = call(
+        db, ("template_stats", {}), ("recent_changes", {"since": "2026-11-01"}),
+        ("recent_changes", {"kinds": ["removed"]}), ("recent_changes", {"limit": 2}),
+        ("search_items", {"source": "events", "query": "saxophones"}), ("search_items", {"source": "events"}),
+        ("get_item", {"source": "events", "key": "events:/events/jazz-night-42"}))
+    assert stats["templates"] == {"live": len(live), "removed": 1, "paid": stats["templates"]["paid"]}
+    assert stats["node_types"][0]["templates"] >= stats["node_types"][-1]["templates"] and stats["categories"]
+    added = [c for c in changes["changes"] if c["change"] == "added"]
+    assert len([c for c in added if "id" in c]) == 20 and [c["key"] for c in added if "id" not in c] == [
+        "events:/events/jazz-night-42"]
+    assert [c["change"] for c in removed["changes"]] == ["removed"] and removed["changes"][0]["name"]
+    assert len(newest["changes"]) == 2
+    assert [i["key"] for i in found["items"]] == ["events:/events/jazz-night-42"] == [i["key"] for i in listed["items"]]
+    assert item["record"]["name"] == "Jazz night" and item["version"] == 1
+
+
+def test_no_tool_shows_a_planted_credential(mirror):
+    db, planted, live = mirror
+    texts = [whole for _, _, whole in call(
+        db, *[("get_template", {"id": i, "mode": m}) for i in planted for m in lookup.MODES],
+        ("search_templates", {"limit": 100}), ("search_templates", {"query": rare_word(db, planted[1])}),
+        ("template_stats", {}), ("recent_changes", {}))]
+    raw = rows(db, "SELECT workflow FROM workflows WHERE id = ?", planted[0])[0]["workflow"]
+    assert SECRETS["openai"] in raw          # the database keeps the answers as served
+    leaked = [(name, t[:80]) for t in texts for name, secret in SECRETS.items() if secret in t]
+    assert not leaked
+
+
+def test_a_question_past_its_time_limit_is_stopped_with_a_sentence(mirror, tmp_path):
+    db, _, _ = mirror
+    conn = store.read_only(str(db), 0)
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n")
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        conn.execute("DELETE FROM workflows")
+    conn.close()
+    [(err, text, _)] = call(db, ("template_stats", {}), time_limit_s=0)
+    assert err and "took over 0 s" in text
+
+
+# --- a real stdio round trip, plain JSON-RPC --------------------------------------------------------
+
+
+class Plain:
+    """A client of a stdio MCP server in plain JSON-RPC 2.0: one JSON object a line each way."""
+
+    def __init__(self, args):
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.lines, self.next_id = queue.Queue(), 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def notify(self, method, params=None):
+        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
+
+    def request(self, method, params=None):
+        """(the answer, the raw line it came in)."""
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        line = self.lines.get(timeout=60)
+        assert line is not None, self.proc.stderr.read()
+        answer = json.loads(line)           # every line on stdout is JSON-RPC
+        assert answer["jsonrpc"] == "2.0" and answer["id"] == self.next_id, answer
+        return answer, line
+
+    def _send(self, message):
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self):
+        """Close stdin (the server ends); (exit code, stderr)."""
+        self.proc.stdin.close()
+        try:
+            code = self.proc.wait(30)
+        finally:
+            self.proc.kill()
+        return code, self.proc.stderr.read()
+
+
+def round_trip(db, rare_id):
+    """Everything the issue's "Done when" asks of a plain client; returns every line it read."""
+    client = Plain([sys.executable, "-m", "scraper", "--db", str(db), "mcp"])
+    lines = []
+    try:
+        init, line = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                   "clientInfo": {"name": "plain-json-rpc", "version": "1"}})
+        lines.append(line)
+        assert init["result"]["serverInfo"]["name"] == "scraper"
+        client.notify("notifications/initialized")
+        listed, line = client.request("tools/list")
+        lines.append(line)
+        assert {t["name"] for t in listed["result"]["tools"]} == TOOLS
+
+        def tool(name, **arguments):
+            answer, line = client.request("tools/call", {"name": name, "arguments": arguments})
+            lines.append(line)
+            return answer["result"], line
+
+        found, _ = tool("search_templates", query=rare_word(db, rare_id))
+        data = json.loads(found["content"][0]["text"])
+        assert data["total"] == 1 and data["templates"][0]["id"] == rare_id
+        full, _ = tool("get_template", id=rare_id, mode="full")
+        data = json.loads(full["content"][0]["text"])
+        assert data["workflow"]["nodes"] and data["workflow"]["connections"]
+        assert data["url"] == f"https://n8n.io/workflows/{rare_id}"
+        missing, _ = tool("get_template", id=999_999_999)
+        assert missing["isError"] and "999999999" in missing["content"][0]["text"]
+        many, _ = tool("search_templates", limit=1000)
+        assert len(json.loads(many["content"][0]["text"])["templates"]) <= lookup.MAX_LIMIT
+        twenty, line = tool("search_templates", limit=20)
+        assert len(json.loads(twenty["content"][0]["text"])["templates"]) == 20
+        assert len(line.encode()) <= SUMMARY_BUDGET
+        for other in ("summary", "nodes", "full"):
+            tool("get_template", id=rare_id, mode=other)
+    finally:
+        code, stderr = client.close()
+    assert code == 0, stderr[-2000:]
+    assert "MCP server on stdio" in stderr        # the logs went to stderr
+    return lines
+
+
+@pytest.mark.slow
+def test_a_plain_json_rpc_client_over_stdio_finds_fetches_and_never_sees_a_credential(mirror):
+    db, planted, _ = mirror
+    for rare_id in planted:
+        lines = round_trip(db, rare_id)
+        leaked = [name for name, secret in SECRETS.items() for line in lines if secret in line]
+        assert not leaked
