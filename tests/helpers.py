@@ -5,9 +5,11 @@ from the stand-in's data, and the in-process CLI with its one-sentence errors.""
 import copy
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from functools import cache
@@ -270,6 +272,97 @@ def rare_word(db, template_id):
                                      f'"{word}"')] == [template_id]:
             return word
     raise AssertionError(f"no word of {name!r} is found in that template only")
+
+
+# --- `scraper mcp` over stdio, by a plain JSON-RPC client (tests/test_mcp.py, tests/test_serve.py) ------
+
+MCP_TOOLS = {"search_templates", "get_template", "template_stats", "recent_changes", "search_items", "get_item"}
+SUMMARY_BUDGET = 40_000      # bytes of the whole answer that twenty summaries must fit in
+
+
+class Plain:
+    """A client of a stdio MCP server in plain JSON-RPC 2.0: one JSON object a line each way."""
+
+    def __init__(self, args):
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.lines, self.next_id = queue.Queue(), 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def notify(self, method, params=None):
+        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
+
+    def request(self, method, params=None):
+        """(the answer, the raw line it came in)."""
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        line = self.lines.get(timeout=60)
+        assert line is not None, self.proc.stderr.read()
+        answer = json.loads(line)           # every line on stdout is JSON-RPC
+        assert answer["jsonrpc"] == "2.0" and answer["id"] == self.next_id, answer
+        return answer, line
+
+    def _send(self, message):
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self):
+        """Close stdin (the server ends); (exit code, stderr)."""
+        self.proc.stdin.close()
+        try:
+            code = self.proc.wait(30)
+        finally:
+            self.proc.kill()
+        return code, self.proc.stderr.read()
+
+
+def round_trip(db, rare_id):
+    """Everything the issue's "Done when" asks of a plain client; returns every line it read."""
+    client = Plain([sys.executable, "-m", "scraper", "--db", str(db), "mcp"])
+    lines = []
+    try:
+        init, line = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                   "clientInfo": {"name": "plain-json-rpc", "version": "1"}})
+        lines.append(line)
+        assert init["result"]["serverInfo"]["name"] == "scraper"
+        client.notify("notifications/initialized")
+        listed, line = client.request("tools/list")
+        lines.append(line)
+        assert {t["name"] for t in listed["result"]["tools"]} == MCP_TOOLS
+
+        def tool(name, **arguments):
+            answer, line = client.request("tools/call", {"name": name, "arguments": arguments})
+            lines.append(line)
+            return answer["result"], line
+
+        found, _ = tool("search_templates", query=rare_word(db, rare_id))
+        data = json.loads(found["content"][0]["text"])
+        assert data["total"] == 1 and data["templates"][0]["id"] == rare_id
+        full, _ = tool("get_template", id=rare_id, mode="full")
+        data = json.loads(full["content"][0]["text"])
+        assert data["workflow"]["nodes"] and data["workflow"]["connections"]
+        site = rows(db, "SELECT site_url FROM source WHERE id = 1")[0]["site_url"]
+        assert data["url"] == f"{site}/workflows/{rare_id}"
+        missing, _ = tool("get_template", id=999_999_999)
+        assert missing["isError"] and "999999999" in missing["content"][0]["text"]
+        many, _ = tool("search_templates", limit=1000)
+        assert len(json.loads(many["content"][0]["text"])["templates"]) <= 100
+        twenty, line = tool("search_templates", limit=20)
+        assert len(json.loads(twenty["content"][0]["text"])["templates"]) == 20
+        assert len(line.encode()) <= SUMMARY_BUDGET
+        for other in ("summary", "nodes", "full"):
+            tool("get_template", id=rare_id, mode=other)
+    finally:
+        code, stderr = client.close()
+    assert code == 0, stderr[-2000:]
+    assert "MCP server on stdio" in stderr        # the logs went to stderr
+    return lines
+
 
 
 # --- in-process: a clock, the jobs of a queue, the click commands ---------------------------------

@@ -3,22 +3,16 @@ by a client that speaks plain JSON-RPC (no SDK), as a desktop agent's would."""
 
 import asyncio
 import json
-import queue
 import sqlite3
-import subprocess
-import sys
-import threading
 
 import pytest
 
 from scraper.db import store
 from scraper.products import lookup, mcpserver
-from tests.helpers import SECRETS, rare_word, rows, served_mirror
+from tests.helpers import MCP_TOOLS, SECRETS, SUMMARY_BUDGET, rare_word, round_trip, rows, served_mirror
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'scraper[mcp]'")
 
-TOOLS = {"search_templates", "get_template", "template_stats", "recent_changes", "search_items", "get_item"}
-SUMMARY_BUDGET = 40_000      # bytes of the whole answer that twenty summaries must fit in
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +42,7 @@ def call(db, *calls, time_limit_s=mcpserver.QUERY_LIMIT_S):
 
 def test_the_six_tools_are_listed(mirror):
     db, _, _ = mirror
-    assert set(call(db, "list")) == TOOLS
+    assert set(call(db, "list")) == MCP_TOOLS
 
 
 def test_search_finds_a_rare_word_with_its_total_and_filters_by_node_category_and_fields(mirror):
@@ -165,89 +159,6 @@ def test_a_question_past_its_time_limit_is_stopped_with_a_sentence(mirror, tmp_p
 
 
 # --- a real stdio round trip, plain JSON-RPC --------------------------------------------------------
-
-
-class Plain:
-    """A client of a stdio MCP server in plain JSON-RPC 2.0: one JSON object a line each way."""
-
-    def __init__(self, args):
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.lines, self.next_id = queue.Queue(), 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def notify(self, method, params=None):
-        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
-
-    def request(self, method, params=None):
-        """(the answer, the raw line it came in)."""
-        self.next_id += 1
-        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
-        line = self.lines.get(timeout=60)
-        assert line is not None, self.proc.stderr.read()
-        answer = json.loads(line)           # every line on stdout is JSON-RPC
-        assert answer["jsonrpc"] == "2.0" and answer["id"] == self.next_id, answer
-        return answer, line
-
-    def _send(self, message):
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-
-    def close(self):
-        """Close stdin (the server ends); (exit code, stderr)."""
-        self.proc.stdin.close()
-        try:
-            code = self.proc.wait(30)
-        finally:
-            self.proc.kill()
-        return code, self.proc.stderr.read()
-
-
-def round_trip(db, rare_id):
-    """Everything the issue's "Done when" asks of a plain client; returns every line it read."""
-    client = Plain([sys.executable, "-m", "scraper", "--db", str(db), "mcp"])
-    lines = []
-    try:
-        init, line = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                   "clientInfo": {"name": "plain-json-rpc", "version": "1"}})
-        lines.append(line)
-        assert init["result"]["serverInfo"]["name"] == "scraper"
-        client.notify("notifications/initialized")
-        listed, line = client.request("tools/list")
-        lines.append(line)
-        assert {t["name"] for t in listed["result"]["tools"]} == TOOLS
-
-        def tool(name, **arguments):
-            answer, line = client.request("tools/call", {"name": name, "arguments": arguments})
-            lines.append(line)
-            return answer["result"], line
-
-        found, _ = tool("search_templates", query=rare_word(db, rare_id))
-        data = json.loads(found["content"][0]["text"])
-        assert data["total"] == 1 and data["templates"][0]["id"] == rare_id
-        full, _ = tool("get_template", id=rare_id, mode="full")
-        data = json.loads(full["content"][0]["text"])
-        assert data["workflow"]["nodes"] and data["workflow"]["connections"]
-        assert data["url"] == f"https://n8n.io/workflows/{rare_id}"
-        missing, _ = tool("get_template", id=999_999_999)
-        assert missing["isError"] and "999999999" in missing["content"][0]["text"]
-        many, _ = tool("search_templates", limit=1000)
-        assert len(json.loads(many["content"][0]["text"])["templates"]) <= lookup.MAX_LIMIT
-        twenty, line = tool("search_templates", limit=20)
-        assert len(json.loads(twenty["content"][0]["text"])["templates"]) == 20
-        assert len(line.encode()) <= SUMMARY_BUDGET
-        for other in ("summary", "nodes", "full"):
-            tool("get_template", id=rare_id, mode=other)
-    finally:
-        code, stderr = client.close()
-    assert code == 0, stderr[-2000:]
-    assert "MCP server on stdio" in stderr        # the logs went to stderr
-    return lines
 
 
 @pytest.mark.slow

@@ -10,14 +10,19 @@ queries and a JSON API, read-only and credential-free.
   file cannot be downloaded. The templates are the `templates` view (db/migrations, 17): their
   description, explainer and workflow as exports redact them.
 - `?_search=` works on `templates`: the metadata links it to `workflows_fts` (its own copy of the text, so
-  Datasette cannot find it alone).
+  Datasette cannot find it alone). That index holds the descriptions as stored, so the search stays in
+  Datasette's escaped mode (each word whole, in quotes): `guard` drops `_searchmode=raw`, whose prefix
+  queries (`ghp_R7*`) could spell out a secret a character at a time, and `_fts_table`/`_fts_pk`.
 """
 
 from pathlib import Path
+from types import ModuleType
 
 from scraper.products import lookup
 
 HOST, PORT = "127.0.0.1", 8001
+DROPPED = (b"_searchmode", b"_fts_table", b"_fts_pk")       # query parameters `guard` removes
+PLUGIN = "scraper-guard"
 SQL_TIME_LIMIT_MS = 1_000        # Datasette's default, stated: a long query beside a run is cut off here
 PAGE_SIZE = 50                   # rows a table page shows (a workflow cell can be 2 MB of JSON)
 PUBLIC = ("templates", "changes", "items", "transcripts", "template_videos", "source_walks")
@@ -133,9 +138,25 @@ def db_name(path):
     return Path(path).stem
 
 
+def guard(app):
+    """ASGI middleware: the request without the query parameters of DROPPED."""
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and scope.get("query_string"):
+            kept = [p for p in scope["query_string"].split(b"&") if p.split(b"=", 1)[0] not in DROPPED]
+            scope = dict(scope, query_string=b"&".join(kept))
+        await app(scope, receive, send)
+    return guarded
+
+
 def app(path, conn):
     """The Datasette instance over the SQLite file at `path` (`conn`: a connection to it, for its names)."""
+    from datasette import hookimpl
     from datasette.app import Datasette
+    from datasette.plugins import pm
+    if pm.get_plugin(PLUGIN) is None:     # the plugin manager is Datasette's own: every way in is guarded
+        plugin = ModuleType(PLUGIN)
+        plugin.asgi_wrapper = hookimpl(lambda datasette: guard)
+        pm.register(plugin, name=PLUGIN)
     paid = lookup.has_paid(conn)
     return Datasette([str(path)], metadata=metadata(db_name(path), names(conn), paid), settings=SETTINGS)
 
