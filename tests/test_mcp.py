@@ -9,7 +9,7 @@ import pytest
 
 from scraper.db import store
 from scraper.products import lookup, mcpserver
-from tests.helpers import MCP_TOOLS, SECRETS, SUMMARY_BUDGET, rare_word, round_trip, rows, served_mirror
+from tests.helpers import MCP_TOOLS, RARE_WORDS, SECRETS, SUMMARY_BUDGET, rare_word, round_trip, rows, served_mirror
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'scraper[mcp]'")
 
@@ -168,3 +168,22 @@ def test_a_plain_json_rpc_client_over_stdio_finds_fetches_and_never_sees_a_crede
         lines = round_trip(db, rare_id)
         leaked = [name for name, secret in SECRETS.items() for line in lines if secret in line]
         assert not leaked
+
+
+def test_the_tools_answer_alike_on_sqlite_and_postgresql(backend):
+    """The contract: the same questions, the same answers, on each backend (PostgreSQL: `workflows_tsv`)."""
+    planted, live = served_mirror(backend)
+    (e1, found, _), (e2, full, _), (e3, by_node, _), (e4, stats, _), (e5, changes, _), (e6, items, _) = call(
+        backend, ("search_templates", {"query": RARE_WORDS[1]}), ("get_template", {"id": planted[1], "mode": "full"}),
+        ("search_templates", {"nodes": ["HTTPREQUEST"], "limit": 100}), ("template_stats", {}),
+        ("recent_changes", {"kinds": ["removed"]}), ("search_items", {"source": "events", "query": "jazz"}))
+    assert not any((e1, e2, e3, e4, e5, e6))
+    assert found["total"] == 1 and found["templates"][0]["id"] == planted[1]
+    assert full["workflow"]["connections"] and full["url"] == f"https://n8n.io/workflows/{planted[1]}"
+    assert set(planted) <= {t["id"] for t in by_node["templates"]}     # the planted node: an httpRequest
+    assert all(any(n.endswith(".httpRequest") for n in t["nodes"]) for t in by_node["templates"])
+    assert stats["templates"]["live"] == len(live) and stats["templates"]["removed"] == 1
+    assert [c["change"] for c in changes["changes"]] == ["removed"]
+    assert [i["key"] for i in items["items"]] == ["events:/events/jazz-night-42"]
+    (err, text, _), = call(backend, ("get_template", {"id": 31337}))
+    assert err and "31337" in text
