@@ -29,7 +29,7 @@ SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
 COMMANDS = ("seed", "update", "run", "status", "retry", "failures", "export", "refresh", "changes", "history",
-            "reextract", "search", "stats", "report", "migrate")
+            "reextract", "search", "stats", "report", "migrate", "mcp", "serve")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")

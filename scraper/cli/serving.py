@@ -2,22 +2,31 @@
 for people. Their libraries (the MCP SDK, Datasette) are optional extras imported only here, when the
 command runs."""
 
+import contextlib
 import logging
 import os
+import signal
 import socket
 
 import click
 
-from scraper.base import exitcodes
-from scraper.cli.common import Failure, _existing_db, _settings
+from scraper.base.errors import Stopped
+from scraper.cli.common import SIGNAL_CODES, SIGNAL_NAMES, Failure, _existing_db, _settings, raising_on_signals
 
 log = logging.getLogger("scraper")
 
 
-def _stopped():
-    """Ctrl-C ends a server: one line, exit 130 (no traceback)."""
-    log.info("stopped by Ctrl-C.")
-    return click.exceptions.Exit(exitcodes.SIGINT)
+@contextlib.contextmanager
+def _until_stopped(what):
+    """A server runs until a signal: Ctrl-C or SIGTERM ends it with one line and exit 130 or 143 (uvicorn
+    stops gracefully, then raises the signal again, which lands here)."""
+    try:
+        with raising_on_signals():
+            yield
+    except (Stopped, KeyboardInterrupt) as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        log.info("%s stopped by %s.", what, SIGNAL_NAMES[signum])
+        raise click.exceptions.Exit(SIGNAL_CODES[signum]) from None
 
 
 @click.command("mcp")
@@ -46,10 +55,18 @@ def mcp_cmd(ctx):
     with _existing_db(s):
         pass                      # there, readable, its schema current: the tools open it read-only
     log.info("MCP server on stdio, read-only over %s", s.db_shown)
-    try:
-        mcpserver.run(s.db_path, s.site_url)
-    except KeyboardInterrupt:
-        raise _stopped() from None
+    for signum in SIGNAL_CODES:
+        signal.signal(signum, _exit_now)
+    mcpserver.run(s.db_path, s.site_url)
+
+
+def _exit_now(signum, frame):
+    """The MCP server ends at once on Ctrl-C or SIGTERM, with one line and exit 130 or 143: it writes nothing
+    and holds only read-only connections, and its stdin reader (a thread blocked on a read) would otherwise
+    keep it alive until the client wrote again."""
+    log.info("the MCP server stopped by %s.", SIGNAL_NAMES[signum])
+    logging.shutdown()
+    os._exit(SIGNAL_CODES[signum])
 
 
 @click.command("serve")
@@ -88,10 +105,8 @@ def serve_cmd(ctx, host, port):
     _check_free(host, port)
     log.info("serving %s read-only on http://%s:%d/%s/templates (Ctrl-C stops)", s.db_shown, host, port,
              browse.db_name(s.db_path))
-    try:
+    with _until_stopped("serve"):
         browse.serve(app, host, port)
-    except KeyboardInterrupt:
-        raise _stopped() from None
 
 
 def _check_free(host, port):
