@@ -4,6 +4,7 @@ process, one page in headless Chromium, and both servers (this and `scraper mcp`
 import asyncio
 import json
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -20,6 +21,7 @@ from scraper.products import browse, lookup, mcpserver
 from tests.helpers import (
     RARE_WORDS,
     SECRETS,
+    Plain,
     assert_one_sentence_error,
     count,
     invoke,
@@ -208,13 +210,25 @@ def served(mirror):
         wait_until(lambda: proc.poll() is not None or fetch(base + "/-/databases.json")[0] == 200, timeout=60)
         assert proc.poll() is None, proc.stderr.read()
         yield db, planted, base
+        proc.send_signal(signal.SIGINT)         # Ctrl-C: the requests in flight end, then one line, 130
+        assert proc.wait(30) == 130 and "serve stopped by Ctrl-C." in proc.stderr.read()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.slow
+def test_a_server_stops_on_a_signal_with_one_line_and_its_exit_code(served):
+    db, _, base = served
+    assert fetch(base + "/jobs/templates.json")[0] == 200
+    mcp_server = Plain([sys.executable, "-m", "scraper", "--db", str(db), "mcp"])
+    answer, _ = mcp_server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                  "clientInfo": {"name": "plain", "version": "1"}})
+    assert answer["result"]["serverInfo"]["name"] == "scraper"
+    mcp_server.proc.send_signal(signal.SIGTERM)
+    assert mcp_server.proc.wait(30) == 143
+    assert "the MCP server stopped by SIGTERM." in mcp_server.proc.stderr.read()
 
 
 def render(url):
