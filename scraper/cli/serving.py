@@ -6,7 +6,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 
 import click
 
@@ -111,6 +110,7 @@ def serve_cmd(ctx, host, port):
 
 def _check_free(host, port):
     """One sentence when the address cannot be listened on (uvicorn would log and exit 1)."""
+    import socket  # here: the commands' start-up (`status`) does not pay for it
     try:
         with socket.create_server((host, port)):
             pass
