@@ -81,9 +81,10 @@ def urls_of(db, planted):
     """Every kind of URL a visitor could try: each table's and view's page, JSON, CSV and row pages, SQL in
     every form, the canned queries, the file itself."""
     conn = sqlite3.connect(str(db))
-    names = browse.names(conn)
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
     conn.close()
-    urls = ["/", "/jobs", "/jobs.json", "/jobs.db", "/-/metadata.json", "/-/databases.json"]
+    urls = ["/", "/jobs", "/jobs.json", "/jobs.db", "/-/metadata.json", "/-/databases.json", "/jobs/WORKFLOWS.json",
+            "/jobs/Answers.json?_shape=array", "/-/permissions", "/jobs/-/query.json?sql=select+1"]
     for name in names:
         urls += [f"/jobs/{name}", f"/jobs/{name}.json?_size=max&_shape=array", f"/jobs/{name}.csv?_size=max"]
     for tid in planted:

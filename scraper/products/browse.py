@@ -4,11 +4,11 @@ queries and a JSON API, read-only and credential-free.
 - Datasette (an optional extra: only this module imports it, and only `scraper serve` imports this module)
   opens the SQLite file with `mode=ro`: it never takes the write lock, and WAL lets it read while a `run`
   writes. Each statement is cut off after SQL_TIME_LIMIT_MS.
-- What holds credentials is not served. Only the tables of PUBLIC can be seen; every other table and view
-  of the file (the raw `answers`, `workflows` as stored, the search index's copy of the text, `runs`
-  with their settings) is denied by name in the metadata's `allow` blocks, arbitrary SQL is off, and the
-  file cannot be downloaded. The templates are the `templates` view (db/migrations, 17): their
-  description, explainer and workflow as exports redact them.
+- What holds credentials is not served. Only the tables and views of PUBLIC can be seen: `allowed`, a
+  permission rule registered with Datasette, denies every other one (the raw `answers`, `workflows` as
+  stored, the search index's copy of the text, `runs` with their settings, and any table a later schema
+  adds), arbitrary SQL and the file's download, whatever the metadata says. The templates are the
+  `templates` view (db/migrations, 17): their description, explainer and workflow as exports redact them.
 - `?_search=` works on `templates`: the metadata links it to `workflows_fts` (its own copy of the text, so
   Datasette cannot find it alone). That index holds the descriptions as stored, so the search stays in
   Datasette's escaped mode (each word whole, in quotes): `guard` drops `_searchmode=raw`, whose prefix
@@ -86,17 +86,10 @@ def queries(paid):
     return found
 
 
-def names(conn):
-    """Every table and view of the file, FTS shadow tables included."""
-    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
-
-
-def metadata(db_name, every, paid):
-    """Datasette's metadata: titles, descriptions, the search wiring, facets, canned queries, and an
-    `allow: false` for every name in `every` outside PUBLIC."""
-    tables = {name: {"allow": False} for name in every if name not in PUBLIC}
+def metadata(db_name, paid):
+    """Datasette's metadata: titles, descriptions, the search wiring, facets, canned queries."""
     facets = [{"array": "categories"}, {"array": "node_types"}] + (["paid"] if paid else [])
-    tables.update({
+    tables = {
         "templates": {
             "title": "Templates",
             "description": "The n8n.io workflow templates of this mirror, credentials redacted. Search with the "
@@ -114,7 +107,7 @@ def metadata(db_name, every, paid):
                                                                      "videos."},
         "template_videos": {"title": "Template videos", "description": "Which template shows which video."},
         "source_walks": {"title": "Walks", "description": "Each walk of each source's listing."},
-    })
+    }
     return {
         "title": "n8n template mirror",
         "description": "A read-only view of a `scraper` mirror: templates with credentials redacted, changes, "
@@ -148,6 +141,17 @@ def guard(app):
     return guarded
 
 
+def allowed(datasette, actor, action, resource):
+    """Datasette's permission rule (consulted last, so it has the last word): False for a table or view
+    outside PUBLIC (`resource` is the name as the file spells it), for SQL and for the download; None
+    (Datasette decides) for the rest."""
+    if action == "view-table" and resource[1] not in PUBLIC:
+        return False
+    if action in ("execute-sql", "view-database-download"):
+        return False
+    return None
+
+
 def app(path, conn):
     """The Datasette instance over the SQLite file at `path` (`conn`: a connection to it, for its names)."""
     from datasette import hookimpl
@@ -156,9 +160,10 @@ def app(path, conn):
     if pm.get_plugin(PLUGIN) is None:     # the plugin manager is Datasette's own: every way in is guarded
         plugin = ModuleType(PLUGIN)
         plugin.asgi_wrapper = hookimpl(lambda datasette: guard)
+        plugin.permission_allowed = hookimpl(trylast=True)(allowed)
         pm.register(plugin, name=PLUGIN)
     paid = lookup.has_paid(conn)
-    return Datasette([str(path)], metadata=metadata(db_name(path), names(conn), paid), settings=SETTINGS)
+    return Datasette([str(path)], metadata=metadata(db_name(path), paid), settings=SETTINGS)
 
 
 def undecided(conn):
