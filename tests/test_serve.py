@@ -149,7 +149,7 @@ def test_the_view_shows_what_the_export_redacts_and_follows_the_rules_version(mi
                 assert r[col] == expected[col], (r["id"], col)
 
 
-def test_mistakes_are_one_sentence(mirror, tmp_path):
+def test_mistakes_are_one_sentence(mirror, tmp_path, monkeypatch):
     db, _ = mirror
     assert_one_sentence_error(invoke("--db", "postgresql://scraper@127.0.0.1:9/x", "serve"), "SQLite", "scraper mcp")
     assert_one_sentence_error(invoke("--db", str(tmp_path / "none.db"), "serve"), "no database", "scraper seed")
@@ -157,6 +157,10 @@ def test_mistakes_are_one_sentence(mirror, tmp_path):
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         assert_one_sentence_error(invoke("--db", str(db), "serve", "--port", str(port)), "cannot listen", str(port))
+    monkeypatch.setitem(sys.modules, "datasette", None)        # as if the extras were not installed
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    assert_one_sentence_error(invoke("--db", str(db), "serve"), "pip install 'scraper[serve]'")
+    assert_one_sentence_error(invoke("--db", str(db), "mcp"), "pip install 'scraper[mcp]'")
 
 
 # --- beside a writer ---------------------------------------------------------------------------------
