@@ -8,6 +8,7 @@ import pytest
 import responses
 
 from scraper.base import settings
+from scraper.base.clock import FakeClock
 from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.db.queue import Queue
@@ -16,20 +17,17 @@ from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
-from tests.helpers import API, NOW, NOWHERE, SITE, TID, Clock
-from tests.pg import pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
+from tests.helpers import API, NOW, SAFE_ENV, SITE, TID
+from tests.pg import pg_migrated_url, pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
 
 BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(autouse=True)
 def safe_env(monkeypatch, tmp_path):
-    monkeypatch.setenv("SCRAPER_API_URL", NOWHERE + "/api")
-    monkeypatch.setenv("SCRAPER_SITE_URL", NOWHERE)
+    for name, value in SAFE_ENV.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("SCRAPER_DB", str(tmp_path / "jobs.db"))
-    monkeypatch.setenv("SCRAPER_YOUTUBE_URL", NOWHERE)
-    # the n8n-only tests run without transcripts; the transcript tests switch them on with a YouTube stand-in
-    monkeypatch.setenv("SCRAPER_TRANSCRIPTS", "0")
     monkeypatch.delenv("SCRAPER_SOURCES", raising=False)     # the built-in n8n source unless a test gives a file
 
 
@@ -70,9 +68,9 @@ def db(tmp_path):
 @pytest.fixture(params=BACKENDS)
 def backend(request, tmp_path):
     """The contract tests' database, on each backend: a SQLite path, or the URL of a new PostgreSQL
-    database (skipped with the reason where PostgreSQL is not installed)."""
+    database already migrated (skipped with the reason where PostgreSQL is not installed)."""
     if request.param == "postgres":
-        return request.getfixturevalue("pg_url")
+        return request.getfixturevalue("pg_migrated_url")
     return str(tmp_path / "jobs.db")
 
 
@@ -103,7 +101,7 @@ def make(backend):
             politeness_rows.save_robots(conn, robots.host_of(url), NOW, 404, b"", None, None, ())
         lim = limiter.open_limiter(s) if limiter_kind == "domain" else limiter.NoLimiter()
         session = http.make_session(s.user_agent)
-        clock = Clock(NOW)
+        clock = FakeClock(NOW)
         w = worker.Worker(s, "w1", q, lim, session, clock=clock, rng=random.Random(7))
         opened.append((conn, lim, session))
         return w, q, clock

@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # A closed local port: a test that forgets to point the scraper at the stand-in fails fast
 # instead of reaching the real n8n hosts.
 NOWHERE = "http://127.0.0.1:9"
+# every test's environment (conftest's `safe_env`; a fixture wider than a test sets it itself): the real
+# hosts replaced by NOWHERE, and no transcripts (the transcript tests switch them on with a YouTube stand-in)
+SAFE_ENV = {"SCRAPER_API_URL": NOWHERE + "/api", "SCRAPER_SITE_URL": NOWHERE, "SCRAPER_YOUTUBE_URL": NOWHERE,
+            "SCRAPER_TRANSCRIPTS": "0"}
 
 # the in-process tests' fake hosts (the network is `responses`) and clock
 API = "http://api.test/api"
@@ -43,8 +47,9 @@ STAMPED_ERROR = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} Error: (.*)$"
 # --- the CLI as a real process against a stand-in ------------------------------------------------
 
 def scraper_env(site, db):
-    """The environment of a scraper process pointed at the stand-in and the test's database."""
-    env = dict(os.environ)
+    """The environment of a scraper process pointed at the stand-in and the test's database (SAFE_ENV under
+    what the test set, for the fixtures wider than a test, which run before `safe_env`)."""
+    env = {**SAFE_ENV, **os.environ}
     env.update(SCRAPER_API_URL=site.api_url, SCRAPER_SITE_URL=site.url, SCRAPER_DB=str(db))
     return env
 
@@ -365,17 +370,7 @@ def round_trip(db, rare_id):
 
 
 
-# --- in-process: a clock, the jobs of a queue, the click commands ---------------------------------
-
-class Clock:
-    """A clock the test moves by hand: call it for the time, set `.t` to move it."""
-
-    def __init__(self, t):
-        self.t = t
-
-    def __call__(self):
-        return self.t
-
+# --- in-process: the jobs of a queue, the click commands ---------------------------------
 
 def job(q, template_id=TID):
     """The jobs row of one template, as a dict."""

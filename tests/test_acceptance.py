@@ -14,6 +14,7 @@ FAULTS = "503:0.03,500x2:0.02,reset:0.01,truncate:0.01,slow:0.01,404:0.01,403:0.
 RUN = ("run", "--workers", "4", "--rate", "20", "--burst", "5", "--timeout", "2")
 
 
+@pytest.mark.timing
 def test_acceptance_500_templates_with_faults_and_kills(standin, tmp_path):
     # the slow answers (3 s) outlast the 2 s timeout: they exercise the timeout path too
     site = standin(templates=500, rate=20, burst=5, latency_ms=20, faults=FAULTS, seed=7, slow_s=3)

@@ -16,6 +16,7 @@ VIDEOS = {  # the videos of the first 100 templates of the corpus, by what the Y
 }
 
 
+@pytest.mark.timing
 def test_templates_and_their_transcripts_through_a_blocked_phase(standin, youtube_standin, tmp_path):
     site = standin(templates=100, rate=20, burst=5, latency_ms=10)
     # after 6 requests (two videos) YouTube shows a reCAPTCHA page instead of the watch page for 3 s

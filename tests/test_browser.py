@@ -17,6 +17,9 @@ from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
 from scraper.net import browser
 from tests.helpers import ROOT, wait_gone
 
+# Chromium: run one at a time after the parallel phase (`make test`)
+pytestmark = pytest.mark.timing
+
 EXECUTABLE = browser.find_browser("chromium")
 needs_chromium = pytest.mark.skipif(
     EXECUTABLE is None or browser.problem("chromium") is not None,

@@ -58,6 +58,7 @@ def stored(conn):
     return {r["key"]: dict(r, record=json.loads(r["record"])) for r in conn.execute("SELECT * FROM items")}
 
 
+@pytest.mark.timing
 def test_a_walk_and_a_run_store_every_event_and_request_nothing_else(calendar, mirror):
     s, source, conn, get, run = mirror
     result = walker.walk(conn, s, source, get, time.time())

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from scraper.cli import main as cli
+from scripts.standin import client
 from tests.helpers import ROOT, rows, scraper, scraper_env, status_json
 
 pytestmark = pytest.mark.slow
@@ -228,34 +229,48 @@ def fill(site, db):
     scraper(site, db, "run", "--workers", "2", "--rate", "50", "--burst", "5", "--backoff-base", "0.1", check=0)
 
 
-def test_every_command_in_the_operations_guide_runs(standin, tmp_path):
-    site = standin(templates=40, rate=50, burst=5, faults="404:0.1,503:0.1", seed=7)
-    db = tmp_path / "filled" / "jobs.db"
-    db.parent.mkdir()
-    fill(site, db)
-    counts = {r["status"]: r["n"] for r in rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}
-    assert counts.get("invalid") and counts.get("done") and not counts.get("failed"), counts
-    lines = runnable()
-    assert len(lines) >= 20
+GUIDE_LINES = runnable()
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    """(site, db, counts): a stand-in and a database filled by a real run of it, once per test process;
+    each line of the guide runs on a copy of it."""
+    with client.start(templates=40, rate=50, burst=5, faults="404:0.1,503:0.1", seed=7) as site:
+        db = tmp_path_factory.mktemp("filled") / "jobs.db"
+        fill(site, db)
+        counts = {r["status"]: r["n"] for r in rows(db, "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}
+        assert counts.get("invalid") and counts.get("done") and not counts.get("failed"), counts
+        yield site, db, counts
+
+
+def test_the_guide_holds_enough_commands_and_a_crontab_line():
+    assert len(GUIDE_LINES) >= 20
     assert any(CRON_RE.match(line) and [c.split()[1:3] for c, _ in commands] == CRON_STEPS
-               for line, commands in lines), "no crontab line seeds, retries, then runs"
+               for line, commands in GUIDE_LINES), "no crontab line seeds, retries, then runs"
+
+
+# one test per line of the guide, so the lines run side by side
+@pytest.mark.parametrize("number", range(len(GUIDE_LINES)))
+def test_every_command_in_the_operations_guide_runs(filled, tmp_path, number):
+    site, db, counts = filled
+    line, commands = GUIDE_LINES[number]
     problems = []
-    for number, (line, commands) in enumerate(lines):
-        copy = copy_of(db, tmp_path / f"line{number}", site)
-        for command, expected in commands:
-            done = run_doc_command(command, expected, copy, site)
-            if done.returncode != expected:
-                problems.append(f"{line}\n  `{command}` exited {done.returncode}, the guide says {expected}:\n"
-                                f"{done.stdout[-600:]}{done.stderr[-1200:]}")
-                continue
-            written = WRITE_RE.search(command)
-            ctx = {"expected": expected, "total": sum(counts.values()), "done": counts["done"],
-                   "invalid": counts["invalid"],
-                   "file": written and copy.parent / (written.group(1) or written.group(2))}
-            for pattern, check in OUTPUT_CHECKS:
-                if re.search(pattern, command) and not check(done, ctx):
-                    problems.append(f"{line}\n  `{command}`: the output fails the check {pattern!r}:\n"
-                                    f"{done.stdout[-600:]}{done.stderr[-600:]}")
+    copy = copy_of(db, tmp_path / f"line{number}", site)
+    for command, expected in commands:
+        done = run_doc_command(command, expected, copy, site)
+        if done.returncode != expected:
+            problems.append(f"{line}\n  `{command}` exited {done.returncode}, the guide says {expected}:\n"
+                            f"{done.stdout[-600:]}{done.stderr[-1200:]}")
+            continue
+        written = WRITE_RE.search(command)
+        ctx = {"expected": expected, "total": sum(counts.values()), "done": counts["done"],
+               "invalid": counts["invalid"],
+               "file": written and copy.parent / (written.group(1) or written.group(2))}
+        for pattern, check in OUTPUT_CHECKS:
+            if re.search(pattern, command) and not check(done, ctx):
+                problems.append(f"{line}\n  `{command}`: the output fails the check {pattern!r}:\n"
+                                f"{done.stdout[-600:]}{done.stderr[-600:]}")
     assert not problems, "\n\n".join(problems)
 
 

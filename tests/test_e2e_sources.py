@@ -70,6 +70,7 @@ def within_rate(stats, rate, burst):
     assert stats["max_in_1s"] <= rate + burst, stats
 
 
+@pytest.mark.timing
 def test_one_seed_and_one_run_mirror_both_sources_then_a_walk_catches_the_calendars_changes(two_sites):
     site, calendar, path, db = two_sites
     seeded = scraper(site, db, "--sources", path, "seed", check=0)

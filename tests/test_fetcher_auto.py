@@ -21,6 +21,9 @@ from scraper.pool import memory
 from scripts.standin import client
 from tests.helpers import rows, wait_gone, wait_until, write
 
+# Chromium: run one at a time after the parallel phase (`make test`)
+pytestmark = pytest.mark.timing
+
 RATE, BURST = 12, 4
 GB = 2**30
 EVENTS = 120                # a quarter script-rendered: enough pages that learning the pattern is amortised
@@ -117,6 +120,13 @@ def calendar():
         yield site
 
 
+@pytest.fixture
+def small_calendar():
+    """A third of the calendar: kill -9 and resume need a few rendered pages before and after, not many."""
+    with client.start(catalogue=True, events=EVENTS // 3, seed=7, rate=RATE, burst=BURST) as site:
+        yield site
+
+
 def stored(db):
     return {r["url"]: json.loads(r["record"]) for r in rows(db, "SELECT url, record FROM items")}
 
@@ -159,7 +169,8 @@ def test_auto_stores_every_event_rendering_each_script_page_about_once_within_ra
 
 @needs_chromium
 @pytest.mark.slow
-def test_no_chromium_is_left_after_kill_9_of_the_group_and_the_resumed_run_completes(calendar, tmp_path):
+def test_no_chromium_is_left_after_kill_9_of_the_group_and_the_resumed_run_completes(small_calendar, tmp_path):
+    calendar = small_calendar
     e = env(tmp_path, sources(calendar.url, "auto", include="^/live/"))
     assert scraper(e, "seed").returncode == 0
     db = tmp_path / "jobs.db"

@@ -102,6 +102,7 @@ def _take_slots(url, out, seconds):
         json.dump(taken, f)
 
 
+@pytest.mark.timing
 def test_the_gcra_slot_holds_the_rate_across_processes(pg_url, tmp_path):
     store.open_db(pg_url).close()
     ctx = multiprocessing.get_context("fork")
@@ -156,6 +157,7 @@ def start_group(site, db, tz):
                             start_new_session=True)
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_two_run_groups_in_two_time_zones_one_killed_lose_nothing_and_hold_the_rate(standin, pg_url):
     site = standin(templates=600, rate=RATE, burst=BURST, latency_ms=5, faults="503:0.03,500x2:0.03,404:0.02",

@@ -9,6 +9,7 @@ import requests
 import responses
 
 from scraper.base import settings
+from scraper.base.clock import FakeClock
 from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.policy import breaker, margin, retry
@@ -183,13 +184,13 @@ def test_the_limiter_follows_a_lowered_rate(tmp_path):
     from scraper.politeness.limiter import DomainLimiter
     s = settings.build(db_path=str(tmp_path / "jobs.db"), rate_per_s=20, burst=5)
     conn = store.open_db(s.db_path)
-    now = [0.0]
-    lim = DomainLimiter(s.limiter_path, 20, 5, rate_of=rates.limiter_rates(conn, s), clock=lambda: now[0])
+    clock = FakeClock(0.0)
+    lim = DomainLimiter(s.limiter_path, 20, 5, rate_of=rates.limiter_rates(conn, s), clock=clock)
     units = margin.burst_units(20, 5)       # the burst less its margin (3 at 20/s)
     assert [r.limit for r in lim._bucket("x.test").rates] == [units]
     politeness_rows.update_rate(conn, "x.test", NOW, lambda r: {"robots_rate_per_s": 5.0, "robots_crawl_delay": 1})
     assert [r.limit for r in lim._bucket("x.test").rates] == [units]      # read again after RATE_TTL_S
-    now[0] = 1.0
+    clock.advance(1.0)
     assert [(r.limit, r.interval) for r in lim._bucket("x.test").rates] == [(1, 200)]
     lim.close()
     conn.close()

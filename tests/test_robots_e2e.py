@@ -9,6 +9,7 @@ from tests.helpers import definition_ids, rows, scraper
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timing
 def test_rules_and_crawl_delay(standin, tmp_path):
     site = standin(templates=40, rate=50, burst=10, robots="rules", robots_disallow_ids="1",
                    robots_crawl_delay=0.2)
@@ -44,6 +45,7 @@ def test_robots_answering_503_sends_nothing_and_exits_3(standin, tmp_path):
     assert listing.returncode == 1 and "robots.txt of" in listing.stderr
 
 
+@pytest.mark.timing
 def test_a_10_second_storm_no_longer_ends_the_run(standin, tmp_path):
     site = standin(templates=200, rate=50, burst=10)
     db = tmp_path / "jobs.db"
@@ -55,6 +57,7 @@ def test_a_10_second_storm_no_longer_ends_the_run(standin, tmp_path):
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 200
 
 
+@pytest.mark.timing
 def test_a_slow_phase_slows_the_pool_down_then_it_returns_to_the_limit(standin, tmp_path):
     site = standin(templates=300, rate=50, burst=10, latency_ms=40, slow_phase_factor=10, slow_phase_s=20,
                    slow_phase_after_s=12)

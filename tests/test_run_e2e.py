@@ -11,6 +11,7 @@ from tests.helpers import ROOT, check_every_row, rows, scraper
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timing
 def test_run_with_faults_checks_every_row(standin, backend):
     site = standin(templates=80, rate=50, burst=5, latency_ms=5,
                    faults="503:0.05,500x2:0.05,reset:0.05,truncate:0.05,404:0.05,403:0.05", seed=3)

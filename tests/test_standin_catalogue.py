@@ -166,6 +166,7 @@ def _timed_get(url):
     return time.monotonic() - start
 
 
+@pytest.mark.timing
 def test_slow_phase_at_run_time_and_the_request_log(started):
     site = started(templates=5, rate=0, latency_ms=20)
     assert _timed_get(site.url + "/api/health") < 0.15
@@ -193,6 +194,7 @@ def test_slow_phase_from_the_command_line_starts_after_its_delay(started):
     assert site.request_log()["by_kind"] == {} and site.stats()["slow_phases"] == [phase]
 
 
+@pytest.mark.timing
 def test_rate_series_counts_per_bucket():
     assert rate_series([0.1, 0.2, 1.5, 3.9], bucket_s=1.0) == [2, 1, 0, 1]
     assert rate_series([], until=2.2) == [0, 0, 0]
@@ -372,6 +374,7 @@ def test_changes_between_runs(started):
         assert err.value.code == 400
 
 
+@pytest.mark.timing
 def test_catalogue_rate_limit_per_client(started):
     site = started(catalogue=True, events=3, rate=0.5, burst=2)
     statuses = [fetch(site.url + "/about") for _ in range(3)]

@@ -237,6 +237,7 @@ def test_no_limit_when_rate_is_zero(site):
 # -- politeness counters -----------------------------------------------------------------------
 
 
+@pytest.mark.timing
 def test_token_bucket_and_stats(make_site):
     site = make_site(templates=20, rate=0.2, burst=5)
     statuses, retry_after = [], []
@@ -258,6 +259,7 @@ def test_token_bucket_and_stats(make_site):
     assert stats == site.stats() | {"storm_remaining_s": stats["storm_remaining_s"]}
 
 
+@pytest.mark.timing
 def test_max_in_1s_is_a_sliding_window(make_site):
     site = make_site(templates=10, rate=0)
     with requests.Session() as session:
@@ -270,6 +272,7 @@ def test_max_in_1s_is_a_sliding_window(make_site):
     assert stats["requests"] == 5 and stats["max_in_1s"] == 3
 
 
+@pytest.mark.timing
 def test_latency_overlaps_between_clients(make_site):
     site = make_site(templates=10, rate=0, latency_ms=300)
     elapsed = []
@@ -289,6 +292,7 @@ def test_latency_overlaps_between_clients(make_site):
     assert time.monotonic() - start < 0.9
 
 
+@pytest.mark.timing
 def test_storm_then_reset(make_site):
     site = make_site(templates=10, rate=0)
     tid = site.corpus.ids[0]

@@ -31,6 +31,7 @@ def assert_each_template_once(site, db):
     assert jobs_in(db, "running") == 0 and jobs_in(db, "pending") == 0
 
 
+@pytest.mark.timing
 def test_four_workers_never_exceed_the_servers_limit(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=200, rate=20, burst=5, latency_ms=40)
     done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--burst", "5")
@@ -171,6 +172,7 @@ def test_on_a_terminal_the_run_draws_a_progress_bar(standin, tmp_path):
     assert "\r[" in text and "30/30 (100%)" in text and "ETA" in text and "/min" in text
 
 
+@pytest.mark.timing
 def test_the_defaults_hold_n8n_io_s_limit_of_2_per_second_with_burst_5(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=16, rate=2, burst=5)
     site_stats_before = site.stats()["requests"]

@@ -12,6 +12,7 @@ import responses
 
 from scraper import cli
 from scraper.base import settings
+from scraper.base.clock import SYSTEM, FakeClock
 from scraper.base.errors import ConfigError
 from scraper.db import politeness as politeness_rows
 from scraper.db import store
@@ -23,7 +24,7 @@ from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.products import status
 from scraper.sites import n8n, youtube
-from tests.helpers import Clock, detail_body, rows, scraper
+from tests.helpers import detail_body, rows, scraper
 
 API = "https://api.n8n.test/api"
 SITE = "https://n8n.test"
@@ -54,7 +55,7 @@ def make(tmp_path):
         lim = (limiter.DomainLimiter(s.limiter_path, s.rate_per_s, s.burst, rate_of=s.rate_for)
                if limiter_kind == "domain" else limiter.NoLimiter())
         session = http.make_session(s.user_agent)
-        clock = Clock(NOW)
+        clock = FakeClock(NOW)
         w = worker.Worker(s, "w1", q, lim, session, clock=clock, rng=random.Random(7))
         opened.append((w, conn, lim, session))
         return w, q, clock
@@ -190,11 +191,12 @@ def test_the_other_ways_youtube_blocks_open_the_breaker_too(make, youtube_standi
     assert q.domains()["youtube.com"].state == breaker.OPEN
 
 
+@pytest.mark.timing
 def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_standin):
     yt = youtube_standin(rate=4, burst=2)          # the stand-in answers 429 above 4/s, burst 2
     w, q, _ = make(yt.url, robots_known=True, limiter_kind="domain", domain_rates=(("youtube.com", 4.0, 2),))
     seed_videos(q, w.s, list(WITH_TRANSCRIPT))
-    w.clock = __import__("time").time             # the real clock: the limiter waits for real
+    w.clock = SYSTEM                               # the real clock: the limiter waits for real
     drain(w)
     stats = yt.stats()
     assert stats["requests"] == 12 and stats["http_429"] == 0

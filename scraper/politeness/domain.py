@@ -6,9 +6,9 @@ breaker in the domain's row of the `domains` table (through the queue); the brea
 functions of `breaker`."""
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
+from scraper.base.clock import SYSTEM
 from scraper.base.errors import FetchError
 from scraper.policy import breaker, fairness, retry
 
@@ -28,9 +28,10 @@ class Politeness:
     """One domain's politeness for one worker process (opened after the fork, like its limiter).
 
     `queue` holds the domain's breaker row, `limiter` the shared rate buckets; `name` (the worker's)
-    prefixes the log lines; `stopping()` is true once the worker is asked to stop."""
+    prefixes the log lines; `clock` (a `base.clock.Clock`) is read and waited on for the pauses;
+    `stopping()` is true once the worker is asked to stop."""
 
-    def __init__(self, settings, domain, queue, limiter, name="", clock=time.time, stopping=lambda: False):
+    def __init__(self, settings, domain, queue, limiter, name="", clock=SYSTEM, stopping=lambda: False):
         self.s = settings
         self.domain = domain
         self.queue = queue
@@ -69,11 +70,11 @@ class Politeness:
         Nothing that can wait on a lock sits between the slot and the request: a request that left
         late would arrive bunched with the next ones and eat the burst margin. The time waited is kept
         in `waited_s` and logged with the request after its answer (`take_waited`)."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         try:
             return self._before(probe, renew, url)
         finally:
-            self.waited_s += time.monotonic() - started
+            self.waited_s += self.clock.monotonic() - started
 
     def _before(self, probe, renew, url):
         while True:
@@ -89,7 +90,7 @@ class Politeness:
                 return GO
             # the domain was paused (429) after the job was taken: wait it out, then take a new slot
             while paused_until > self.clock() and not self.stopping():
-                time.sleep(min(PAUSE_NAP_S, paused_until - self.clock()))
+                self.clock.sleep(min(PAUSE_NAP_S, paused_until - self.clock()))
                 if not renew():
                     raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
 

@@ -1,9 +1,9 @@
 """The rate limiter of a PostgreSQL database: one GCRA reservation per domain in its `domains` row
 (`scraper.db.slots`), shared by every process on every machine. Same interface as `DomainLimiter`."""
 
-import time
-
+from scraper.base.clock import SYSTEM
 from scraper.db import slots, store
+from scraper.politeness.limiter import wait_for_slot
 
 RATE_TTL_S = 1.0            # a domain's rate is read again this often (as the SQLite limiter does)
 
@@ -12,7 +12,7 @@ class GcraLimiter:
     """`acquire(domain)` waits for the domain's slot. Open it inside the process that uses it: it holds
     its own connection, so a slot is never taken inside another transaction."""
 
-    def __init__(self, db_url, rate_per_s, burst, sleep=time.sleep, rate_of=None, clock=time.monotonic):
+    def __init__(self, db_url, rate_per_s, burst, rate_of=None, clock=SYSTEM):
         """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S, as `DomainLimiter` does
         (robots.txt and the adaptive slow-down change a domain's rate during a run)."""
         self._conn = store.open_db(db_url)    # the schema first: a first seed walks before it stores
@@ -21,7 +21,6 @@ class GcraLimiter:
         self._known = {}
         self._read_at = {}
         self._clock = clock
-        self._sleep = sleep
 
     def refresh(self, domain):
         """Read the domain's rate again before the next slot (it was just changed in this process)."""
@@ -29,14 +28,14 @@ class GcraLimiter:
 
     def _params(self, domain):
         params = self._known.get(domain)
-        stale = self._rate_of is not None and self._clock() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
+        stale = self._rate_of is not None and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
         if params is None or stale:
             if params is None:
                 slots.ensure(self._conn, domain)
             params = self._default
             if self._rate_of is not None:
                 params = slots.gcra(*self._rate_of(domain))
-                self._read_at[domain] = self._clock()
+                self._read_at[domain] = self._clock.monotonic()
             self._known[domain] = params
         return params
 
@@ -50,19 +49,7 @@ class GcraLimiter:
 
     def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
         """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            if should_stop():
-                return False
-            wait = self.try_acquire(domain)
-            if wait == 0.0:
-                return True
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                wait = min(wait, left)
-            self._sleep(min(wait, 0.25))   # short naps keep a stop request responsive
+        return wait_for_slot(lambda: self.try_acquire(domain), self._clock, timeout_s, should_stop)
 
     def close(self):
         self._conn.close()

@@ -16,10 +16,10 @@ import math
 import os
 import re
 import sqlite3
-import time
 
 from pyrate_limiter import Rate, RateItem, SQLiteBucket
 
+from scraper.base.clock import SYSTEM
 from scraper.policy import margin
 
 LEAK_EVERY = 200            # admissions between clean-ups of rows that left every window
@@ -63,7 +63,7 @@ class DomainLimiter:
     """`acquire(domain)` waits for a slot in the domain's shared bucket. Open it inside the process
     that uses it (nothing here survives a fork)."""
 
-    def __init__(self, path, rate_per_s, burst, sleep=time.sleep, rate_of=None, clock=time.monotonic):
+    def __init__(self, path, rate_per_s, burst, rate_of=None, clock=SYSTEM):
         """`rate_of(domain) -> (rate_per_s, burst)` gives a domain its own budget, read again every
         RATE_TTL_S (it may change during a run: robots.txt, the adaptive slow-down); else (rate_per_s, burst).
 
@@ -80,7 +80,6 @@ class DomainLimiter:
         self._read_at = {}          # domain -> when its rate was last read
         self._clock = clock
         self._admitted = 0
-        self._sleep = sleep
 
     def refresh(self, domain):
         """Read the domain's rate again before the next slot (it was just changed in this process)."""
@@ -88,7 +87,7 @@ class DomainLimiter:
 
     def _bucket(self, domain):
         bucket = self._buckets.get(domain)
-        stale = self._rate_of is not None and self._clock() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
+        stale = self._rate_of is not None and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
         if bucket is None or stale:
             table = "rate_" + re.sub(r"[^A-Za-z0-9_]", "_", domain)  # interpolated into SQL by pyrate
             if bucket is None:
@@ -98,7 +97,7 @@ class DomainLimiter:
             rates = self.rates
             if self._rate_of is not None:
                 rates = rates_for(*self._rate_of(domain))
-                self._read_at[domain] = self._clock()
+                self._read_at[domain] = self._clock.monotonic()
             if bucket is None or _key(rates) != _key(bucket.rates):
                 bucket = self._buckets[domain] = SQLiteBucket(rates, self._conn, table)
         return bucket
@@ -135,23 +134,29 @@ class DomainLimiter:
 
     def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
         """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            if should_stop():
-                return False
-            wait = self.try_acquire(domain)
-            if wait == 0.0:
-                return True
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                wait = min(wait, left)
-            self._sleep(min(wait, 0.25))   # short naps keep a stop request responsive
+        return wait_for_slot(lambda: self.try_acquire(domain), self._clock, timeout_s, should_stop)
 
     def close(self):
         self._conn.close()
         self._lock.close()
+
+
+def wait_for_slot(try_acquire, clock, timeout_s=None, should_stop=lambda: False):
+    """The acquire loop of both limiters: `try_acquire()` (0.0 admitted, else seconds to wait) until it
+    admits; False when `timeout_s` passed on `clock` or `should_stop()` turned true first."""
+    deadline = None if timeout_s is None else clock.monotonic() + timeout_s
+    while True:
+        if should_stop():
+            return False
+        wait = try_acquire()
+        if wait == 0.0:
+            return True
+        if deadline is not None:
+            left = deadline - clock.monotonic()
+            if left <= 0:
+                return False
+            wait = min(wait, left)
+        clock.sleep(min(wait, 0.25))   # short naps keep a stop request responsive
 
 
 def open_limiter(settings, rate_of=None):

@@ -7,11 +7,11 @@ command; a 5xx, 429 or no answer is retried with the run's policy, then the host
 for this run and not stored as reusable. The pure rules are in `scraper.policy.robots`."""
 
 import logging
-import time
 from urllib.parse import urlsplit
 
 from protego import Protego
 
+from scraper.base.clock import SYSTEM
 from scraper.base.errors import FetchError, RobotsDisallowed, RobotsUnavailable
 from scraper.base.urls import domain_of
 from scraper.db import politeness as rows
@@ -56,11 +56,11 @@ class Robots:
 
     `get(url, max_bytes)` is one polite GET of the domain (the body of a 2xx, FetchError otherwise)."""
 
-    def __init__(self, settings, conn, clock=time.time, sleep=time.sleep, on_rate=lambda domain: None):
+    def __init__(self, settings, conn, clock=SYSTEM, sleep=None, on_rate=lambda domain: None):
         self.s = settings
         self.conn = conn
         self.clock = clock
-        self.sleep = sleep
+        self.sleep = sleep or clock.sleep
         self.on_rate = on_rate      # told when robots.txt changed a domain's rate (the limiter re-reads it)
         self.token = rules.product_token(settings.user_agent)
         self._hosts = {}            # host -> (expires_at, Protego or None when everything is allowed)

@@ -3,7 +3,6 @@ robots.txt rules ignored on purpose said once), the adaptive slow-down once a sa
 many jobs robots.txt disallowed. The figures live in each domain's row, which every worker obeys."""
 
 import logging
-import time
 
 from scraper import sites
 from scraper.db import politeness as politeness_rows
@@ -18,7 +17,7 @@ class Pacing:
         self.conn = conn
         self.clock = clock
         self.started_at = started_at
-        self._adapted_at = time.monotonic()
+        self._adapted_at = self.clock.monotonic()
 
     def start(self):
         """Each domain's configured rate in its row (status shows it); say which rules are ignored."""
@@ -29,7 +28,7 @@ class Pacing:
         if ignored:
             log.warning("ignoring the robots.txt rules of %s, as asked (--robots%s)", ", ".join(ignored),
                         " ignore" if self.s.robots == robots.IGNORE else "-ignore")
-        self._adapted_at = time.monotonic()
+        self._adapted_at = self.clock.monotonic()
 
     def adapt(self, mono):
         """The adaptive slow-down, once a sample: its rate goes in each domain's row."""

@@ -12,6 +12,7 @@ import time
 
 from scraper import sites
 from scraper.base import exitcodes
+from scraper.base.clock import SYSTEM, DatabaseClock
 from scraper.base.settings import PROGRESS_EVERY_S
 from scraper.db import runstate, store
 from scraper.db.queue import Queue
@@ -40,7 +41,7 @@ class Slot:
 
 
 class Supervisor:
-    def __init__(self, settings, out=sys.stderr, clock=time.time):
+    def __init__(self, settings, out=sys.stderr, clock=SYSTEM):
         self.s = settings
         self.out = out
         self.clock = clock
@@ -75,7 +76,7 @@ class Supervisor:
         orphans.subreaper(True)
         self.conn = conn
         if self.s.postgres:
-            self.clock = conn.clock
+            self.clock = DatabaseClock(conn.clock)
         try:
             self._note_unfinished_run(conn)
             if self.s.postgres:
@@ -121,15 +122,15 @@ class Supervisor:
         for slot in self.slots:
             self._start(slot)
         next_sample = next_show = next_beat = 0.0
-        next_summary = time.monotonic() + PROGRESS_EVERY_S
+        next_summary = self.clock.monotonic() + PROGRESS_EVERY_S
         stop_deadline = None
         while True:
             sentinels = [s.process.sentinel for s in self.slots if s.process is not None]
             if sentinels:
                 multiprocessing.connection.wait(sentinels, timeout=TICK_S)
             else:
-                time.sleep(TICK_S)
-            mono = time.monotonic()
+                self.clock.sleep(TICK_S)
+            mono = self.clock.monotonic()
             if self.signals and stop_deadline is None:
                 log.info("stopping: workers finish or hand back their jobs (again to stop at once)")
                 self._signal_all(signal.SIGTERM)
@@ -210,7 +211,7 @@ class Supervisor:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
         slot.process, slot.name, slot.recycle_asked_at = p, worker.worker_name(slot.index, p.pid, self.s), None
-        slot.started_at = time.monotonic()
+        slot.started_at = self.clock.monotonic()
 
     def _reap(self, restart):
         """Hand back the jobs of workers that ended, and put a fresh worker in their place."""
@@ -230,7 +231,7 @@ class Supervisor:
                 log.warning("worker %s died (exit code %s); %d job(s) it held retried later, %d failed as abandoned",
                             slot.name, code, again, failed)
                 # only a worker that dies before it holds a job tells of a crash loop
-                quick = time.monotonic() - slot.started_at < QUICK_DEATH_S and not (again or failed)
+                quick = self.clock.monotonic() - slot.started_at < QUICK_DEATH_S and not (again or failed)
                 self.quick_deaths = self.quick_deaths + 1 if quick else 0
             slot.process = None
             if restart and self._work_left():
@@ -246,6 +247,7 @@ class Supervisor:
                     pass
 
     def _join_all(self, timeout_s):
+        # real processes end on the system's time, whatever clock the run reads
         deadline = time.monotonic() + timeout_s
         for slot in self.slots:
             if slot.process is not None:
@@ -288,7 +290,7 @@ class Supervisor:
         total, limit = me + sum(used.values()), self.s.memory_limit_mb * 2**20
         log.debug("memory (PSS): pool %.0f MB, supervisor %.0f MB, workers %s MB", total / 2**20, me / 2**20,
                   [round(v / 2**20) for v in used.values()])
-        now = time.monotonic()
+        now = self.clock.monotonic()
         waiting = [s for s in self.slots if s.recycle_asked_at is not None and s.process is not None]
         for slot in waiting:
             if now - slot.recycle_asked_at > max(self.s.timeout_s, self.s.browser_deadline_s) + self.s.stop_grace_s:

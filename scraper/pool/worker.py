@@ -7,11 +7,11 @@ import random
 import signal
 import sqlite3
 import sys
-import time
 from typing import TYPE_CHECKING
 
 from scraper import sites
 from scraper.base import exitcodes
+from scraper.base.clock import SYSTEM, DatabaseClock
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError, RobotsUnavailable
 from scraper.base.urls import domain_of
 from scraper.db import fetchlearn, requestlog, runstate, store
@@ -45,7 +45,7 @@ class Flags:
 class Worker:
     """One worker's loop over an open queue, limiter and HTTP session."""
 
-    def __init__(self, settings, name, queue, limiter, session, flags=None, clock=time.time, rng=random,
+    def __init__(self, settings, name, queue, limiter, session, flags=None, clock=SYSTEM, rng=random,
                  parent_pid=None):
         self.s = settings
         self.parent_pid = parent_pid
@@ -80,7 +80,7 @@ class Worker:
                 log.info("%s recycling after %d jobs", self.name, self.jobs_done)
                 return exitcodes.WORKER_RECYCLE
             if not self.step():
-                time.sleep(IDLE_S)
+                self.clock.sleep(IDLE_S)
 
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
@@ -112,7 +112,7 @@ class Worker:
 
     def process(self, job):
         """One job, contained: whatever goes wrong ends this attempt with a reason, never the worker."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         try:
             self._process(job, started)
         except Exception as e:
@@ -138,7 +138,7 @@ class Worker:
             self._failed(job, getattr(e, "kind", retry.PARSE), str(e), 200, None, started,
                          result=getattr(e, "result", None))
         else:
-            ms = _ms_since(started)
+            ms = _ms_since(started, self.clock)
             now = self.clock()
             ok = self.queue.complete(job, self.name, now, ms,
                                      write=lambda c: record.write(c, result, now, source=job.source))
@@ -223,13 +223,13 @@ class Worker:
 
     def _nap(self, job, seconds):
         """Wait between tries of a robots.txt, the lease renewed; on a stop the job is given back."""
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
+        end = self.clock.monotonic() + seconds
+        while (left := end - self.clock.monotonic()) > 0:
             if self.stopping():
                 self.queue.release(job, self.name, self.clock())
                 raise HandedBack(job.key)
             self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)
-            time.sleep(min(NAP_S, left))
+            self.clock.sleep(min(NAP_S, left))
 
     def _send(self, job, url, max_bytes=None):
         self._gate(job, url)
@@ -273,7 +273,7 @@ class Worker:
         """The job has nothing to fetch (no transcript, a removed video): final, with the reason."""
         message = _storable_text(message)
         if not self.queue.fail(job, self.name, self.clock(), retry.INVALID, kind, message, None, None,
-                               _ms_since(started)):
+                               _ms_since(started, self.clock)):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
         log.info("%s %s: %s -> invalid", self.name, job.key, message)
@@ -296,7 +296,7 @@ class Worker:
             gone = site.gone(job)
             write = lambda c: record.write(c, gone, now, _iso(now), source=job.source)  # noqa: E731 - a one-line callback
         if not self.queue.fail(job, self.name, now, new_status, kind, message, status, available_at,
-                               _ms_since(started), counted=outcome.counted, write=write):
+                               _ms_since(started, self.clock), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
         # a retry is routine (the supervisor logs one summary per interval); a final failure is news
@@ -321,7 +321,7 @@ def main(settings, slot, parent_pid, run_id=None):
         log.error("%s cannot start: %s", name, e)
         sys.exit(exitcodes.WORKER_CRASHED)
     session = http.make_session(settings.user_agent)
-    clock = conn.clock if store.is_postgres(conn) else time.time   # the database's clock decides on PostgreSQL
+    clock = DatabaseClock(conn.clock) if store.is_postgres(conn) else SYSTEM   # the database's decides on PostgreSQL
     w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid)
     try:
         code = w.run()
@@ -387,8 +387,8 @@ def _iso(ts):
     return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def _ms_since(started):
-    return int((time.monotonic() - started) * 1000)
+def _ms_since(started, clock):
+    return int((clock.monotonic() - started) * 1000)
 
 
 if TYPE_CHECKING:
