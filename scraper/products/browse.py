@@ -99,10 +99,18 @@ def metadata(db_name, paid):
         },
         "changes": {"title": "Changes", "description": "Each addition, change, removal and restoration, with "
                                                        "its time and the version it made.",
-                    "sort_desc": "seq", "facets": ["change", "source"]},
+                    "sort_desc": "seq", "facets": ["change", "source"],
+                    "columns": {"template_id": "The template's id (templates only)", "source": "n8n, or the "
+                                "catalogue source", "key": "The template's id or the item's path",
+                                "change": "added, changed, removed or restored", "at": "When (UTC)",
+                                "version": "The version it made (removed: the last one)"}},
         "items": {"title": "Catalogue items", "description": "The items of the catalogue sources (record: "
                                                             "the fields extracted from its page, JSON).",
-                  "fts_table": "items_fts", "fts_pk": "rowid", "facets": ["source"]},
+                  "fts_table": "items_fts", "fts_pk": "rowid", "facets": ["source"],
+                  "columns": {"source": "The catalogue source", "key": "The item's path on its site",
+                              "record": "The fields extracted from its page (JSON)",
+                              "version": "1 at its first fetch, one more at each change of its record",
+                              "removed_at": "When its site stopped serving it (empty while live)"}},
         "transcripts": {"title": "Video transcripts", "description": "Transcripts of the templates' YouTube "
                                                                      "videos."},
         "template_videos": {"title": "Template videos", "description": "Which template shows which video."},
