@@ -56,7 +56,7 @@ def read_only(path, time_limit_s):
         return conn
     from urllib.parse import quote
     conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                           isolation_level=None, check_same_thread=False)
+                           isolation_level=None)
     conn.row_factory = sqlite3.Row
     deadline = time.monotonic() + time_limit_s
     # called every 10,000 virtual machine steps: a non-zero answer interrupts the statement
