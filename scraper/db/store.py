@@ -48,11 +48,11 @@ def read_only(path, time_limit_s):
     """A connection that cannot write and whose statements stop after `time_limit_s` seconds from now (a
     server's answer beside a running `run`: SQLite's `mode=ro` never takes the write lock, and WAL lets it
     read while workers write). A query cut off raises sqlite3.OperationalError "interrupted" (PostgreSQL:
-    its statement_timeout, as the same class through db/pg)."""
+    each statement's own statement_timeout, as the same class through db/pg)."""
     if is_db_url(path):
         conn = connect(path)
         conn.raw("SET default_transaction_read_only = on")
-        conn.raw(f"SET statement_timeout = {int(time_limit_s * 1000)}")
+        conn.raw(f"SET statement_timeout = {max(1, int(time_limit_s * 1000))}")     # 0 would mean no limit
         return conn
     from urllib.parse import quote
     conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
