@@ -126,7 +126,9 @@ def test_search_cannot_spell_out_a_secret_by_prefixes(mirror):
     conn.close()
     for url in (f"/jobs/templates.json?_search={prefix}&_searchmode=raw&_shape=array",
                 f"/jobs/templates.json?_search={prefix}&_fts_table=workflows_fts&_searchmode=raw&_shape=array",
-                f"/jobs/templates.json?_search_description={prefix}&_searchmode=raw&_shape=array"):
+                f"/jobs/templates.json?_search_description={prefix}&_searchmode=raw&_shape=array",
+                f"/jobs/templates.json?_search={prefix}&_search%6Dode=raw&_shape=array",
+                f"/jobs/templates.json?_search={prefix}&%5Fsearchmode=raw&_shape=array"):
         status, body = get(db, url)[url]
         assert status in (200, 400) and not (status == 200 and json.loads(body)), (url, body[:300])
 

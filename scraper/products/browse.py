@@ -126,7 +126,7 @@ def metadata(db_name, paid):
 
 SETTINGS = {
     "sql_time_limit_ms": SQL_TIME_LIMIT_MS,
-    "default_allow_sql": False,      # SQL would reach the tables denied above
+    "default_allow_sql": False,      # SQL would reach the tables `allowed` denies
     "allow_download": False,         # the file holds the raw answers
     "default_page_size": PAGE_SIZE,
     "max_returned_rows": 1_000,
@@ -140,10 +140,16 @@ def db_name(path):
 
 
 def guard(app):
-    """ASGI middleware: the request without the query parameters of DROPPED."""
+    """ASGI middleware: the request without the query parameters of DROPPED, however their names are
+    spelt (Datasette decodes `%xx` and `+` in a name before reading it)."""
+    from urllib.parse import unquote_to_bytes
+
+    def dropped(pair):
+        return unquote_to_bytes(pair.split(b"=", 1)[0].replace(b"+", b" ")) in DROPPED
+
     async def guarded(scope, receive, send):
         if scope["type"] == "http" and scope.get("query_string"):
-            kept = [p for p in scope["query_string"].split(b"&") if p.split(b"=", 1)[0] not in DROPPED]
+            kept = [p for p in scope["query_string"].split(b"&") if not dropped(p)]
             scope = dict(scope, query_string=b"&".join(kept))
         await app(scope, receive, send)
     return guarded
@@ -161,7 +167,7 @@ def allowed(datasette, actor, action, resource):
 
 
 def app(path, conn):
-    """The Datasette instance over the SQLite file at `path` (`conn`: a connection to it, for its names)."""
+    """The Datasette instance over the SQLite file at `path` (`conn`: a connection to it, for its schema)."""
     from datasette import hookimpl
     from datasette.app import Datasette
     from datasette.plugins import pm
