@@ -22,6 +22,8 @@ TOP = 20                             # rows of each ranking in template_stats
 SUMMARY = ("id", "name", "url", "author", "nodes", "views", "created_at", "paid")
 MODES = ("summary", "nodes", "full")
 KINDS = ("added", "changed", "removed", "restored")
+# a sold template's price and where to buy it; `hollow`: its stored workflow is the graph's shape only
+PAID_EXTRA = ("price", "purchase_url", "hollow")
 
 
 class NotFound(ConfigError):
@@ -155,6 +157,9 @@ def get_template(conn, site, template_id, mode="summary"):
     out.update(description=redact.text(row["description"])[0], categories=_list(row["categories"]),
                node_count=row["node_count"], quality_score=row["quality_score"], version=row["version"],
                removed_at=row["removed_at"])
+    for extra in PAID_EXTRA:         # where the schema records them (migration 17)
+        if extra in row.keys():
+            out[extra] = bool(row[extra]) if extra == "hollow" else row[extra]
     workflow = json.loads(row["workflow"]) if row["workflow"] else {}
     workflow = workflow if isinstance(workflow, dict) else {}
     if mode == "nodes":
