@@ -238,7 +238,8 @@ def served_mirror(path, copies=0):
     """A mirror built in-process as the worker stores it, for the serving tests: the 20 fixture templates
     (answers, versions and changes kept), the first and the eighth with planted credentials (in the workflow
     and, for the first, in its description), `copies` more live templates cloned from a clean one (ids from
-    900000), a removed one, and one catalogue item. Returns (planted ids, every live id)."""
+    900000), a removed one, and one catalogue item; where the schema records prices, the third is paid,
+    the fourth unknown, the others free. Returns (planted ids, every live id)."""
     from scraper.db.store import transaction
     from scraper.mirror import answers, items
 
@@ -262,6 +263,11 @@ def served_mirror(path, copies=0):
         base = n8n.extract(detail_body(ids[1]), "2026-11-02T00:00:00+00:00")
         for k in range(copies):
             store.upsert(conn, "workflows", dict(base, id=900_000 + k, name=f"Copy {k} of {base['name']}"), "id")
+        if any(r[1] == "paid" for r in conn.execute("PRAGMA table_info(workflows)")):    # schema 17 on
+            conn.execute("UPDATE workflows SET paid = 0")
+            conn.execute("UPDATE workflows SET paid = 1, price = 19.0, purchase_url = ? WHERE id = ?",
+                         ("https://shop.test/template", ids[2]))
+            conn.execute("UPDATE workflows SET paid = NULL WHERE id = ?", (ids[3],))
         items.store(conn, "events", "/events/jazz-night-42", "https://events.test/events/jazz-night-42",
                     {"name": "Jazz night", "description": "Saxophones by the river"}, {"page": b"<html></html>"},
                     "2026-11-03T00:00:00+00:00")

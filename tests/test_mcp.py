@@ -9,7 +9,17 @@ import pytest
 
 from scraper.db import store
 from scraper.products import lookup, mcpserver
-from tests.helpers import MCP_TOOLS, RARE_WORDS, SECRETS, SUMMARY_BUDGET, rare_word, round_trip, rows, served_mirror
+from tests.helpers import (
+    MCP_TOOLS,
+    RARE_WORDS,
+    SECRETS,
+    SUMMARY_BUDGET,
+    definition_ids,
+    rare_word,
+    round_trip,
+    rows,
+    served_mirror,
+)
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'scraper[mcp]'")
 
@@ -197,3 +207,23 @@ def test_the_tools_answer_alike_on_sqlite_and_postgresql(backend):
             conn.execute("DELETE FROM changes")
     finally:
         conn.close()
+
+
+def test_paid_templates_are_marked_counted_and_left_out_on_request(mirror):
+    db, _, live = mirror
+    conn = store.read_only(str(db), 5)
+    known = lookup.has_paid(conn)
+    conn.close()
+    if not known:
+        pytest.skip("this schema does not record which templates are paid (migration 17)")
+    ids = definition_ids()
+    (_, every, _), (_, free, _), (_, stats, _), (_, full, _) = call(
+        db, ("search_templates", {"limit": 100, "fields": ["id", "paid"]}),
+        ("search_templates", {"limit": 100, "include_paid": False, "fields": ["id", "paid"]}),
+        ("template_stats", {}), ("get_template", {"id": ids[2], "mode": "full"}))
+    paid = {t["id"]: t["paid"] for t in every["templates"]}
+    assert paid[ids[2]] is True and paid[ids[3]] is None and paid[ids[4]] is False
+    assert ids[2] not in {t["id"] for t in free["templates"]} and free["total"] == every["total"] - 1
+    assert ids[3] in {t["id"] for t in free["templates"]}          # unknown counts as free
+    assert stats["templates"]["paid"] == 1
+    assert full["paid"] is True and full["price"] == 19.0 and full["purchase_url"] == "https://shop.test/template"

@@ -24,6 +24,7 @@ from tests.helpers import (
     Plain,
     assert_one_sentence_error,
     count,
+    definition_ids,
     invoke,
     round_trip,
     rows,
@@ -296,3 +297,20 @@ def test_the_mcp_tools_and_the_templates_view_agree_on_a_template(mirror):
         conn.close()
     assert full["url"] == viewed["url"] and full["name"] == viewed["name"]
     assert full["workflow"]["nodes"] == json.loads(viewed["workflow"])["nodes"]
+
+
+def test_paid_is_a_facet_and_a_canned_query(mirror):
+    db, _ = mirror
+    conn = store.connect(str(db))
+    known = lookup.has_paid(conn)
+    conn.close()
+    if not known:
+        pytest.skip("this schema does not record which templates are paid (migration 17)")
+    sold = definition_ids()[2]
+    found = get(db, "/jobs/templates.json?_size=1", "/jobs/paid_templates.json?_shape=array",
+                "/jobs/templates.json?paid=1&_shape=array&_col=id&_col=price&_col=purchase_url")
+    facets = json.loads(found["/jobs/templates.json?_size=1"][1])["facet_results"]
+    assert {r["value"]: r["count"] for r in facets["paid"]["results"]}[1] == 1
+    assert [r["id"] for r in json.loads(found["/jobs/paid_templates.json?_shape=array"][1])] == [sold]
+    assert json.loads(found["/jobs/templates.json?paid=1&_shape=array&_col=id&_col=price&_col=purchase_url"][1]) \
+        == [{"id": sold, "price": 19.0, "purchase_url": "https://shop.test/template"}]
