@@ -217,13 +217,14 @@ def test_paid_templates_are_marked_counted_and_left_out_on_request(mirror):
     if not known:
         pytest.skip("this schema does not record which templates are paid (migration 17)")
     ids = definition_ids()
-    (_, every, _), (_, free, _), (_, stats, _), (_, full, _) = call(
-        db, ("search_templates", {"limit": 100, "fields": ["id", "paid"]}),
-        ("search_templates", {"limit": 100, "include_paid": False, "fields": ["id", "paid"]}),
-        ("template_stats", {}), ("get_template", {"id": ids[2], "mode": "full"}))
-    paid = {t["id"]: t["paid"] for t in every["templates"]}
+    pages = [("search_templates", {"limit": 100, "offset": o, "include_paid": i, "fields": ["id", "paid"]})
+             for i in (True, False) for o in (0, 100)]
+    (_, every, _), (_, rest, _), (_, free, _), (_, free_rest, _), (_, stats, _), (_, full, _) = call(
+        db, *pages, ("template_stats", {}), ("get_template", {"id": ids[2], "mode": "full"}))
+    paid = {t["id"]: t["paid"] for t in every["templates"] + rest["templates"]}
+    assert len(paid) == every["total"] == len(live)
     assert paid[ids[2]] is True and paid[ids[3]] is None and paid[ids[4]] is False
-    assert ids[2] not in {t["id"] for t in free["templates"]} and free["total"] == every["total"] - 1
-    assert ids[3] in {t["id"] for t in free["templates"]}          # unknown counts as free
+    free_ids = {t["id"] for t in free["templates"] + free_rest["templates"]}
+    assert free_ids == set(paid) - {ids[2]} and free["total"] == len(live) - 1     # unknown counts as free
     assert stats["templates"]["paid"] == 1
     assert full["paid"] is True and full["price"] == 19.0 and full["purchase_url"] == "https://shop.test/template"
