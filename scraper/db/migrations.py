@@ -376,7 +376,16 @@ MIGRATIONS = [
     ALTER TABLE workflows ADD COLUMN clean_at_rules INTEGER;
     ALTER TABLE workflows ADD COLUMN redacted TEXT;
     """,
-    # 17: `templates`, the templates as `scraper serve` shows them (issue 30): every column a reader needs,
+    # 17: paid templates (issue 28), from the listing: `price` (NULL when free or unknown), `purchase_url`,
+    # `paid` (1 when price > 0 or a purchase URL; NULL until a walk lists the id, e.g. seeded by --ids);
+    # and `hollow`, 1 when the stored detail answer is the graph's shape only (what paid templates answer)
+    """
+    ALTER TABLE workflows ADD COLUMN price REAL;
+    ALTER TABLE workflows ADD COLUMN purchase_url TEXT;
+    ALTER TABLE workflows ADD COLUMN paid INTEGER;
+    ALTER TABLE workflows ADD COLUMN hollow INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 18: `templates`, the templates as `scraper serve` shows them (issue 30): every column a reader needs,
     # and the description, explainer and workflow redacted through the verdict stored with each row
     # (migration 16): as stored when clean under rules version 1, else its saved redacted form; NULL when
     # not decided under version 1 (a row stored before migration 16 until `reextract`). A new rules
@@ -396,7 +405,8 @@ MIGRATIONS = [
            CASE WHEN w.clean_at_rules = 1 THEN w.workflow
                 WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
                 THEN coalesce(json_extract(w.redacted, '$.columns.workflow'), w.workflow) END AS workflow,
-           w.version, w.first_seen_at, w.last_seen_at, w.removed_at, w.fetched_at
+           w.version, w.first_seen_at, w.last_seen_at, w.removed_at, w.fetched_at,
+           w.paid, w.price, w.purchase_url, w.hollow
     FROM workflows AS w;
     """,
 ]

@@ -8,7 +8,7 @@ queries and a JSON API, read-only and credential-free.
   permission rule registered with Datasette, denies every other one (the raw `answers`, `workflows` as
   stored, the search index's copy of the text, `runs` with their settings, and any table a later schema
   adds), arbitrary SQL and the file's download, whatever the metadata says. The templates are the
-  `templates` view (db/migrations, 17): their description, explainer and workflow as exports redact them.
+  `templates` view (db/migrations, 18): their description, explainer and workflow as exports redact them.
 - `?_search=` works on `templates`: the metadata links it to `workflows_fts` (its own copy of the text, so
   Datasette cannot find it alone). That index holds the descriptions as stored, so the search stays in
   Datasette's escaped mode (each word whole, in quotes): `guard` drops `_searchmode=raw`, whose prefix
@@ -49,6 +49,7 @@ TEMPLATE_COLUMNS = {
     "paid": "1 when the template is sold, 0 when free, empty when not known",
     "price": "Its price, when sold",
     "purchase_url": "Where it is sold",
+    "hollow": "1 when its stored workflow is the graph's shape only (what a paid template's answer holds)",
 }
 
 
