@@ -6,9 +6,11 @@ import copy
 import json
 import logging
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from functools import cache
@@ -225,6 +227,189 @@ def detail_answer(template_id: int, categories=None, image=None, **overrides) ->
 def detail_body(template_id: int, **kwargs) -> bytes:
     """The detail answer as the bytes the API sends."""
     return json.dumps(detail_answer(template_id, **kwargs), ensure_ascii=False).encode("utf-8")
+
+
+# --- planted credentials (tests/test_data.py, tests/test_serve.py) ----------------------------------
+
+SECRETS = {
+    "openai": "sk-proj-Q3vT9xLmP2aZ7rYw4KdN8bHc1FgJ6sUe",
+    "github": "ghp_R7tY2uI9oP4aS1dF6gH3jK8lZ5xC0vB2nM7q",
+    "slack": "xoxb-2837465019-9182736450-Zx8Cv7Bn6Mq5Wr4E",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkLTQyIn0.c2lnbmF0dXJlLXBsYW50ZWQtNDI",
+    "bearer": "Zq8Wm3Rt6Yk1Hv4Np7Lc2Xs5",
+    "password": "Pl4nted-Passw0rd",
+    "apikey": "a8F3k2L9q7W1e5R4t6Y0u3I8",
+    "pin": "pinned-customer-email@planted.test",
+}
+
+
+def planted_workflow(workflow):
+    """A real workflow with one node carrying every kind of planted credential, a sticky note with a
+    token in its text, and pinned data."""
+    workflow = json.loads(json.dumps(workflow))
+    workflow["nodes"] = list(workflow.get("nodes") or []) + [
+        {"id": "planted-1", "name": "Planted HTTP", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2,
+         "position": [0, 0],
+         "parameters": {
+             "url": f"https://bot:{SECRETS['password']}@hooks.planted.test/v1?api_key={SECRETS['apikey']}",
+             "apiKey": SECRETS["apikey"],
+             "headerParameters": {"parameters": [
+                 {"name": "Authorization", "value": f"Bearer {SECRETS['bearer']}"},
+                 {"name": "X-Github", "value": SECRETS["github"]},
+                 {"name": "Accept", "value": "application/json"}]},
+             "jsonBody": json.dumps({"token": SECRETS["slack"], "jwt": SECRETS["jwt"]}),
+             "reference": "={{ $env.OPENAI_API_KEY }}",
+             "placeholder": "YOUR_API_KEY"}},
+        {"id": "planted-2", "name": "Note", "type": n8n.STICKY_NOTE, "typeVersion": 1, "position": [0, 0],
+         "parameters": {"content": f"Use the key {SECRETS['openai']} for OpenAI."}},
+    ]
+    workflow["pinData"] = {"Planted HTTP": [{"json": {"email": SECRETS["pin"]}}]}
+    return workflow
+
+
+RARE_WORDS = ("Quokkaflux", "Zephyrquill")
+
+
+def served_mirror(path, copies=0):
+    """A mirror built in-process as the worker stores it, for the serving tests: the 20 fixture templates
+    (answers, versions and changes kept), the first and the eighth with planted credentials (in the workflow
+    and, for the first, in its description), `copies` more live templates cloned from a clean one (ids from
+    900000), a removed one, and one catalogue item; where the schema records prices, the third is paid,
+    the fourth unknown, the others free. Returns (planted ids, every live id)."""
+    from scraper.db.store import transaction
+    from scraper.mirror import answers, items
+
+    ids = definition_ids()
+    planted = (ids[0], ids[7])
+    conn = store.open_db(str(path))
+    conn.execute("INSERT INTO source (id, api_url, site_url, recorded_at) VALUES (1, ?, ?, 0)",
+                 ("https://api.n8n.io/api", "https://n8n.io"))
+    with transaction(conn):
+        for tid in ids:
+            extra = {}
+            if tid in planted:       # a made-up word in the name, found in that template only
+                extra["workflow"] = planted_workflow(definition(tid))
+                extra["name"] = f"{detail_answer(tid)['workflow']['name']} {RARE_WORDS[planted.index(tid)]}"
+            if tid == planted[0]:
+                extra["description"] = f"Paste your key {SECRETS['github']} in the first node."
+            body = detail_body(tid, **extra)
+            answers.store(conn, n8n.extract(body, "2026-11-01T00:00:00+00:00"), {"api": body},
+                          "2026-11-01T00:00:00+00:00")
+        answers.mark_removed(conn, ids[19], "2026-11-20T00:00:00+00:00")
+        base = n8n.extract(detail_body(ids[1]), "2026-11-02T00:00:00+00:00")
+        for k in range(copies):
+            store.upsert(conn, "workflows", dict(base, id=900_000 + k, name=f"Copy {k} of {base['name']}"), "id")
+        if any(r[1] == "paid" for r in conn.execute("PRAGMA table_info(workflows)")):    # schema 17 on
+            conn.execute("UPDATE workflows SET paid = 0")
+            conn.execute("UPDATE workflows SET paid = 1, price = 19.0, purchase_url = ? WHERE id = ?",
+                         ("https://shop.test/template", ids[2]))
+            conn.execute("UPDATE workflows SET paid = NULL WHERE id = ?", (ids[3],))
+        items.store(conn, "events", "/events/jazz-night-42", "https://events.test/events/jazz-night-42",
+                    {"name": "Jazz night", "description": "Saxophones by the river"}, {"page": b"<html></html>"},
+                    "2026-11-03T00:00:00+00:00")
+    conn.close()
+    return planted, [*ids[:19], *(900_000 + k for k in range(copies))]
+
+
+def rare_word(db, template_id):
+    """A word of the template's name that the full-text index finds in that template only."""
+    name = rows(db, "SELECT name FROM workflows WHERE id = ?", template_id)[0]["name"]
+    for word in sorted(set(re.findall(r"[A-Za-z]{4,}", name)), key=len, reverse=True):
+        if [r["rowid"] for r in rows(db, "SELECT rowid FROM workflows_fts WHERE workflows_fts MATCH ?",
+                                     f'"{word}"')] == [template_id]:
+            return word
+    raise AssertionError(f"no word of {name!r} is found in that template only")
+
+
+# --- `scraper mcp` over stdio, by a plain JSON-RPC client (tests/test_mcp.py, tests/test_serve.py) ------
+
+MCP_TOOLS = {"search_templates", "get_template", "template_stats", "recent_changes", "search_items", "get_item"}
+SUMMARY_BUDGET = 40_000      # bytes of the whole answer that twenty summaries must fit in
+
+
+class Plain:
+    """A client of a stdio MCP server in plain JSON-RPC 2.0: one JSON object a line each way."""
+
+    def __init__(self, args):
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.lines, self.next_id = queue.Queue(), 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def notify(self, method, params=None):
+        self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
+
+    def request(self, method, params=None):
+        """(the answer, the raw line it came in)."""
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        line = self.lines.get(timeout=60)
+        assert line is not None, self.proc.stderr.read()
+        answer = json.loads(line)           # every line on stdout is JSON-RPC
+        assert answer["jsonrpc"] == "2.0" and answer["id"] == self.next_id, answer
+        return answer, line
+
+    def _send(self, message):
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self):
+        """Close stdin (the server ends); (exit code, stderr)."""
+        self.proc.stdin.close()
+        try:
+            code = self.proc.wait(30)
+        finally:
+            self.proc.kill()
+        return code, self.proc.stderr.read()
+
+
+def round_trip(db, rare_id):
+    """Everything the issue's "Done when" asks of a plain client; returns every line it read."""
+    client = Plain([sys.executable, "-m", "scraper", "--db", str(db), "mcp"])
+    lines = []
+    try:
+        init, line = client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                   "clientInfo": {"name": "plain-json-rpc", "version": "1"}})
+        lines.append(line)
+        assert init["result"]["serverInfo"]["name"] == "scraper"
+        client.notify("notifications/initialized")
+        listed, line = client.request("tools/list")
+        lines.append(line)
+        assert {t["name"] for t in listed["result"]["tools"]} == MCP_TOOLS
+
+        def tool(name, **arguments):
+            answer, line = client.request("tools/call", {"name": name, "arguments": arguments})
+            lines.append(line)
+            return answer["result"], line
+
+        found, _ = tool("search_templates", query=rare_word(db, rare_id))
+        data = json.loads(found["content"][0]["text"])
+        assert data["total"] == 1 and data["templates"][0]["id"] == rare_id
+        full, _ = tool("get_template", id=rare_id, mode="full")
+        data = json.loads(full["content"][0]["text"])
+        assert data["workflow"]["nodes"] and data["workflow"]["connections"]
+        site = rows(db, "SELECT site_url FROM source WHERE id = 1")[0]["site_url"]
+        assert data["url"] == f"{site}/workflows/{rare_id}"
+        missing, _ = tool("get_template", id=999_999_999)
+        assert missing["isError"] and "999999999" in missing["content"][0]["text"]
+        many, _ = tool("search_templates", limit=1000)
+        assert len(json.loads(many["content"][0]["text"])["templates"]) <= 100
+        twenty, line = tool("search_templates", limit=20)
+        assert len(json.loads(twenty["content"][0]["text"])["templates"]) == 20
+        assert len(line.encode()) <= SUMMARY_BUDGET
+        for other in ("summary", "nodes", "full"):
+            tool("get_template", id=rare_id, mode=other)
+    finally:
+        code, stderr = client.close()
+    assert code == 0, stderr[-2000:]
+    assert "MCP server on stdio" in stderr        # the logs went to stderr
+    return lines
+
 
 
 # --- in-process: the jobs of a queue, the click commands ---------------------------------

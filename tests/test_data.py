@@ -23,7 +23,17 @@ from scraper.products import export, report, search
 from scraper.sites import n8n
 from scripts.standin import client
 from scripts.standin.corpus import load_json
-from tests.helpers import FIXTURES, NOWHERE, definition_ids, detail_body, in_process, rows, scraper
+from tests.helpers import (
+    FIXTURES,
+    NOWHERE,
+    SECRETS,
+    definition_ids,
+    detail_body,
+    in_process,
+    planted_workflow,
+    rows,
+    scraper,
+)
 
 ERROR_LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} )?Error: (.*)$")   # timestamped, as every CLI line
 
@@ -54,40 +64,6 @@ def small_db(tmp_path):
 
 # --- redaction (pure) --------------------------------------------------------------------------------
 
-SECRETS = {
-    "openai": "sk-proj-Q3vT9xLmP2aZ7rYw4KdN8bHc1FgJ6sUe",
-    "github": "ghp_R7tY2uI9oP4aS1dF6gH3jK8lZ5xC0vB2nM7q",
-    "slack": "xoxb-2837465019-9182736450-Zx8Cv7Bn6Mq5Wr4E",
-    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkLTQyIn0.c2lnbmF0dXJlLXBsYW50ZWQtNDI",
-    "bearer": "Zq8Wm3Rt6Yk1Hv4Np7Lc2Xs5",
-    "password": "Pl4nted-Passw0rd",
-    "apikey": "a8F3k2L9q7W1e5R4t6Y0u3I8",
-    "pin": "pinned-customer-email@planted.test",
-}
-
-
-def planted_workflow(workflow):
-    """A real workflow with one node carrying every kind of planted credential, a sticky note with a
-    token in its text, and pinned data."""
-    workflow = json.loads(json.dumps(workflow))
-    workflow["nodes"] = list(workflow.get("nodes") or []) + [
-        {"id": "planted-1", "name": "Planted HTTP", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2,
-         "position": [0, 0],
-         "parameters": {
-             "url": f"https://bot:{SECRETS['password']}@hooks.planted.test/v1?api_key={SECRETS['apikey']}",
-             "apiKey": SECRETS["apikey"],
-             "headerParameters": {"parameters": [
-                 {"name": "Authorization", "value": f"Bearer {SECRETS['bearer']}"},
-                 {"name": "X-Github", "value": SECRETS["github"]},
-                 {"name": "Accept", "value": "application/json"}]},
-             "jsonBody": json.dumps({"token": SECRETS["slack"], "jwt": SECRETS["jwt"]}),
-             "reference": "={{ $env.OPENAI_API_KEY }}",
-             "placeholder": "YOUR_API_KEY"}},
-        {"id": "planted-2", "name": "Note", "type": n8n.STICKY_NOTE, "typeVersion": 1, "position": [0, 0],
-         "parameters": {"content": f"Use the key {SECRETS['openai']} for OpenAI."}},
-    ]
-    workflow["pinData"] = {"Planted HTTP": [{"json": {"email": SECRETS["pin"]}}]}
-    return workflow
 
 
 def test_redaction_replaces_every_planted_kind_and_leaves_references_alone():

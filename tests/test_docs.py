@@ -30,7 +30,7 @@ SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
 COMMANDS = ("seed", "update", "run", "status", "retry", "failures", "export", "refresh", "changes", "history",
-            "reextract", "search", "stats", "report", "migrate")
+            "reextract", "search", "stats", "report", "migrate", "mcp", "serve")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")
@@ -478,5 +478,5 @@ def test_the_module_table_names_every_module_and_only_real_ones():
             for p in (ROOT / "scraper").rglob("*.py") if p.name not in ("__main__.py",)}
     real -= {"__init__", "base", "policy", "db", "net", "politeness", "mirror", "pool", "products"}
     assert named - real == set(), "the module table names modules that do not exist"
-    cli_modules = {f"cli/{name}" for name in ("common", "jobs", "reading", "mirror", "products", "update")}
+    cli_modules = {f"cli/{name}" for name in ("common", "jobs", "reading", "mirror", "products", "update", "serving")}
     assert real - named - cli_modules == set(), "a module is missing from docs/architecture.md's module table"

@@ -376,13 +376,46 @@ MIGRATIONS = [
     ALTER TABLE workflows ADD COLUMN clean_at_rules INTEGER;
     ALTER TABLE workflows ADD COLUMN redacted TEXT;
     """,
-    # 18 (issue 31; numbered after issue 28's 17, made on another branch: renumber at merge): `status` read
-    # the jobs three times (by status, by site and status, and by source and status, the last a scan of the
-    # table and a sort: 3.3 s of its 4.2 s at a million jobs). One covering index in that order answers the
-    # three with one walk of the index, and replaces two, so seeding keeps one B-tree fewer up to date.
+    # 17: paid templates (issue 28), from the listing: `price` (NULL when free or unknown), `purchase_url`,
+    # `paid` (1 when price > 0 or a purchase URL; NULL until a walk lists the id, e.g. seeded by --ids);
+    # and `hollow`, 1 when the stored detail answer is the graph's shape only (what paid templates answer)
+    """
+    ALTER TABLE workflows ADD COLUMN price REAL;
+    ALTER TABLE workflows ADD COLUMN purchase_url TEXT;
+    ALTER TABLE workflows ADD COLUMN paid INTEGER;
+    ALTER TABLE workflows ADD COLUMN hollow INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 18 (issue 31): `status` read the jobs three times (by status, by site and status, and by source and
+    # status, the last a scan of the table and a sort: 3.3 s of its 4.2 s at a million jobs). One covering
+    # index in that order answers the three with one walk of the index, and replaces two, so seeding keeps
+    # one B-tree fewer up to date.
     """
     DROP INDEX jobs_status;
     DROP INDEX jobs_site;
     CREATE INDEX jobs_counts ON jobs (status, site, source);
+    """,
+    # 19: `templates`, the templates as `scraper serve` shows them (issue 30): every column a reader needs,
+    # and the description, explainer and workflow redacted through the verdict stored with each row
+    # (migration 16): as stored when clean under rules version 1, else its saved redacted form; NULL when
+    # not decided under version 1 (a row stored before migration 16 until `reextract`). A new rules
+    # version needs a new migration replacing this view (tests/test_serve.py checks that they agree).
+    """
+    CREATE VIEW templates AS
+    SELECT w.id, w.name, w.author,
+           coalesce((SELECT s.site_url FROM source AS s WHERE s.id = 1), 'https://n8n.io') || '/workflows/' || w.id
+               AS url,
+           w.categories, w.node_types, w.node_count, w.total_views, w.created_at, w.quality_score,
+           CASE WHEN w.clean_at_rules = 1 THEN w.description
+                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
+                THEN coalesce(json_extract(w.redacted, '$.columns.description'), w.description) END AS description,
+           CASE WHEN w.clean_at_rules = 1 THEN w.explainer
+                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
+                THEN coalesce(json_extract(w.redacted, '$.columns.explainer'), w.explainer) END AS explainer,
+           CASE WHEN w.clean_at_rules = 1 THEN w.workflow
+                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
+                THEN coalesce(json_extract(w.redacted, '$.columns.workflow'), w.workflow) END AS workflow,
+           w.version, w.first_seen_at, w.last_seen_at, w.removed_at, w.fetched_at,
+           w.paid, w.price, w.purchase_url, w.hollow
+    FROM workflows AS w;
     """,
 ]

@@ -44,6 +44,26 @@ def connect(path):
     return conn
 
 
+def read_only(path, time_limit_s):
+    """A connection that cannot write and whose statements stop after `time_limit_s` seconds from now (a
+    server's answer beside a running `run`: SQLite's `mode=ro` never takes the write lock, and WAL lets it
+    read while workers write). A query cut off raises sqlite3.OperationalError "interrupted" (PostgreSQL:
+    each statement's own statement_timeout, as the same class through db/pg)."""
+    if is_db_url(path):
+        conn = connect(path)
+        conn.raw("SET default_transaction_read_only = on")
+        conn.raw(f"SET statement_timeout = {max(1, int(time_limit_s * 1000))}")     # 0 would mean no limit
+        return conn
+    from urllib.parse import quote
+    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                           isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    deadline = time.monotonic() + time_limit_s
+    # called every 10,000 virtual machine steps: a non-zero answer interrupts the statement
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    return conn
+
+
 def open_db(path):
     """Connect and bring the schema up to date."""
     conn = connect(path)

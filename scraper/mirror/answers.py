@@ -150,7 +150,7 @@ def changes(conn, since=None, kinds=(), limit=None):
            + (" WHERE " + " AND ".join(where) if where else ""))
     if limit is not None:
         sql, args = (f"SELECT * FROM ({sql} ORDER BY at DESC, source DESC, template_id DESC, key DESC, seq DESC "
-                     "LIMIT ?)"), args + [limit]
+                     "LIMIT ?) AS newest"), args + [limit]     # PostgreSQL needs the alias
     out = []
     for r in conn.execute(sql + " ORDER BY at, source, template_id, key, seq", args):
         if r["template_id"] is not None:

@@ -38,12 +38,20 @@ def report(conn):
     }
 
 
-def _each(column, name):
+def _each(column, name, live_only=False):
     """Templates per element of a JSON-list column, most used first, ties by name."""
+    live = " AND w.removed_at IS NULL" if live_only else ""
     return f"""SELECT j.value AS {name}, COUNT(DISTINCT w.id) AS n
                FROM workflows w, json_each(w.{column}) j
-               WHERE json_valid(w.{column}) AND j.type = 'text'
+               WHERE json_valid(w.{column}) AND j.type = 'text'{live}
                GROUP BY j.value ORDER BY n DESC, j.value"""
+
+
+def top(conn, column, name, limit, live_only=False):
+    """[{name: value, templates: n}]: the `limit` values of a JSON-list column (node_types, categories)
+    used by the most templates (`live_only`: of those not removed)."""
+    return [{name: r[0], "templates": r[1]}
+            for r in conn.execute(_each(column, name, live_only) + " LIMIT ?", (limit,))]
 
 
 def _quality(conn):

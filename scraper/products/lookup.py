@@ -1,0 +1,255 @@
+"""The mirror's answers to an agent's questions (`scraper mcp`'s tools): templates found by words, node types,
+category and price, one template in three sizes, counts, recent changes, and the catalogue sources' items.
+
+Read-only and credential-free: a template's description and workflow are redacted as exports redact them
+(policy/redact), and the raw answers are never read. Answers are plain dicts, small enough for a model's
+context: a summary is eight keys, `fields` picks fewer, `limit` is at most MAX_LIMIT. A question that
+cannot be answered raises `NotFound` or `ConfigError` with one sentence that says what to try.
+"""
+
+import json
+
+from scraper.base.errors import ConfigError
+from scraper.db.store import is_postgres
+from scraper.mirror import answers, sync
+from scraper.mirror import items as item_rows
+from scraper.policy import redact
+from scraper.products import files, search, stats
+
+LIMIT, MAX_LIMIT = 20, 100           # templates per answer: n8n-mcp's default and ceiling
+CHANGES_LIMIT, MAX_CHANGES = 50, 500
+TOP = 20                             # rows of each ranking in template_stats
+SUMMARY = ("id", "name", "url", "author", "nodes", "views", "created_at", "paid")
+MODES = ("summary", "nodes", "full")
+KINDS = ("added", "changed", "removed", "restored")
+# a sold template's price and where to buy it; `hollow`: its stored workflow is the graph's shape only
+PAID_EXTRA = ("price", "purchase_url", "hollow")
+
+
+class NotFound(ConfigError):
+    """No such template or item in this mirror; the sentence says what to try."""
+
+
+def site_url(conn, default):
+    """The n8n site this database was seeded from (its `source` row), else `default`."""
+    row = conn.execute("SELECT site_url FROM source WHERE id = 1").fetchone()
+    return (row[0] if row else default).rstrip("/")
+
+
+def page_url(site, template_id):
+    # the site redirects /workflows/<id> to its slugged page (sites/n8n.page_url, which products may not import)
+    return f"{site}/workflows/{template_id}"
+
+
+def has_paid(conn):
+    """Whether this schema knows which templates are paid (`workflows.paid`, migration 17)."""
+    return any(r[1] == "paid" for r in conn.execute("PRAGMA table_info(workflows)"))
+
+
+def _paid_sql(conn):
+    return "w.paid" if has_paid(conn) else "NULL"
+
+
+def _list(text):
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _json_list(column):
+    # json_each fails on text that is not JSON: such a row matches nothing instead
+    return f"CASE WHEN json_valid({column}) THEN {column} ELSE '[]' END"
+
+
+def _paid(value):
+    """True, False, or None when the mirror does not know (not recorded for this template)."""
+    return None if value is None else bool(value)
+
+
+def _summary(row, site):
+    return {"id": row["id"], "name": row["name"], "url": page_url(site, row["id"]), "author": row["author"],
+            "nodes": _list(row["node_types"]), "views": row["total_views"], "created_at": row["created_at"],
+            "paid": _paid(row["paid"])}
+
+
+def _picked(fields):
+    unknown = [f for f in fields if f not in SUMMARY]
+    if unknown:
+        raise ConfigError(f"unknown field(s) {', '.join(map(repr, unknown))}; a template's fields are "
+                          f"{', '.join(SUMMARY)}.")
+    return list(dict.fromkeys(fields)) or list(SUMMARY)
+
+
+def _bounded(limit, offset, most):
+    if not isinstance(limit, int) or limit < 1:
+        raise ConfigError(f"limit must be a whole number from 1 to {most} (got {limit!r}).")
+    if not isinstance(offset, int) or offset < 0:
+        raise ConfigError(f"offset must be a whole number, 0 or more (got {offset!r}).")
+    return min(limit, most), offset
+
+
+def _match(conn, query):
+    """(FROM fragment joining the full-text matches as `m` with their rank, its params): the same index
+    and query syntax as `scraper search` (FTS5 on SQLite, `workflows_tsv` on PostgreSQL)."""
+    if is_postgres(conn):
+        from scraper.products import pgsearch
+        expr, params = pgsearch.tsquery(query)
+        # db/pg translates `?` for the whole statement: the tsquery's own placeholders become `?` too
+        expr = expr.replace("%s", "?")
+        return (f"JOIN (SELECT s.id, -ts_rank(s.tsv, {expr}) AS rank FROM workflows_tsv s WHERE s.tsv @@ {expr}) m "
+                "ON m.id = w.id"), params + params
+    weights = ", ".join(str(x) for x in search.WEIGHTS)
+    return (f"JOIN (SELECT rowid AS id, bm25(workflows_fts, {weights}) AS rank FROM workflows_fts "
+            "WHERE workflows_fts MATCH ?) m ON m.id = w.id"), [query]
+
+
+def search_templates(conn, site, query="", nodes=(), category="", include_paid=True, limit=LIMIT, offset=0,
+                     fields=()):
+    """{total, templates: [summary]}: live templates matching every word of `query` (best first; without
+    one, most viewed first), using every node type in `nodes` (the full type, e.g. `n8n-nodes-base.slack`,
+    or its last part, `slack`, any case), in `category`, and not paid unless `include_paid`."""
+    limit, offset = _bounded(limit, offset, MAX_LIMIT)
+    keys = _picked(fields)
+    joins, where, params = "", ["w.removed_at IS NULL"], []
+    order = "w.total_views DESC, w.id"
+    if query.strip():
+        joins, params = _match(conn, query)
+        order = "m.rank, w.id"
+    for node in nodes:
+        where.append(f"EXISTS (SELECT 1 FROM json_each({_json_list('w.node_types')}) j WHERE lower(j.value) = lower(?) "
+                     "OR lower(j.value) LIKE ?)")
+        params += [node, "%." + node.lower()]
+    if category.strip():
+        where.append(f"EXISTS (SELECT 1 FROM json_each({_json_list('w.categories')}) j "
+                     "WHERE lower(j.value) = lower(?))")
+        params.append(category.strip())
+    if not include_paid and has_paid(conn):
+        where.append("(w.paid IS NULL OR w.paid = 0)")
+    if query.strip():
+        search.query(conn, query, 1)     # a query that is not valid says so in one sentence
+    body = f"FROM workflows w {joins} WHERE {' AND '.join(where)}"
+    total = conn.execute(f"SELECT COUNT(*) {body}", params).fetchone()[0]
+    found = conn.execute(
+        f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, {_paid_sql(conn)} AS paid "
+        f"{body} ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
+    templates = [{k: s[k] for k in keys} for s in (_summary(r, site) for r in found)]
+    return {"total": total, "templates": templates}
+
+
+def get_template(conn, site, template_id, mode="summary"):
+    """One template: `summary` (the summary, description redacted, categories, counts, versions),
+    `nodes` (with the name and type of each node), `full` (with the importable workflow, credentials
+    redacted as in exports, and `attribution`: author and n8n.io URL)."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}.")
+    try:
+        tid = int(template_id)
+    except (TypeError, ValueError):
+        raise ConfigError(f"template id {template_id!r} is not a number; ids are numbers such as 6270.") from None
+    row = conn.execute(
+        f"SELECT w.*, {_paid_sql(conn)} AS paid FROM workflows w WHERE w.id = ?", (tid,)).fetchone()
+    if row is None:
+        raise NotFound(f"no template {tid} in this mirror; find ids with search_templates (by words, node types or "
+                       f"category), or it may not be scraped yet.")
+    out = _summary(row, site)
+    out.update(description=redact.text(row["description"])[0], categories=_list(row["categories"]),
+               node_count=row["node_count"], quality_score=row["quality_score"], version=row["version"],
+               removed_at=row["removed_at"])
+    for extra in PAID_EXTRA:         # where the schema records them (migration 17)
+        if extra in row.keys():
+            out[extra] = bool(row[extra]) if extra == "hollow" else row[extra]
+    workflow = json.loads(row["workflow"]) if row["workflow"] else {}
+    workflow = workflow if isinstance(workflow, dict) else {}
+    if mode == "nodes":
+        out["workflow_nodes"] = [{"name": n.get("name"), "type": n.get("type")}
+                                 for n in workflow.get("nodes") or [] if isinstance(n, dict)]
+    elif mode == "full":
+        out["workflow"] = redact.workflow(files.importable(tid, row["name"], workflow))[0]
+        out["attribution"] = {"author": row["author"], "url": out["url"],
+                              "text": f"Based on the template by {row['author'] or 'an unknown author'}. "
+                                      f"View at: {out['url']}"}
+    return out
+
+
+def template_stats(conn):
+    """{templates: {live, removed, paid}, node_types: [{type, templates}], categories: [...]}: the top TOP
+    of each by the number of live templates using them. `paid` is None where the schema does not record it."""
+    live = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NULL").fetchone()[0]
+    removed = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NOT NULL").fetchone()[0]
+    paid = (conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NULL AND paid = 1").fetchone()[0]
+            if has_paid(conn) else None)
+    return {"templates": {"live": live, "removed": removed, "paid": paid},
+            "node_types": stats.top(conn, "node_types", "type", TOP, live_only=True),
+            "categories": stats.top(conn, "categories", "category", TOP, live_only=True)}
+
+
+def recent_changes(conn, since="", kinds=(), limit=CHANGES_LIMIT):
+    """{changes: [{id, name, change, at} | {source, key, change, at}]}: the newest `limit` changes from
+    `since` on (ISO 8601; no offset means UTC), newest last, of `kinds` only (default all)."""
+    limit, _ = _bounded(limit, 0, MAX_CHANGES)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise ConfigError(f"unknown kind(s) {', '.join(map(repr, unknown))}; use {', '.join(KINDS)}.")
+    try:
+        at = sync.parse_time(since) if since and since.strip() else None
+    except ValueError:
+        raise ConfigError(f"since {since!r} is not an ISO 8601 time (e.g. 2026-11-25 or 2026-11-25T02:00:00Z)."
+                          ) from None
+    found = answers.changes(conn, at, tuple(kinds), limit)
+    ids = sorted({c["id"] for c in found if "id" in c})
+    names = {}
+    if ids:
+        names = dict(tuple(r) for r in conn.execute(
+            f"SELECT id, name FROM workflows WHERE id IN ({','.join('?' * len(ids))})", ids))
+    for c in found:
+        if "id" in c:
+            c["name"] = names.get(c["id"])
+    return {"changes": found}
+
+
+def sources(conn):
+    return [r[0] for r in conn.execute("SELECT DISTINCT source FROM items ORDER BY source")]
+
+
+def _source(conn, source):
+    known = sources(conn)
+    if source not in known:
+        raise NotFound(f"no catalogue source {source!r} in this mirror; its sources with items are "
+                       f"{', '.join(known) or 'none yet (templates: use search_templates)'}.")
+
+
+def search_items(conn, source, query="", limit=LIMIT, offset=0):
+    """{items: [{key, source, url, name, snippet}]}: one catalogue source's items matching `query`, best
+    first (without one, in key order)."""
+    limit, offset = _bounded(limit, offset, MAX_LIMIT)
+    _source(conn, source)
+    if query.strip():
+        found = search.query_items(conn, source, query, limit + offset)[offset:]
+        return {"items": [{k: v for k, v in r.items() if k != "rank"} for r in found]}
+    rows = conn.execute("SELECT source, key, url, record FROM items WHERE source = ? AND removed_at IS NULL "
+                        "ORDER BY key LIMIT ? OFFSET ?", (source, limit, offset)).fetchall()
+    return {"items": [{"key": f"{r['source']}:{r['key']}", "source": r["source"], "url": r["url"],
+                       "name": _record(r["record"]).get("name")} for r in rows]}
+
+
+def _record(text):
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def get_item(conn, source, key):
+    """One item of a catalogue source, by its key (`SOURCE:PATH` or the path) or its URL."""
+    _source(conn, source)
+    path = key[len(source) + 1:] if key.startswith(source + ":") else key
+    found = item_rows.find_key(conn, source, path)
+    if found is None:
+        raise NotFound(f"no item {key!r} in source {source!r}; find keys with search_items.")
+    r = conn.execute("SELECT * FROM items WHERE source = ? AND key = ?", (source, found)).fetchone()
+    return {"key": f"{source}:{r['key']}", "source": source, "url": r["url"], "record": _record(r["record"]),
+            "version": r["version"], "first_seen_at": r["first_seen_at"], "last_seen_at": r["last_seen_at"],
+            "removed_at": r["removed_at"]}
