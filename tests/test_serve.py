@@ -49,11 +49,7 @@ def mirror(tmp_path):
 def get(db, *urls):
     """{url: (status, body)} through Datasette's in-process client (no port)."""
     async def run():
-        conn = store.connect(str(db))
-        try:
-            ds = browse.app(db, conn)
-        finally:
-            conn.close()
+        ds = browse.app(db)
         await ds.invoke_startup()
         return {u: ((r := await ds.client.get(u)).status_code, r.text) for u in urls}
     return asyncio.run(run())
@@ -301,11 +297,6 @@ def test_the_mcp_tools_and_the_templates_view_agree_on_a_template(mirror):
 
 def test_paid_is_a_facet_and_a_canned_query(mirror):
     db, _ = mirror
-    conn = store.connect(str(db))
-    known = lookup.has_paid(conn)
-    conn.close()
-    if not known:
-        pytest.skip("this schema does not record which templates are paid (migration 17)")
     sold = definition_ids()[2]
     found = get(db, "/jobs/templates.json?_size=1", "/jobs/paid_templates.json?_shape=array",
                 "/jobs/templates.json?paid=1&_shape=array&_col=id&_col=price&_col=purchase_url")

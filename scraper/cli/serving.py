@@ -96,7 +96,7 @@ def serve_cmd(ctx, host, port):
     except ImportError:
         raise Failure("`scraper serve` needs Datasette: pip install 'scraper[serve]'.") from None
     with _existing_db(s) as conn:
-        app = browse.app(s.db_path, conn)
+        app = browse.app(s.db_path)
         undecided = browse.undecided(conn)
     if undecided:
         log.warning("%d template(s) stored before redaction was decided show no description, explainer or workflow; "

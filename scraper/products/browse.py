@@ -18,8 +18,6 @@ queries and a JSON API, read-only and credential-free.
 from pathlib import Path
 from types import ModuleType
 
-from scraper.products import lookup
-
 HOST, PORT = "127.0.0.1", 8001
 DROPPED = (b"_searchmode", b"_fts_table", b"_fts_pk")       # query parameters `guard` removes
 PLUGIN = "scraper-guard"
@@ -53,8 +51,8 @@ TEMPLATE_COLUMNS = {
 }
 
 
-def queries(paid):
-    """The canned queries (`paid`: the schema records which templates are sold)."""
+def queries():
+    """The canned queries."""
     found = {
         "recent_changes": {
             "title": "Recent changes",
@@ -76,20 +74,19 @@ def queries(paid):
                    "datetime(finished_at, 'unixepoch') AS finished FROM jobs WHERE status IN ('failed', 'invalid') "
                    "ORDER BY finished_at DESC, id DESC LIMIT 500",
         },
-    }
-    if paid:
-        found["paid_templates"] = {
+        "paid_templates": {
             "title": "Paid templates",
             "description": "Live templates sold on n8n.io, most viewed first.",
             "sql": "SELECT id, name, author, price, purchase_url, url, total_views FROM templates "
                    "WHERE paid = 1 AND removed_at IS NULL ORDER BY total_views DESC, id",
-        }
+        },
+    }
     return found
 
 
-def metadata(db_name, paid):
+def metadata(db_name):
     """Datasette's metadata: titles, descriptions, the search wiring, facets, canned queries."""
-    facets = [{"array": "categories"}, {"array": "node_types"}] + (["paid"] if paid else [])
+    facets = [{"array": "categories"}, {"array": "node_types"}, "paid"]
     tables = {
         "templates": {
             "title": "Templates",
@@ -121,7 +118,7 @@ def metadata(db_name, paid):
         "title": "n8n template mirror",
         "description": "A read-only view of a `scraper` mirror: templates with credentials redacted, changes, "
                        "catalogue items. Arbitrary SQL is off; the raw answers are not served.",
-        "databases": {db_name: {"tables": tables, "queries": queries(paid)}},
+        "databases": {db_name: {"tables": tables, "queries": queries()}},
     }
 
 
@@ -167,8 +164,8 @@ def allowed(datasette, actor, action, resource):
     return None
 
 
-def app(path, conn):
-    """The Datasette instance over the SQLite file at `path` (`conn`: a connection to it, for its schema)."""
+def app(path):
+    """The Datasette instance over the SQLite file at `path`."""
     from datasette import hookimpl
     from datasette.app import Datasette
     from datasette.plugins import pm
@@ -177,8 +174,7 @@ def app(path, conn):
         plugin.asgi_wrapper = hookimpl(lambda datasette: guard)
         plugin.permission_allowed = hookimpl(trylast=True)(allowed)
         pm.register(plugin, name=PLUGIN)
-    paid = lookup.has_paid(conn)
-    return Datasette([str(path)], metadata=metadata(db_name(path), paid), settings=SETTINGS)
+    return Datasette([str(path)], metadata=metadata(db_name(path)), settings=SETTINGS)
 
 
 def undecided(conn):

@@ -131,7 +131,7 @@ def write(conn, folder, redact=True, stop=lambda: None):
         fname = file_name(tid, name, page_url)
         _put(folder, fname, dumps(doc), summary)
         index.append({"id": tid, "name": name, "file": fname, "version": version,
-                      "categories": _list(categories), "node_types": _list(node_types)})
+                      "categories": json_list(categories), "node_types": json_list(node_types)})
     current = {t["file"] for t in index}
     for fname in sorted(before - current):
         summary.stopped = stop()
@@ -164,7 +164,8 @@ def readme(index, removed):
     return "\n".join(lines) + "\n"
 
 
-def _list(text):
+def json_list(text):
+    """The list a JSON column holds; [] for anything else (NULL, not JSON, not a list)."""
     try:
         value = json.loads(text) if text else []
     except ValueError:

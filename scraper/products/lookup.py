@@ -41,23 +41,6 @@ def page_url(site, template_id):
     return f"{site}/workflows/{template_id}"
 
 
-def has_paid(conn):
-    """Whether this schema knows which templates are paid (`workflows.paid`, migration 17)."""
-    return any(r[1] == "paid" for r in conn.execute("PRAGMA table_info(workflows)"))
-
-
-def _paid_sql(conn):
-    return "w.paid" if has_paid(conn) else "NULL"
-
-
-def _list(text):
-    try:
-        value = json.loads(text) if text else []
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else []
-
-
 def _json_list(column):
     # json_each fails on text that is not JSON: such a row matches nothing instead
     return f"CASE WHEN json_valid({column}) THEN {column} ELSE '[]' END"
@@ -70,7 +53,7 @@ def _paid(value):
 
 def _summary(row, site):
     return {"id": row["id"], "name": row["name"], "url": page_url(site, row["id"]), "author": row["author"],
-            "nodes": _list(row["node_types"]), "views": row["total_views"], "created_at": row["created_at"],
+            "nodes": files.json_list(row["node_types"]), "views": row["total_views"], "created_at": row["created_at"],
             "paid": _paid(row["paid"])}
 
 
@@ -125,14 +108,14 @@ def search_templates(conn, site, query="", nodes=(), category="", include_paid=T
         where.append(f"EXISTS (SELECT 1 FROM json_each({_json_list('w.categories')}) j "
                      "WHERE lower(j.value) = lower(?))")
         params.append(category.strip())
-    if not include_paid and has_paid(conn):
+    if not include_paid:
         where.append("(w.paid IS NULL OR w.paid = 0)")
     if query.strip():
         search.query(conn, query, 1)     # a query that is not valid says so in one sentence
     body = f"FROM workflows w {joins} WHERE {' AND '.join(where)}"
     total = conn.execute(f"SELECT COUNT(*) {body}", params).fetchone()[0]
     found = conn.execute(
-        f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, {_paid_sql(conn)} AS paid "
+        f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, w.paid AS paid "
         f"{body} ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
     templates = [{k: s[k] for k in keys} for s in (_summary(r, site) for r in found)]
     return {"total": total, "templates": templates}
@@ -149,12 +132,12 @@ def get_template(conn, site, template_id, mode="summary"):
     except (TypeError, ValueError):
         raise ConfigError(f"template id {template_id!r} is not a number; ids are numbers such as 6270.") from None
     row = conn.execute(
-        f"SELECT w.*, {_paid_sql(conn)} AS paid FROM workflows w WHERE w.id = ?", (tid,)).fetchone()
+        "SELECT w.*, w.paid AS paid FROM workflows w WHERE w.id = ?", (tid,)).fetchone()
     if row is None:
         raise NotFound(f"no template {tid} in this mirror; find ids with search_templates (by words, node types or "
                        f"category), or it may not be scraped yet.")
     out = _summary(row, site)
-    out.update(description=redact.text(row["description"])[0], categories=_list(row["categories"]),
+    out.update(description=redact.text(row["description"])[0], categories=files.json_list(row["categories"]),
                node_count=row["node_count"], quality_score=row["quality_score"], version=row["version"],
                removed_at=row["removed_at"])
     for extra in PAID_EXTRA:         # where the schema records them (migration 17)
@@ -175,11 +158,10 @@ def get_template(conn, site, template_id, mode="summary"):
 
 def template_stats(conn):
     """{templates: {live, removed, paid}, node_types: [{type, templates}], categories: [...]}: the top TOP
-    of each by the number of live templates using them. `paid` is None where the schema does not record it."""
+    of each by the number of live templates using them."""
     live = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NULL").fetchone()[0]
     removed = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NOT NULL").fetchone()[0]
-    paid = (conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NULL AND paid = 1").fetchone()[0]
-            if has_paid(conn) else None)
+    paid = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NULL AND paid = 1").fetchone()[0]
     return {"templates": {"live": live, "removed": removed, "paid": paid},
             "node_types": stats.top(conn, "node_types", "type", TOP, live_only=True),
             "categories": stats.top(conn, "categories", "category", TOP, live_only=True)}
