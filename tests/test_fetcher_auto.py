@@ -21,9 +21,6 @@ from scraper.pool import memory
 from scripts.standin import client
 from tests.helpers import rows, wait_gone, wait_until, write
 
-# Chromium: run one at a time after the parallel phase (`make test`)
-pytestmark = pytest.mark.timing
-
 RATE, BURST = 12, 4
 GB = 2**30
 EVENTS = 120                # a quarter script-rendered: enough pages that learning the pattern is amortised
@@ -135,6 +132,7 @@ def live_page_requests(stats):
     return sum(n for path, n in stats["by_path"].items() if path.startswith("/live/"))
 
 
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time (`make test`)
 @needs_chromium
 @pytest.mark.slow
 def test_auto_stores_every_event_rendering_each_script_page_about_once_within_rate_and_memory(calendar, tmp_path):
@@ -167,6 +165,7 @@ def test_auto_stores_every_event_rendering_each_script_page_about_once_within_ra
     assert fetch["browser"] >= len(live) and fetch["http"] >= EVENTS - len(live)
 
 
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time (`make test`)
 @needs_chromium
 @pytest.mark.slow
 def test_no_chromium_is_left_after_kill_9_of_the_group_and_the_resumed_run_completes(small_calendar, tmp_path):
