@@ -112,8 +112,8 @@ def previous_files(folder):
 
 
 def write(conn, folder, redact=True, stop=lambda: None):
-    """Export into `folder` (created with its parents when missing); returns a Summary. `stop()` returns a signal's name to
-    end the export between two files."""
+    """Export into `folder` (created with its parents when missing); returns a Summary. `stop()` returns
+    a signal's name to end the export between two files."""
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise ConfigError(f"the output {folder} is a file, not a folder.")
     try:
