@@ -133,3 +133,22 @@ def test_an_existing_database_gains_the_columns_and_a_walk_fills_them(standin, t
     assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
     paid = dict(conn.execute("SELECT id, paid FROM workflows"))
     assert None not in paid.values() and sum(paid.values()) == 30 // PAID_EVERY
+
+
+@pytest.mark.parametrize("graph", [{"connections": {}}, {"nodes": [{"name": "no type"}], "connections": {}}])
+def test_a_shapeless_answer_ends_its_job_invalid_shape_and_is_kept_not_stored(make, net, graph):
+    from tests.helpers import DETAIL, TID, detail_body, job, workflow
+
+    w, q, clock = make()
+    obj = json.loads(detail_body(TID))
+    obj["workflow"]["workflow"] = graph
+    body = json.dumps(obj).encode()
+    net.get(DETAIL, body=body)
+    w.step()
+    j = job(q)
+    assert (j["status"], j["error_kind"]) == ("invalid", "shape")
+    assert workflow(q) is None
+    kept = q.conn.execute("SELECT kind, version, body FROM answers WHERE key = ?", (str(TID),)).fetchall()
+    assert [(k, v) for k, v, _ in kept] == [("rejected", 0)]
+    from scraper.mirror import answers
+    assert answers.decompress(kept[0][2]) == body

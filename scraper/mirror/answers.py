@@ -18,6 +18,7 @@ API, PAGE = n8n.API, n8n.PAGE
 N8N = n8n.SITE                # the source of the templates (at most one source of kind n8n)
 VIEW_COUNTERS = ("views", "totalViews", "recentViews")   # move daily; never a new version
 SYNC_COLUMNS = ("version", "first_seen_at", "last_seen_at", "removed_at")   # not from an answer
+REJECTED, REJECTED_VERSION = "rejected", 0    # a refused answer (not a graph), kept apart from the versions
 ZLIB_LEVEL = 9               # answers are small (5-60 KB) and written once per fetch: size wins
 REEXTRACT_BATCH = 500        # rows per transaction; a run may be writing beside us
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from scraper.base.errors import FetchError, ParseError
+from scraper.base.errors import FetchError, JobInvalid, ParseError
 from scraper.policy import retry
 from scraper.sites import Result, Site, check_storable, children_of, unstorable, youtube
 from scraper.sites.n8n.extract import (  # noqa: F401 - the package's public names
@@ -236,6 +236,9 @@ class _Fetcher:
             row = extract(body, fetched_at)
         except UnicodeEncodeError as e:
             raise unstorable("answer", e) from None
+        except JobInvalid as e:
+            # a graph that is not a graph: never stored as a workflow, but the answer is kept as served
+            raise JobInvalid(e.kind, str(e), Result(rejected=((SITE, str(template_id), body, fetched_at),))) from None
         if row["id"] != template_id:
             raise ParseError(f"answer is for template {row['id']}, not {template_id}")
         raw = {API: body}
