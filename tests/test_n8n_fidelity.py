@@ -152,3 +152,27 @@ def test_a_shapeless_answer_ends_its_job_invalid_shape_and_is_kept_not_stored(ma
     assert [(k, v) for k, v, _ in kept] == [("rejected", 0)]
     from scraper.mirror import answers
     assert answers.decompress(kept[0][2]) == body
+
+
+def test_the_standin_drifts_by_default_is_stable_when_sorted_and_serves_paid_templates_hollow(standin):
+    import requests
+
+    site = standin(templates=50, rate=0, drift=1, paid_every=PAID_EVERY)
+
+    def ids(query):
+        return [i["id"] for i in requests.get(f"{site.url}/api/templates/search?page=1&rows=50{query}",
+                                              timeout=10).json()["workflows"]]
+
+    assert ids("") != ids("")                                    # the ranking moves between calls
+    oldest = ids("&sort=createdAt:asc")
+    assert oldest == ids("&sort=createdAt:asc") == ids("&sort=createdAt:desc")[::-1]
+    listed = requests.get(f"{site.url}/api/templates/search?page=1&rows=50&sort=createdAt:asc", timeout=10).json()
+    assert [i["createdAt"] for i in listed["workflows"]] == sorted(i["createdAt"] for i in listed["workflows"])
+    paid = [i for i in listed["workflows"] if i.get("price")]
+    assert len(paid) == 50 // PAID_EVERY and all(i["purchaseUrl"] for i in paid)
+    detail = requests.get(f"{site.url}/api/templates/workflows/{paid[0]['id']}", timeout=10).json()
+    assert n8n.is_hollow(detail["workflow"]["workflow"])
+    free = next(i for i in listed["workflows"] if not i.get("price"))
+    assert free["purchaseUrl"] is None
+    assert not n8n.is_hollow(requests.get(f"{site.url}/api/templates/workflows/{free['id']}",
+                                          timeout=10).json()["workflow"]["workflow"])

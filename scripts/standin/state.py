@@ -71,15 +71,15 @@ class SiteState:
         self._zero()
 
     def listing(self, sort=None):
-        """(ids in the order of this call, whether createdAt follows the stand-in's order). `sort`
+        """(ids in the order of this call, whether the entries' createdAt follow it). `sort`
         createdAt:asc or :desc pages in creation order; the default order is the ids' unless `drift`,
         where each call reshuffles it, as n8n.io's popularity ranking moves while a walk pages."""
         listed = self.corpus.listed()
         key = (sort or "").split(",")[0]
         if key == "createdAt:asc":
-            return listed, self.drift
+            return listed, True
         if key == "createdAt:desc":
-            return listed[::-1], self.drift
+            return listed[::-1], True
         if not self.drift:
             return listed, False
         with self._lock:

@@ -16,6 +16,7 @@ from scraper.base.errors import FetchError, JobInvalid, ParseError
 from scraper.policy import retry
 from scraper.sites import Result, Site, check_storable, children_of, unstorable, youtube
 from scraper.sites.n8n.extract import (  # noqa: F401 - the package's public names
+    SHAPE,
     STICKY_NOTE,
     _is_int,
     _load_json,
@@ -24,6 +25,7 @@ from scraper.sites.n8n.extract import (  # noqa: F401 - the package's public nam
     extract_page,
     find_images,
     find_videos,
+    is_hollow,
     quality_score,
     sticky_notes,
 )
