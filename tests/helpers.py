@@ -433,7 +433,8 @@ def invoke(*args, db=None, site=SITE):
 
 def search_page(rsps, page, items, total=130, status=200, body=None):
     """One page of the search API on the `responses` mock."""
-    rsps.get(SEARCH, match=[matchers.query_param_matcher({"page": str(page), "rows": "100"})], status=status,
+    rsps.get(SEARCH, match=[matchers.query_param_matcher({"page": str(page), "rows": "100", "sort": "createdAt:asc"})],
+             status=status,
              body=body if body is not None else json.dumps({"totalWorkflows": total, "workflows": items}))
 
 

@@ -138,6 +138,7 @@ def test_the_migration_indexes_rows_stored_before_it(tmp_path):
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     row = n8n.extract(detail_body(definition_ids()[0]), "x")
+    row.pop("hollow")       # schema 17's column
     # as the code of schema 1 wrote it (store.upsert now writes columns that schema has not)
     conn.execute(f"INSERT INTO workflows ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
     store.migrate(conn)

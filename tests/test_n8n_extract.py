@@ -31,8 +31,8 @@ def body(answer: dict) -> bytes:
 # --- URLs and keys -------------------------------------------------------------------------------
 
 def test_urls_and_key():
-    assert n8n.search_url(API, 3) == "https://api.n8n.io/api/templates/search?page=3&rows=100"
-    assert n8n.search_url(API + "/", 1, rows=20) == "https://api.n8n.io/api/templates/search?page=1&rows=20"
+    assert n8n.search_url(API, 3) == "https://api.n8n.io/api/templates/search?page=3&rows=100&sort=createdAt:asc"
+    assert n8n.search_url(API + "/", 1, rows=20) == "https://api.n8n.io/api/templates/search?page=1&rows=20&sort=createdAt:asc"
     assert n8n.detail_url(API, 6270) == "https://api.n8n.io/api/templates/workflows/6270"
     assert n8n.page_url(SITE, 6270) == "https://n8n.io/workflows/6270"
     assert n8n.job_key(6270) == "n8n:6270"
@@ -49,7 +49,7 @@ def test_extract_6270_every_field():
     assert set(row) == {
         "id", "name", "description", "author", "categories", "node_count", "node_types", "workflow",
         "total_views", "created_at", "images", "videos", "explainer", "quality_score", "fetched_at",
-        "content_hash",
+        "content_hash", "hollow",
     }
     assert row["id"] == 6270
     assert row["name"] == "Build Your First AI Agent"

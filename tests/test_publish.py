@@ -242,8 +242,13 @@ def test_a_stop_ends_the_files_export_between_files_and_says_how_many_changed(mi
     assert not list(out.glob(".export-*"))
 
 
-def test_files_export_needs_an_existing_folder(mirror, tmp_path):
-    assert_one_sentence_error(invoke("export", "--format", "files", "--output", str(tmp_path / "nope"),
+def test_files_export_makes_a_missing_folder_and_refuses_a_file(mirror, tmp_path):
+    out = tmp_path / "new" / "nope"
+    result = invoke("export", "--format", "files", "--output", str(out), db=mirror.db)
+    assert result.exit_code == 0, result.output
+    assert (out / "index.json").is_file()
+    (tmp_path / "a-file").write_text("x")
+    assert_one_sentence_error(invoke("export", "--format", "files", "--output", str(tmp_path / "a-file"),
                                      db=mirror.db), "not a folder")
     assert_one_sentence_error(invoke("export", "--format", "files", db=mirror.db), "--output")
 

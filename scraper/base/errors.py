@@ -44,9 +44,10 @@ class FetchError(ScraperError):
 class JobInvalid(ScraperError):
     """The job names something that has nothing to fetch (no transcript, a removed video): final."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, result=None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.result = result    # a site's Result written with the job's end (a refused answer, kept)
 
 
 class HandedBack(ScraperError):

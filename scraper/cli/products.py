@@ -127,8 +127,8 @@ def _published(s, fmt, output, redact, live_only, source, since):
             click.echo(logs.stamped(f"exported {summary.describe()[:-1]} to {output}."), err=True)
             return
         from scraper.products import files
-        if not os.path.isdir(output):
-            raise Failure(f"--output {output} is not a folder; create it first (it may be a git working tree).")
+        if os.path.exists(output) and not os.path.isdir(output):
+            raise Failure(f"--output {output} is a file, not a folder; name a folder (made when missing).")
         with _stop_on_signal() as stop:
             summary = files.write(conn, output, redact=redact, stop=stop)
         if summary.stopped:

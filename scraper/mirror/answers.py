@@ -18,6 +18,7 @@ API, PAGE = n8n.API, n8n.PAGE
 N8N = n8n.SITE                # the source of the templates (at most one source of kind n8n)
 VIEW_COUNTERS = ("views", "totalViews", "recentViews")   # move daily; never a new version
 SYNC_COLUMNS = ("version", "first_seen_at", "last_seen_at", "removed_at")   # not from an answer
+REJECTED, REJECTED_VERSION = "rejected", 0    # a refused answer (not a graph), kept apart from the versions
 ZLIB_LEVEL = 9               # answers are small (5-60 KB) and written once per fetch: size wins
 REEXTRACT_BATCH = 500        # rows per transaction; a run may be writing beside us
 
@@ -65,22 +66,40 @@ def store(conn, row, raw, fetched_at):
     inside the caller's transaction (the job's `done`). Returns the row's version."""
     tid = row["id"]
     api_hash = content_hash(raw[API])
-    old = conn.execute("SELECT version, first_seen_at, removed_at, content_hash FROM workflows WHERE id = ?",
+    old = conn.execute("SELECT version, first_seen_at, removed_at, content_hash, hollow FROM workflows WHERE id = ?",
                        (tid,)).fetchone()
-    last = last_hash(conn, N8N, str(tid), API)
-    version, change = next_version(old and old["version"], last, api_hash,
-                                   old and old["content_hash"], row["content_hash"])
+    if row.get("hollow") and old is not None and old["version"] is not None:
+        # a hollow answer (a paid template's shape only) is never a new version: a complete stored
+        # version stays as it is; a hollow one gets the latest body under its own version
+        if not old["hollow"]:
+            conn.execute("UPDATE workflows SET last_seen_at = ?, removed_at = NULL WHERE id = ?", (fetched_at, tid))
+            _restored(conn, tid, old, fetched_at)
+            return old["version"]
+        version, change = old["version"], None
+    else:
+        last = last_hash(conn, N8N, str(tid), API)
+        version, change = next_version(old and old["version"], last, api_hash,
+                                       old and old["content_hash"], row["content_hash"])
     for kind, body in raw.items():
         keep(conn, N8N, str(tid), version, kind, api_hash if kind == API else content_hash(body), fetched_at, body,
              template_id=tid)
     row = dict(row, version=version, first_seen_at=(old and old["first_seen_at"]) or fetched_at,
                last_seen_at=fetched_at, removed_at=None)
+    # the price is on the listing only: the last walk's, when one listed the id (else left as stored)
+    listed = conn.execute("SELECT price, purchase_url FROM listing WHERE id = ?", (tid,)).fetchone()
+    if listed is not None:
+        row.update(price=listed["price"], purchase_url=listed["purchase_url"],
+                   paid=int(listed["price"] is not None or listed["purchase_url"] is not None))
     upsert(conn, "workflows", row, "id")
     if change:
         record_change(conn, N8N, str(tid), change, fetched_at, version, template_id=tid)
-    if old is not None and old["removed_at"] is not None:
-        record_change(conn, N8N, str(tid), "restored", fetched_at, version, template_id=tid)
+    _restored(conn, tid, old, fetched_at, version)
     return version
+
+
+def _restored(conn, tid, old, fetched_at, version=None):
+    if old is not None and old["removed_at"] is not None:
+        record_change(conn, N8N, str(tid), "restored", fetched_at, version or old["version"], template_id=tid)
 
 
 # --- the generic core: raw answers, versions and changes of any item, keyed by (source, key) ----------

@@ -35,6 +35,9 @@ def write(conn, result: sites.Result, now: float, at: str = "", source: str = DE
         items.mark_removed(conn, source, key, at)
     for src, pattern, learned, by_http, by_browser in result.learned:
         fetchlearn.record(conn, src, pattern, learned, by_http, by_browser, now)
+    for src, key, body, fetched_at in result.rejected:
+        answers.keep(conn, src, key, answers.REJECTED_VERSION, answers.REJECTED, answers.content_hash(body),
+                     fetched_at, body, template_id=int(key) if key.isdigit() else None)
     if result.children:
         add_jobs(conn, result.children, now, priority=CHILD_PRIORITY, source=source)
 

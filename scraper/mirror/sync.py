@@ -35,6 +35,16 @@ def entry_hash(item):
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def paid_of(item):
+    """(price or None, purchase URL or None, paid 1/0) of a listing entry (pure): paid when its price is
+    above 0 or it has a purchase URL, as n8n's own site decides."""
+    price = item.get("price")
+    price = float(price) if isinstance(price, (int, float)) and not isinstance(price, bool) and price > 0 else None
+    url = item.get("purchaseUrl")
+    url = url if isinstance(url, str) and url.strip() else None
+    return price, url, int(price is not None or url is not None)
+
+
 def plan(listed, complete, known, stored_hashes, live, removed):
     """What a walk means. `listed`: {id: entry hash} of this walk; `known`: ids with a job;
     `stored_hashes`: {id: entry hash} of the last walks; `live`/`removed`: ids stored in `workflows`
@@ -63,9 +73,13 @@ def apply(conn, settings, walk, started_at, now):
     queue.refetch([n8n.job_key(i) for i in p.changed + p.missing + p.restored], now)
     at = iso(now)
     with transaction(conn) as c:
-        c.executemany("INSERT INTO listing (id, entry_hash, seen_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE "
-                      "SET entry_hash = excluded.entry_hash, seen_at = excluded.seen_at",
-                      [(tid, h, at) for tid, h in listed.items()])
+        paid = {tid: paid_of(item) for tid, item in walk.entries.items()}
+        c.executemany("INSERT INTO listing (id, entry_hash, seen_at, price, purchase_url) VALUES (?, ?, ?, ?, ?) "
+                      "ON CONFLICT (id) DO UPDATE SET entry_hash = excluded.entry_hash, seen_at = excluded.seen_at, "
+                      "price = excluded.price, purchase_url = excluded.purchase_url",
+                      [(tid, h, at, *paid[tid][:2]) for tid, h in listed.items()])
+        c.executemany("UPDATE workflows SET price = ?, purchase_url = ?, paid = ? WHERE id = ?",
+                      [(*paid[tid], tid) for tid in listed])
         c.executemany("UPDATE workflows SET last_seen_at = ? WHERE id = ? AND removed_at IS NULL",
                       [(at, tid) for tid in listed])
         for tid in p.restored:

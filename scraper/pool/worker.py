@@ -130,7 +130,7 @@ class Worker:
         except HandedBack:
             return
         except JobInvalid as e:
-            self._invalid(job, e.kind, str(e), started)
+            self._invalid(job, e.kind, str(e), started, result=e.result)
         except FetchError as e:
             self._failed(job, e.kind, str(e), e.status, e.retry_after, started, probe=job.probe)
         except ParseError as e:
@@ -274,11 +274,14 @@ class Worker:
                 self.s, domain, self.queue, self.limiter, self.name, self.clock, self.stopping)
         return polite
 
-    def _invalid(self, job, kind, message, started):
-        """The job has nothing to fetch (no transcript, a removed video): final, with the reason."""
+    def _invalid(self, job, kind, message, started, result=None):
+        """The job has nothing to fetch (no transcript, a removed video): final, with the reason; `result`
+        (a refused answer to keep) is written in the same transaction."""
         message = _storable_text(message)
-        if not self.queue.fail(job, self.name, self.clock(), retry.INVALID, kind, message, None, None,
-                               _ms_since(started, self.clock)):
+        now = self.clock()
+        write = None if result is None else (lambda c: record.write(c, result, now, source=job.source))
+        if not self.queue.fail(job, self.name, now, retry.INVALID, kind, message, None, None,
+                               _ms_since(started, self.clock), write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
         log.info("%s %s: %s -> invalid", self.name, job.key, message)

@@ -12,6 +12,7 @@ from scraper.base.errors import ConfigError
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
+FLAGS = ("paid", "hollow")      # 1/0 in the database, true/false in JSON and Parquet (paid null: never listed)
 # bookkeeping of redaction decided at store time (policy/redact.decided), never exported
 VERDICT, SAVED = "clean_at_rules", "redacted"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")   # what spreadsheets read as the start of a formula
@@ -203,6 +204,10 @@ def _prepared(source, redact, summary, decode, keep_text=()):
         for col in decoded:
             if isinstance(row.get(col), str):
                 row[col] = json.loads(row[col])
+        if decode:
+            for col in FLAGS:
+                if row.get(col) is not None:
+                    row[col] = bool(row[col])
         yield row
 
 

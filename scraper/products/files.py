@@ -79,12 +79,14 @@ def dumps(obj):
 
 def templates(conn):
     """Live templates with a workflow, in id order, one at a time: (id, name, version, categories, node
-    types, workflow JSON text, URL of the latest stored page or None, the row's redaction verdict)."""
+    types, workflow JSON text, URL of the latest stored page or None, the row's redaction verdict, paid,
+    price, purchase URL, hollow)."""
     has_url = any(r[1] == "url" for r in conn.execute("PRAGMA table_info(answers)"))
     page = ("(SELECT a.url FROM answers AS a WHERE a.template_id = w.id AND a.kind = 'page' "
             "ORDER BY a.version DESC LIMIT 1)") if has_url else "NULL"
     yield from conn.execute(
-        f"SELECT w.id, w.name, w.version, w.categories, w.node_types, w.workflow, {page}, w.clean_at_rules "
+        f"SELECT w.id, w.name, w.version, w.categories, w.node_types, w.workflow, {page}, w.clean_at_rules, "
+        "w.paid, w.price, w.purchase_url, w.hollow "
         "FROM workflows AS w "
         "WHERE w.removed_at IS NULL AND w.workflow IS NOT NULL ORDER BY w.id")
 
@@ -110,17 +112,28 @@ def previous_files(folder):
 
 
 def write(conn, folder, redact=True, stop=lambda: None):
-    """Export into `folder` (which must exist); returns a Summary. `stop()` returns a signal's name to
-    end the export between two files."""
-    if not os.path.isdir(folder):
-        raise ConfigError(f"the output folder {folder} does not exist.")
+    """Export into `folder` (created with its parents when missing); returns a Summary. `stop()` returns
+    a signal's name to end the export between two files."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ConfigError(f"the output {folder} is a file, not a folder.")
+    try:
+        os.makedirs(folder, exist_ok=True)       # a new user's first export names a folder not made yet
+    except OSError as e:
+        raise ConfigError(f"the output folder {folder} cannot be created ({e.strerror}).") from e
     summary = Summary()
     before = previous_files(folder)
     index = []
-    for tid, name, version, categories, node_types, workflow, page_url, verdict in templates(conn):
+    for tid, name, version, categories, node_types, workflow, page_url, verdict, paid, price, buy, hollow \
+            in templates(conn):
         summary.stopped = stop()
         if summary.stopped:
             return summary
+        if paid or hollow:
+            # the API serves a paid template's shape only: a file of it would import a workflow that does nothing
+            index.append({"id": tid, "name": name, "file": None, "version": version, "paid": True, "price": price,
+                          "purchase_url": buy, "categories": json_list(categories),
+                          "node_types": json_list(node_types)})
+            continue
         wf = json.loads(workflow)
         if not isinstance(wf, dict):
             continue
@@ -132,7 +145,7 @@ def write(conn, folder, redact=True, stop=lambda: None):
         _put(folder, fname, dumps(doc), summary)
         index.append({"id": tid, "name": name, "file": fname, "version": version,
                       "categories": json_list(categories), "node_types": json_list(node_types)})
-    current = {t["file"] for t in index}
+    current = {t["file"] for t in index if t["file"]}
     for fname in sorted(before - current):
         summary.stopped = stop()
         if summary.stopped:
@@ -151,17 +164,27 @@ def write(conn, folder, redact=True, stop=lambda: None):
 
 def readme(index, removed):
     """DIR/README.md: a table of the templates (stable: no date in it)."""
+    files = [t for t in index if t["file"]]
     lines = ["# n8n workflow templates", "",
-             f"{len(index)} importable workflow(s), written by `scraper export --format files`. In n8n: "
+             f"{len(files)} importable workflow(s), written by `scraper export --format files`. In n8n: "
              "Workflows, Import from File. Credentials are redacted (`[REDACTED]`).", "",
              "| id | name | version | file |", "|---:|---|---:|---|"]
     for t in index:
         cell = (t["name"] or "").replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {t['id']} | {cell} | {t['version']} | [{t['file']}]({t['file']}) |")
+        lines.append(f"| {t['id']} | {cell} | {t['version']} | {_where(t)} |")
     if removed:
         lines += ["", f"{len(removed)} template(s) were removed from n8n.io; their files are gone "
                       "(see `removed` in index.json)."]
     return "\n".join(lines) + "\n"
+
+
+def _where(t):
+    """The README cell of a template: its file, or where to buy it (paid: n8n.io serves its shape only)."""
+    if t["file"]:
+        return f"[{t['file']}]({t['file']})"
+    price = f" ({t['price']:g})" if t.get("price") else ""
+    buy = t.get("purchase_url")
+    return f"paid{price}: [buy it]({buy})" if buy else f"paid{price}: not served by n8n.io, no file"
 
 
 def json_list(text):

@@ -21,6 +21,7 @@ LISTS = ("categories", "node_types", "images", "videos")
 TIMESTAMPS = ("created_at", "fetched_at", "first_seen_at", "last_seen_at", "removed_at")
 INTEGERS = ("id", "node_count", "total_views", "quality_score")
 MAPS = ("page_og",)
+BOOLEANS = ("paid", "hollow")     # 1/0 in the database (paid NULL: never listed)
 TRANSCRIPTS = "transcripts"   # [{video_id, language_code, is_generated, text}]: a list of structs
 # `workflow` stays JSON text: its shape differs from node to node, no fixed schema can hold it
 
@@ -47,6 +48,8 @@ def schema(columns, declared=None):
             t = pa.timestamp("ms", tz="UTC")
         elif c in INTEGERS:
             t = pa.int64()
+        elif c in BOOLEANS:
+            t = pa.bool_()
         elif c in MAPS:
             t = pa.map_(pa.string(), pa.string())
         elif c == TRANSCRIPTS:

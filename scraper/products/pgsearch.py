@@ -88,15 +88,15 @@ def query(conn, text, limit, marks):
         SELECT w.id, w.name,
                ts_headline('english', concat_ws(' ', w.name, w.description,
                    translate(w.node_types, '."[],-', '      '), w.explainer, {pgschema.TRANSCRIPTS_TEXT}), q.q, %s),
-               best.rank
+               best.rank, w.paid, w.hollow
         FROM best JOIN workflows w ON w.id = best.id, q
         ORDER BY best.rank, w.id"""
     try:
         found = conn.raw(sql, [*params, limit, _headline_options(marks)]).fetchall()
     except sqlite3.OperationalError as e:
         raise _fail(text, str(e)) from None
-    return [{"id": r[0], "name": r[1], "snippet": " ".join((r[2] or "").split()), "rank": round(r[3], 4)}
-            for r in found]
+    return [{"id": r[0], "name": r[1], "snippet": " ".join((r[2] or "").split()), "rank": round(r[3], 4),
+             "paid": None if r[4] is None else bool(r[4]), "hollow": bool(r[5])} for r in found]
 
 
 def count(conn, text):

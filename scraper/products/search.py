@@ -36,7 +36,7 @@ def query(conn, text, limit=LIMIT):
     sql = f"""
         SELECT w.id, w.name,
                snippet(workflows_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet,
-               bm25(workflows_fts, {weights}) AS rank
+               bm25(workflows_fts, {weights}) AS rank, w.paid, w.hollow
         FROM workflows_fts JOIN workflows w ON w.id = workflows_fts.rowid
         WHERE workflows_fts MATCH ?
         ORDER BY rank, w.id
@@ -51,7 +51,9 @@ def query(conn, text, limit=LIMIT):
                 f'in double quotes, e.g. \'"n8n-nodes-base.slack"\'.'
             ) from None
         raise
-    return [{"id": r[0], "name": r[1], "snippet": _one_line(r[2]), "rank": round(r[3], 4)} for r in found]
+    # paid: null when no walk listed the template yet; hollow: its stored answer is the graph's shape only
+    return [{"id": r[0], "name": r[1], "snippet": _one_line(r[2]), "rank": round(r[3], 4),
+             "paid": None if r[4] is None else bool(r[4]), "hollow": bool(r[5])} for r in found]
 
 
 def count(conn, text):
@@ -126,7 +128,8 @@ def render(text, results, total):
     lines = [f"showing {len(results)} of {total} matches for {text!r}, best first:"]
     width = max(len(str(r["id"])) for r in results)
     for r in results:
-        lines.append(f"{r['id']:>{width}}  {r['name']}")
+        mark = " [paid]" if r.get("paid") else " [hollow]" if r.get("hollow") else ""
+        lines.append(f"{r['id']:>{width}}  {r['name']}{mark}")
         lines.append(f"{'':>{width}}  {r['snippet']}")
     return "\n".join(lines)
 

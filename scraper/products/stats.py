@@ -35,6 +35,10 @@ def report(conn):
                              WHERE json_valid(w.videos)"""),
         },
         "transcripts": transcript_coverage(conn),
+        # issue 28: paid templates (from the listing; unknown until a walk lists them) and hollow answers
+        "paid": one("SELECT COUNT(*) FROM workflows WHERE paid = 1"),
+        "paid_unknown": one("SELECT COUNT(*) FROM workflows WHERE paid IS NULL"),
+        "hollow": one("SELECT COUNT(*) FROM workflows WHERE hollow = 1"),
     }
 
 
@@ -88,6 +92,8 @@ def transcript_coverage(conn):
 def render(r, top=TEXT_TOP):
     """The statistics as the lines `scraper stats` prints."""
     lines = [f"templates {r['templates']}"]
+    if "paid" in r:
+        lines.append(f"paid {r['paid']} (not listed yet: {r['paid_unknown']}), hollow answers {r['hollow']}")
 
     def ranking(title, items, key):
         lines.append(f"\n{title} ({len(items)}; templates using each, most first)")

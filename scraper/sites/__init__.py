@@ -42,6 +42,9 @@ class Result:
     # (source, URL pattern, fetchmode.Learned, by_http, by_browser): what a `fetcher = "auto"` page taught its
     # pattern and which paths it took (scraper.db.fetchlearn.record)
     learned: tuple[tuple[str, str, Learned, bool, bool], ...] = ()
+    # (source, key, raw answer, fetched_at): an answer refused (a graph that is not a graph), kept as served
+    # beside the versions (version 0, kind `rejected`) for whoever looks into why its job ended invalid
+    rejected: tuple[tuple[str, str, bytes, str], ...] = ()
 
 
 class Context(Protocol):

@@ -40,6 +40,11 @@ def build_parser():
                         help="share of ids listed by search but 404 on detail")
     parser.add_argument("--video-every", type=int, default=0,
                         help="every Nth template links a video of its own, and no other (0 = the data's videos)")
+    parser.add_argument("--drift", type=int, default=0,
+                        help="1: the default listing order moves on every call, as n8n.io's ranking does "
+                             "(sort=createdAt:asc|desc stays stable)")
+    parser.add_argument("--paid-every", type=int, default=0,
+                        help="every Nth template is paid: price and purchaseUrl listed, detail answer hollow")
     parser.add_argument("--data-dir", default=str(DATA_DIR), help=argparse.SUPPRESS)
     robots.add_arguments(parser, default_mode="none")
     timeline.add_arguments(parser)
@@ -59,7 +64,7 @@ def main(argv=None):
             trickle_s=args.trickle_s,
             missing_fraction=args.missing_fraction, host=args.host, port=args.port, data_dir=args.data_dir,
             robots=robots.from_args(args, id_paths=ID_PATHS),
-            video_every=args.video_every,
+            video_every=args.video_every, drift=bool(args.drift), paid_every=args.paid_every,
         )
         if args.slow_phase_s > 0:
             site.timeline.slow(args.slow_phase_factor, args.slow_phase_s, args.slow_phase_after_s)

@@ -97,13 +97,27 @@ def load_json(data_dir, name):
     return json.loads(read_data(data_dir, name))
 
 
+def hollow(body):
+    """A detail answer as n8n.io serves a paid template: the graph's shape only."""
+    obj = json.loads(body)
+    for node in (obj["workflow"].get("workflow") or {}).get("nodes") or []:
+        node["parameters"] = {"content": ""} if node.get("type") == "n8n-nodes-base.stickyNote" else {}
+    return dumps(obj)
+
+
 class Corpus:
     """The deterministic template corpus, with JSON answers precompiled per data combination."""
 
-    def __init__(self, data_dir, templates, seed, faults, missing_fraction, video_every=0):
+    def __init__(self, data_dir, templates, seed, faults, missing_fraction, video_every=0, paid_every=0):
         """`video_every` N > 0: every Nth template (by position) links one video of its own, the others
-        none (the data's videos are left out): a bench's count of transcript jobs, set by one number."""
+        none (the data's videos are left out): a bench's count of transcript jobs, set by one number.
+        `paid_every` N > 0: every Nth template (by position) is paid, as recorded on n8n.io: its listing
+        entry carries `price` and `purchaseUrl`, its detail answer is hollow (every node's `parameters`
+        and every sticky note's text empty)."""
         data_dir = Path(data_dir)
+        if paid_every < 0:
+            raise ValueError("paid_every must be >= 0")
+        self.paid_every = paid_every
         if video_every < 0:
             raise ValueError("video_every must be >= 0")
         self.video_every = video_every
@@ -304,13 +318,39 @@ class Corpus:
         """Index of the (search item, definition) pair that template tid is built from."""
         return self.position[tid] % len(self._search_parts)
 
-    def search_item(self, tid):
-        """JSON bytes of tid's search item."""
-        return self._edited(tid, _render(self._search_parts[self.combo(tid)], self._values[tid]), False)
+    def search_item(self, tid, dated=False):
+        """JSON bytes of tid's search item; `dated`: its `createdAt` follows its position (the stand-in's
+        creation order, which `sort=createdAt:...` pages by)."""
+        body = self._edited(tid, _render(self._search_parts[self.combo(tid)], self._values[tid]), False)
+        if not dated and not self.is_paid(tid):
+            return body
+        item = json.loads(body)
+        if dated:
+            item["createdAt"] = self.created_at(tid)
+        if self.is_paid(tid):
+            item["price"] = self.price(tid)
+            item["purchaseUrl"] = f"https://creator.example.org/buy/{tid}"
+        else:
+            item.pop("price", None)
+            item["purchaseUrl"] = None
+        return dumps(item)
+
+    def created_at(self, tid):
+        """A creation time that goes up with the template's position (added templates come last)."""
+        day = self.position[tid]
+        return f"{2021 + day // 360:04d}-{day % 360 // 30 + 1:02d}-{day % 30 + 1:02d}T12:00:00.000Z"
+
+    def is_paid(self, tid):
+        return self.paid_every > 0 and self.position[tid] % self.paid_every == self.paid_every - 1
+
+    def price(self, tid):
+        return 9 + 10 * (tid % 5)
 
     def detail(self, tid):
-        """JSON bytes of tid's detail answer (no faults)."""
+        """JSON bytes of tid's detail answer (no faults); a paid template's is hollow."""
         body = self._edited(tid, _render(self._detail_parts[self.combo(tid)], self._values[tid]), True)
+        if self.is_paid(tid):
+            body = hollow(body)
         return self._own_video(tid, body) if self.video_every else body
 
     def _own_video(self, tid, body):

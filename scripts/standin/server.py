@@ -245,12 +245,12 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
         if rows > MAX_ROWS:
             self._error(400, f"rows must be <= {MAX_ROWS}")
             return
-        listed = corpus.listed()
+        listed, dated = self.server.site.listing(query.get("sort", [None])[0])
         chunk = listed[(page - 1) * rows: page * rows]
         body = b"".join(
             [
                 b'{"totalWorkflows":%d,"workflows":[' % len(listed),
-                b",".join(corpus.search_item(tid) for tid in chunk),
+                b",".join(corpus.search_item(tid, dated) for tid in chunk),
                 b'],"filters":[]}',
             ]
         )

@@ -6,6 +6,7 @@ Every counted request (anything not under ``/_standin``) passes ``arrive`` once,
 
 import collections
 import math
+import random
 import threading
 import time
 
@@ -41,6 +42,8 @@ class SiteState:
         data_dir=None,
         robots=None,
         video_every=0,
+        drift=False,
+        paid_every=0,
     ):
         if host != LOOPBACK:
             raise ValueError(f"the stand-in binds {LOOPBACK} only, not {host!r}")
@@ -56,12 +59,35 @@ class SiteState:
         self.trickle_s = float(trickle_s)
         self.fault_spec = parse_faults(faults) if isinstance(faults, str) else list(faults)
         self.corpus = Corpus(data_dir or DATA_DIR, int(templates), seed, self.fault_spec,
-                              float(missing_fraction), video_every=int(video_every))
+                              float(missing_fraction), video_every=int(video_every),
+                             paid_every=int(paid_every))
+        # the default listing order as recorded: a ranking that moves between calls (sort=createdAt is stable)
+        self.drift = bool(drift)
+        self._drift_calls = 0
         # robots.txt: a Robots, or a mode; its Disallow by template id covers the API and the pages
         self.robots = robots if isinstance(robots, Robots) else Robots(robots or "none", id_paths=ID_PATHS)
         self.timeline = Timeline(self.latency_ms)  # its clock starts once the corpus is built
         self._lock = threading.Lock()
         self._zero()
+
+    def listing(self, sort=None):
+        """(ids in the order of this call, whether the entries' createdAt follow it). `sort`
+        createdAt:asc or :desc pages in creation order; the default order is the ids' unless `drift`,
+        where each call reshuffles it, as n8n.io's popularity ranking moves while a walk pages."""
+        listed = self.corpus.listed()
+        key = (sort or "").split(",")[0]
+        if key == "createdAt:asc":
+            return listed, True
+        if key == "createdAt:desc":
+            return listed[::-1], True
+        if not self.drift:
+            return listed, False
+        with self._lock:
+            self._drift_calls += 1
+            calls = self._drift_calls
+        order = list(listed)
+        random.Random(self.seed * 1_000_003 + calls).shuffle(order)
+        return order, True
 
     def _zero(self):
         """Every counter back to its start (called under self._lock, or before any thread exists)."""

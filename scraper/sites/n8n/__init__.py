@@ -12,10 +12,11 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from scraper.base.errors import FetchError, ParseError
+from scraper.base.errors import FetchError, JobInvalid, ParseError
 from scraper.policy import retry
 from scraper.sites import Result, Site, check_storable, children_of, unstorable, youtube
 from scraper.sites.n8n.extract import (  # noqa: F401 - the package's public names
+    SHAPE,
     STICKY_NOTE,
     _is_int,
     _load_json,
@@ -24,6 +25,7 @@ from scraper.sites.n8n.extract import (  # noqa: F401 - the package's public nam
     extract_page,
     find_images,
     find_videos,
+    is_hollow,
     quality_score,
     sticky_notes,
 )
@@ -37,9 +39,26 @@ _ID_LINE_RE = re.compile(r"[+-]?\d+")
 _WORKFLOW_PATH_RE = re.compile(r"/workflows/(\d+)(?:-[^/]*)?/?")
 
 
+SEARCH_SORT = "createdAt:asc"   # stable, and what n8n's editor sends; the default order is a drifting ranking
+
+
 def search_url(api_url: str, page: int, rows: int = SEARCH_ROWS) -> str:
-    """URL of one page (from 1) of the template listing."""
-    return f"{api_url.rstrip('/')}/templates/search?page={page}&rows={rows}"
+    """URL of one page (from 1) of the template listing, oldest first (new templates come last)."""
+    return f"{api_url.rstrip('/')}/templates/search?page={page}&rows={rows}&sort={SEARCH_SORT}"
+
+
+def in_order(items: list[dict], after: str | None = None) -> bool:
+    """Whether the entries' `createdAt` go up (from `after`): the API honoured the sort (pure). Entries
+    without a text `createdAt` say nothing either way."""
+    last = after
+    for item in items:
+        at = item.get("createdAt")
+        if not isinstance(at, str):
+            continue
+        if last is not None and at < last:
+            return False
+        last = at
+    return True
 
 
 def detail_url(api_url: str, template_id: int) -> str:
@@ -87,23 +106,47 @@ def discover(api_url: str, get, limit: int | None = None) -> tuple[dict, bool, i
     """The listing from the search API, page after page; `get(url, parse)` is the caller's polite GET,
     which returns `parse(body)` and retries a page whose body `parse` refuses.
 
+    The listing is read in createdAt order (stable: a walk sees each id once). Should the API not honour
+    the sort, or the order move anyway, the walk counts distinct ids against totalWorkflows and, when it
+    is short, reads the pages a second time, stopping as soon as every listed id was seen; still short,
+    the walk is not complete (no removal is inferred from it). Cost: pages requests when the order holds,
+    at most 2 x pages otherwise.
+
     Returns (entries by id in listing order, complete, pages read). A walk stopped by `limit` before
     the last page is not complete."""
     entries: dict[int, dict] = {}
-    page = 1
-    while True:
-        items, total = get(search_url(api_url, page), lambda body, page=page: checked_search_page(body, page))
-        # the default order is a popularity ranking that moves between calls: keep ids, not positions
-        for item in items:
-            entries.setdefault(item["id"], item)
-        log.info("search page %d: %d templates (%d of %d so far)", page, len(items), len(entries), total)
-        done = search_done(page, SEARCH_ROWS, len(items), total)
-        if limit is not None and len(entries) >= limit:
-            kept = dict(itertools.islice(entries.items(), limit))
-            return kept, done and len(kept) == len(entries), page
-        if done:
-            return entries, True, page
-        page += 1
+    reads = 0
+    ordered = True      # every page so far came in createdAt order: the API honoured the sort
+    last_at = None
+    for sweep in (1, 2):
+        page = 1
+        while True:
+            items, total = get(search_url(api_url, page), lambda body, page=page: checked_search_page(body, page))
+            reads += 1
+            if sweep == 1 and ordered and not in_order(items, last_at):
+                ordered = False
+                log.warning("search page %d is not in %s order: the API did not honour the sort; the walk "
+                            "counts distinct ids against totalWorkflows and reads again what it missed",
+                            page, SEARCH_SORT)
+            last_at = next((i["createdAt"] for i in reversed(items) if isinstance(i.get("createdAt"), str)), last_at)
+            # keep ids, not positions: an order that moves can show an id twice and hide another
+            for item in items:
+                entries.setdefault(item["id"], item)
+            log.info("search page %d: %d templates (%d of %d so far)", page, len(items), len(entries), total)
+            done = search_done(page, SEARCH_ROWS, len(items), total)
+            if limit is not None and len(entries) >= limit:
+                kept = dict(itertools.islice(entries.items(), limit))
+                return kept, done and len(kept) == len(entries) and len(entries) >= total, reads
+            if len(entries) >= total and (done or sweep == 2):
+                return entries, True, reads
+            if done:
+                break
+            page += 1
+        # fewer distinct ids than totalWorkflows: the order moved under the walk; a second sweep reads the
+        # pages again until every listed id was seen (at most 2 x pages requests in all)
+        log.warning("the walk saw %d distinct templates of %d listed; reading the listing again", len(entries), total)
+    # still short: not complete, so no stored id it missed is taken for a removal
+    return entries, False, reads
 
 
 def checked_search_page(body, page: int) -> tuple[list[dict], int]:
@@ -195,6 +238,9 @@ class _Fetcher:
             row = extract(body, fetched_at)
         except UnicodeEncodeError as e:
             raise unstorable("answer", e) from None
+        except JobInvalid as e:
+            # a graph that is not a graph: never stored as a workflow, but the answer is kept as served
+            raise JobInvalid(e.kind, str(e), Result(rejected=((SITE, str(template_id), body, fetched_at),))) from None
         if row["id"] != template_id:
             raise ParseError(f"answer is for template {row['id']}, not {template_id}")
         raw = {API: body}

@@ -10,9 +10,10 @@ import re
 from html.parser import HTMLParser
 from typing import Any, TypeGuard
 
-from scraper.base.errors import ParseError
+from scraper.base.errors import JobInvalid, ParseError
 
 STICKY_NOTE = "n8n-nodes-base.stickyNote"
+SHAPE = "shape"     # the job's invalid kind when the answer's graph is not a graph
 
 _ID = r"[A-Za-z0-9_-]{11}(?![A-Za-z0-9_-])"  # a YouTube id, and not the start of a longer token
 _VIDEO_RE = re.compile(
@@ -54,6 +55,38 @@ def sticky_notes(workflow_obj: dict | None) -> list[str]:
             if isinstance(content, str):
                 notes.append(content)
     return notes
+
+
+def check_graph(inner: dict | None) -> None:
+    """JobInvalid (kind `shape`) when `workflow.workflow` is an object but not a graph: no `nodes` list, or
+    a node without a string `type`. One public mirror read the wrong level of `nodes` and committed empty
+    workflows; such an answer ends its job rather than being stored as an empty workflow. A null
+    `workflow.workflow` is what the API serves for some templates and stays allowed."""
+    if inner is None:
+        return
+    nodes = inner.get("nodes")
+    if not isinstance(nodes, list):
+        raise JobInvalid(SHAPE, "the answer's 'workflow.workflow' has no 'nodes' list: not a graph")
+    for node in nodes:
+        if not isinstance(node, dict) or not isinstance(node.get("type"), str):
+            raise JobInvalid(SHAPE, "a node of 'workflow.workflow.nodes' has no string 'type': not a graph")
+
+
+def is_hollow(inner: dict | None) -> bool:
+    """True when the graph is its shape only, as the API answers a paid template: every node that is not
+    a sticky note has empty `parameters`, and every sticky note an empty text. A graph with no nodes is
+    not hollow (nothing was taken out of it)."""
+    nodes = (inner or {}).get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        return False
+    for node in nodes:
+        params = node.get("parameters") if isinstance(node, dict) else None
+        if node.get("type") == STICKY_NOTE:
+            if isinstance(params, dict) and str(params.get("content") or "").strip():
+                return False
+        elif params:
+            return False
+    return True
 
 
 def explainer_text(description: str | None, notes: list[str]) -> str:
@@ -120,6 +153,8 @@ def extract(body: bytes | str, fetched_at: str) -> dict:
     if inner is not None and not isinstance(inner, dict):
         raise ParseError("'workflow.workflow' is neither an object nor null")
 
+    check_graph(inner)
+
     info = wf.get("workflowInfo")
     info = info if isinstance(info, dict) else {}
     nodes = (inner or {}).get("nodes")
@@ -159,6 +194,7 @@ def extract(body: bytes | str, fetched_at: str) -> dict:
         "quality_score": 0,
         "fetched_at": fetched_at,
         "content_hash": hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+        "hollow": int(is_hollow(inner)),
     }
     row["quality_score"] = quality_score(row)
     return row
