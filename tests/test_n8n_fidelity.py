@@ -181,3 +181,23 @@ def test_the_standin_drifts_by_default_is_stable_when_sorted_and_serves_paid_tem
     assert free["purchaseUrl"] is None
     assert not n8n.is_hollow(requests.get(f"{site.url}/api/templates/workflows/{free['id']}",
                                           timeout=10).json()["workflow"]["workflow"])
+
+
+@pytest.mark.parametrize("entry", [
+    {"price": "19", "purchaseUrl": 5}, {"price": True, "purchaseUrl": ""}, {"price": -3, "purchaseUrl": None},
+    {"price": float("nan")}, {"price": [19], "purchaseUrl": {"u": 1}}, {},
+])
+def test_hostile_price_fields_of_a_listing_entry_read_as_free(entry):
+    from scraper.mirror import sync
+    assert sync.paid_of(entry) == (None, None, 0)
+
+
+def test_hostile_created_at_and_nodes_say_nothing_rather_than_raise():
+    from scraper.sites.n8n.extract import is_hollow
+    assert n8n.in_order([{"createdAt": 5}, {"createdAt": None}, {"createdAt": "2024-01-02"}], "2024-01-01")
+    assert not n8n.in_order([{"createdAt": "2024-01-02"}, {"createdAt": "2023-12-31"}])
+    # a graph nobody can read is not called hollow: the shape check refuses it (invalid/shape) instead
+    for nodes in ([1, "x", None], [{"type": 7, "parameters": "p"}], "nodes", [[]], None):
+        assert is_hollow({"nodes": nodes}) is False
+    assert is_hollow({"nodes": [1, {"type": "n8n-nodes-base.slack", "parameters": {}}]}) is False
+    assert is_hollow({"nodes": [{"type": "n8n-nodes-base.slack", "parameters": {}}]}) is True

@@ -70,12 +70,3 @@ class FakeClock(Clock):
     def advance(self, seconds: float) -> None:
         self.t += seconds
 
-
-def of(clock: "Clock | Callable[[], float] | None") -> Clock:
-    """A `Clock` from what a caller gave: a Clock, None (the system's), or a bare `now()` callable (its
-    intervals and waits then on the system's time)."""
-    if clock is None:
-        return SYSTEM
-    if isinstance(clock, Clock):
-        return clock
-    return DatabaseClock(clock)

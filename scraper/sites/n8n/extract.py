@@ -80,7 +80,9 @@ def is_hollow(inner: dict | None) -> bool:
     if not isinstance(nodes, list) or not nodes:
         return False
     for node in nodes:
-        params = node.get("parameters") if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return False        # not a graph's node: nothing says anything was taken out
+        params = node.get("parameters")
         if node.get("type") == STICKY_NOTE:
             if isinstance(params, dict) and str(params.get("content") or "").strip():
                 return False
