@@ -216,6 +216,30 @@ def test_browser_slots_bound_the_browsers_across_processes(tmp_path):
     mine.close()
 
 
+def test_a_worker_waiting_with_a_fetched_page_is_seen_by_the_slot_holder(tmp_path):
+    """`want` (a waiter that cannot give its job back) is seen by the holder's `wanted` in another process,
+    and ends with the waiter's `unwant` or its death."""
+    path = str(tmp_path / "jobs.db-browser.lock")
+    holder = browser.BrowserSlots(path, 1)
+    assert holder.try_acquire() and not holder.wanted()
+    waiter = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from scraper.net.browser import BrowserSlots; s = BrowserSlots("
+         "sys.argv[1], 1); assert not s.try_acquire(); s.want(); print('w', flush=True); sys.stdin.readline(); "
+         "s.unwant(); print('u', flush=True); sys.stdin.readline()", path],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert waiter.stdout.readline() == "w\n"
+        assert holder.wanted() and holder.wanted()          # looking does not take the wish away
+        waiter.stdin.write("\n")
+        waiter.stdin.flush()
+        assert waiter.stdout.readline() == "u\n"
+        assert not holder.wanted()
+    finally:
+        waiter.kill()
+        waiter.wait()
+    holder.close()
+
+
 @needs_chromium
 def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path, fetcher):
     fake = tmp_path / "chromium"

@@ -212,14 +212,15 @@ class Queue:
                 write(c)
             return True
 
-    def release(self, job, worker, now):
-        """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted."""
+    def release(self, job, worker, now, available_at=None):
+        """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted; claimable
+        again from `available_at` when given (else at once)."""
         with transaction(self.conn, shared=True) as c:
             cur = c.execute(
                 """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
-                       attempts = MAX(0, attempts - 1), updated_at = ?
+                       attempts = MAX(0, attempts - 1), updated_at = ?, available_at = COALESCE(?, available_at)
                    WHERE id = ? AND worker = ? AND status = 'running'""",
-                (now, job.id, worker),
+                (now, available_at, job.id, worker),
             )
             return cur.rowcount == 1
 

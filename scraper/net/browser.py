@@ -89,10 +89,14 @@ class BrowserFetcher:
     def _take_slot(self, wait):
         """Wait for a browser slot; `wait()` runs between looks (it renews the job's lease, and may raise to
         hand the job back)."""
-        while self.slots is not None and not self.slots.try_acquire():
-            if wait is not None:
-                wait()
-            time.sleep(SLOT_WAIT_S)
+        try:
+            while self.slots is not None and not self.slots.try_acquire():
+                if wait is not None:
+                    wait()
+                time.sleep(SLOT_WAIT_S)
+        finally:
+            if self.slots is not None:
+                self.slots.unwant()
 
     def _launch(self):
         from playwright.sync_api import sync_playwright
@@ -240,7 +244,7 @@ class BrowserFetcher:
             except Exception as e:
                 log.debug("closing a context: %s", e)
             self.pages += 1
-            if self.pages >= self.pages_per_browser:
+            if self.pages >= self.pages_per_browser or (self.slots is not None and self.slots.wanted()):
                 self.retire()
 
     def pids(self):

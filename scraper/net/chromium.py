@@ -97,8 +97,36 @@ class BrowserSlots:
             fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.held)
             self.held = None
 
+    # A worker that waits for a slot with a job it cannot hand back for free (its page already fetched by
+    # plain HTTP) says so with a shared lock on the byte after the slots; a holder that sees it closes its
+    # browser after the page it is on, so that worker is not held up for the rest of the run.
+
+    def want(self):
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, self.n)
+        except OSError:
+            pass    # a holder is looking this instant: the next look says it again
+
+    def unwant(self):
+        if self.fd is not None:
+            fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.n)
+
+    def wanted(self):
+        """True when another process waits for a slot with a page it cannot give back."""
+        if self.fd is None:
+            return False
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, self.n)
+        except OSError:
+            return True
+        fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.n)
+        return False
+
     def close(self):
         self.release()
+        self.unwant()
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None

@@ -32,6 +32,7 @@ FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (superv
 FOREVER_S = 10 * 365 * 86400.0   # "for this run": a new run clears it (politeness_rows.new_run)
 NAP_S = 1.0                  # a nap between robots.txt tries wakes this often (stop requests, the lease)
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
+SLOT_PATIENCE_S = 1.0        # how long a job waits for a browser slot before it goes back for a slot holder
 BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
 
 
@@ -57,6 +58,7 @@ class Worker:
         self.clock = clock
         self.rng = rng
         self.jobs_done = 0
+        self.sent = 0           # requests the current attempt has sent
         self.fetchers = {}
         self.browser = None     # net.browser.BrowserFetcher, opened by the first page a site renders
         self.idle_since = None  # when claims started finding nothing
@@ -113,6 +115,7 @@ class Worker:
     def process(self, job):
         """One job, contained: whatever goes wrong ends this attempt with a reason, never the worker."""
         started = self.clock.monotonic()
+        self.sent = 0       # requests this attempt has sent (a job that sent none may go back for free)
         try:
             self._process(job, started)
         except Exception as e:
@@ -172,6 +175,26 @@ class Worker:
                 browser.require(self.s.browser_path), user_agent=self.s.user_agent,
                 slots=browser.BrowserSlots(self.s.browser_lock_path, self.s.browser_slots))
         renew = lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)  # noqa: E731
+        slot_wait_from = self.clock.monotonic()
+
+        def wait_for_slot():
+            """Between looks for a browser slot. Every slot is held by workers that keep rendering: waiting on
+            would keep this worker idle, holding its job, for as long as they do. So after SLOT_PATIENCE_S a
+            job that has sent nothing yet goes back (claimable again a moment later, by a slot holder), and
+            this worker works what needs no browser; a job whose page was already fetched by plain HTTP (it
+            would be fetched twice) asks a holder to close its browser after its current page instead."""
+            renew()
+            if self.clock.monotonic() - slot_wait_from < SLOT_PATIENCE_S:
+                return
+            if self.sent:
+                self.browser.slots.want()
+                return
+            now = self.clock()
+            self.queue.release(job, self.name, now, available_at=now + SLOT_PATIENCE_S)
+            if job.probe:
+                self.politeness_of(job.domain).probe_abandoned()
+            log.debug("%s handed back %s: no browser slot is free", self.name, job.key)
+            raise HandedBack(job.key)
 
         def gate(request_url):
             domain = domain_of(request_url)
@@ -189,8 +212,8 @@ class Worker:
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
                 status, final_url, html = self.browser.render(
-                    url, gate, self.s.browser_deadline_s, self.s.max_answer_bytes, settle=settle, wait=renew,
-                    allow_domains=allow_domains)
+                    url, gate, self.s.browser_deadline_s, self.s.max_answer_bytes, settle=settle,
+                    wait=wait_for_slot, allow_domains=allow_domains)
                 kind = http.kind_of_status(status)
                 if kind is not None:
                     raise FetchError(kind, f"HTTP {status} in the browser", url, status)
@@ -238,6 +261,7 @@ class Worker:
 
     def _send(self, job, url, max_bytes=None):
         self._gate(job, url)
+        self.sent += 1
         polite = self.politeness_of(job.domain)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
