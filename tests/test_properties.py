@@ -465,6 +465,6 @@ def test_the_adaptive_rate_stays_between_a_tenth_and_the_configured_rate(configu
         count += rules.WINDOW
         slow = (1000.0,) * rules.WINDOW if struggling else (10.0,) * rules.WINDOW
         answers = rules.Answers(count, 10.0, slow, 0)
-        current, mark, _why = rules.adapt(configured, current, mark, answers, dt)
+        current, mark, _why = rules.adapt(configured, current, mark, answers, dt, 60.0)
         if current is not None:
             assert configured * rules.FLOOR_SHARE - 1e-9 <= current < configured

@@ -54,12 +54,12 @@ def answers(count, baseline, last, n503=0):
 def test_adaptive_halves_while_slow_at_most_once_per_window_floor_a_tenth():
     n = rules.WINDOW
     slow = [400] * n                                                                     # ten times 40 ms
-    rate, mark, why = rules.adapt(5.0, None, None, answers(2 * n, 40, slow), 1.0)
+    rate, mark, why = rules.adapt(5.0, None, None, answers(2 * n, 40, slow), 1.0, 60.0)
     assert (rate, mark, why) == (2.5, 2 * n, "slow")
-    assert rules.adapt(5.0, 2.5, 2 * n, answers(2 * n + 10, 40, slow), 1.0) == (2.5, 2 * n, None)  # too soon
-    assert rules.adapt(5.0, 2.5, 2 * n, answers(3 * n, 40, slow), 1.0)[:2] == (1.25, 3 * n)
-    assert rules.adapt(5.0, 0.6, 3 * n, answers(4 * n, 40, slow), 1.0)[0] == 0.5         # the floor
-    assert rules.adapt(5.0, 0.5, 4 * n, answers(5 * n, 40, slow), 1.0)[0] == 0.5
+    assert rules.adapt(5.0, 2.5, 2 * n, answers(2 * n + 10, 40, slow), 1.0, 60.0) == (2.5, 2 * n, None)  # too soon
+    assert rules.adapt(5.0, 2.5, 2 * n, answers(3 * n, 40, slow), 1.0, 60.0)[:2] == (1.25, 3 * n)
+    assert rules.adapt(5.0, 0.6, 3 * n, answers(4 * n, 40, slow), 1.0, 60.0)[0] == 0.5         # the floor
+    assert rules.adapt(5.0, 0.5, 4 * n, answers(5 * n, 40, slow), 1.0, 60.0)[0] == 0.5
 
 
 def test_a_site_ten_times_slower_is_slowed_once_the_slow_answers_are_most_of_the_window():
@@ -82,18 +82,29 @@ def test_a_healthy_fast_site_read_by_a_busy_client_is_never_slow():
 
 def test_503s_are_a_struggle_only_as_a_share_of_a_full_window():
     n, fast = rules.WINDOW, [40] * rules.WINDOW
-    assert rules.adapt(5.0, None, None, answers(n, 40, fast, n503=int(n * rules.SHARE_503)), 1.0) == (None, None, None)
+    assert rules.adapt(5.0, None, None, answers(n, 40, fast, n503=int(n * rules.SHARE_503)), 1.0, 60.0) == (None, None, None)
     assert rules.struggling(answers(n, 40, fast, n503=n // 30 + 1)) is None          # one in thirty: ordinary
-    assert rules.adapt(5.0, None, None, answers(n, 40, fast, n503=n // 3), 1.0)[::2] == (2.5, "503")  # a third
+    assert rules.adapt(5.0, None, None, answers(n, 40, fast, n503=n // 3), 1.0, 60.0)[::2] == (2.5, "503")  # a third
     assert rules.struggling(answers(n - 1, 40, fast[1:], n503=n // 2)) is None        # too few answers to judge
 
 
 def test_recovery_climbs_back_to_the_configured_rate_within_60_s():
     fast, rate, t = [40] * rules.WINDOW, 0.5, 0
     while rate is not None:
-        rate, _, why = rules.adapt(5.0, rate, 20, answers(5 * rules.WINDOW, 40, fast), 1.0)
+        rate, _, why = rules.adapt(5.0, rate, 20, answers(5 * rules.WINDOW, 40, fast), 1.0, 60.0)
         t += 1
     assert why == "recovered" and t <= 60
+
+
+def test_recovery_takes_the_adaptive_recover_setting():
+    def climb(recover_s):
+        rate, t = 0.5, 0
+        while rate is not None:
+            rate, _, why = rules.adapt(5.0, rate, 20, answers(5 * rules.WINDOW, 40, [40] * rules.WINDOW), 1.0,
+                                       recover_s)
+            t += 1
+        return t
+    assert climb(10.0) == 10 and climb(60.0) == 60
 
 
 def test_the_open_period_doubles_per_failed_probe_capped_at_10_minutes():

@@ -57,6 +57,7 @@ TRANSCRIPT_LANGUAGES = ("en",)
 # obeyed (the default) transcript jobs could only end invalid; an operator turns them on knowingly.
 TRANSCRIPTS = False
 BROWSER = "chromium"        # `fetcher = "browser" | "auto"`: the system's Chromium, found on PATH (never downloaded)
+ADAPTIVE_RECOVER_S = 60.0    # a slowed domain climbs back from its floor to its rate within this long
 GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
 ROBOTS = "obey"             # robots.txt: obey or ignore
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
@@ -119,6 +120,7 @@ class Settings:
     robots: str = ROBOTS
     robots_ignore: tuple = ()   # domains whose robots.txt is ignored knowingly (--robots-ignore)
     adaptive: bool = True
+    adaptive_recover_s: float = ADAPTIVE_RECOVER_S
     give_up_after_s: float = GIVE_UP_AFTER_S
 
     def rate_for(self, domain):
@@ -279,6 +281,7 @@ def build(**values):
         _check(re.fullmatch(r"[a-z0-9.-]+", name) is not None,
                f"--robots-ignore {name!r} is not a domain name (for example youtube.com).")
     _check(s.give_up_after_s >= 0, f"--give-up-after must not be negative (got {s.give_up_after_s:g}).")
+    _check(s.adaptive_recover_s > 0, f"--adaptive-recover must be more than 0 seconds (got {s.adaptive_recover_s:g}).")
     _check(s.workers >= 1, f"--workers must be at least 1 (got {s.workers}).")
     _check(s.rate_per_s > 0 and math.isfinite(s.rate_per_s),
            f"--rate must be a number of requests per second above 0 (got {s.rate_per_s:g}).")

@@ -285,7 +285,9 @@ def _check_source(s, adopt):
 @click.option("--adaptive/--no-adaptive", default=True, show_default=True, envvar=settings.ENV_ADAPTIVE,
               help=f"Halve a domain's rate (shared by every worker) while the median of its last 40 answers is "
                    f"over 200 ms and three times its first 40's, or over 20 % of them are 503; it climbs back "
-                   f"within 60 s after [env {settings.ENV_ADAPTIVE}=0/1].")
+                   f"within --adaptive-recover seconds after [env {settings.ENV_ADAPTIVE}=0/1].")
+@click.option("--adaptive-recover", "adaptive_recover_s", type=float, default=settings.ADAPTIVE_RECOVER_S,
+              show_default=True, help="Seconds a slowed domain takes to climb back from its floor to its rate.")
 @click.pass_context
 def run_cmd(ctx, **options):
     """Work through the pending jobs of every enabled source (or those of --source) with N worker

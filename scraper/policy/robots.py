@@ -23,7 +23,6 @@ SLOW_FLOOR_MS = 200.0       # ...and above this: a site answering faster is not 
 SHARE_503 = 0.20            # more than this share of the last WINDOW answers 503: the site struggles (3 % is
                             # ordinary; 9 of 40 at 3 % happens about once in 10^5 windows)
 FLOOR_SHARE = 0.1           # never below a tenth of the configured rate
-RECOVER_S = 60.0            # from the floor back to the configured rate within this long
 
 def outcome_of(status):
     """The RFC 9309 outcome of a robots.txt answer's HTTP status (None: no answer at all)."""
@@ -97,11 +96,11 @@ def struggling(a):
     return None
 
 
-def adapt(configured_per_s, current_per_s, mark, a, dt_s):
+def adapt(configured_per_s, current_per_s, mark, a, dt_s, recover_s):
     """(new adaptive rate or None when at the configured rate, new mark, why) after `dt_s` seconds.
 
     Halved (floor a tenth of the configured rate) at most once per WINDOW new answers while the site
-    struggles (`mark`: the answer count at the last halving); climbs back linearly within RECOVER_S
+    struggles (`mark`: the answer count at the last halving); climbs back linearly within `recover_s`
     once it no longer does."""
     current = configured_per_s if current_per_s is None else current_per_s
     why = struggling(a)
@@ -112,7 +111,7 @@ def adapt(configured_per_s, current_per_s, mark, a, dt_s):
         return current_per_s, mark, None
     if current_per_s is None:
         return None, mark, None
-    up = current + configured_per_s * (1 - FLOOR_SHARE) * dt_s / RECOVER_S
+    up = current + configured_per_s * (1 - FLOOR_SHARE) * dt_s / recover_s
     if up >= configured_per_s:
         return None, mark, "recovered"
     return up, mark, None

@@ -38,7 +38,7 @@ def adapt(conn, settings, domain, since, now, dt_s):
     configured, _ = settings.rate_for(domain)
     row = rows.rate_row(conn, domain)
     current, mark = row.get("adaptive_rate_per_s"), row.get("adaptive_mark")
-    new, new_mark, why = rules.adapt(configured, current, mark, answers, dt_s)
+    new, new_mark, why = rules.adapt(configured, current, mark, answers, dt_s, settings.adaptive_recover_s)
     if new == current and new_mark == mark:
         return
     rows.update_rate(conn, domain, now, lambda r: {"adaptive_rate_per_s": new, "adaptive_mark": new_mark})
