@@ -82,7 +82,8 @@ def test_a_healthy_fast_site_read_by_a_busy_client_is_never_slow():
 
 def test_503s_are_a_struggle_only_as_a_share_of_a_full_window():
     n, fast = rules.WINDOW, [40] * rules.WINDOW
-    assert rules.adapt(5.0, None, None, answers(n, 40, fast, n503=int(n * rules.SHARE_503)), 1.0, 60.0) == (None, None, None)
+    at_share = answers(n, 40, fast, n503=int(n * rules.SHARE_503))
+    assert rules.adapt(5.0, None, None, at_share, 1.0, 60.0) == (None, None, None)
     assert rules.struggling(answers(n, 40, fast, n503=n // 30 + 1)) is None          # one in thirty: ordinary
     assert rules.adapt(5.0, None, None, answers(n, 40, fast, n503=n // 3), 1.0, 60.0)[::2] == (2.5, "503")  # a third
     assert rules.struggling(answers(n - 1, 40, fast[1:], n503=n // 2)) is None        # too few answers to judge
