@@ -136,7 +136,9 @@ def live_page_requests(stats):
 @needs_chromium
 @pytest.mark.slow
 def test_auto_stores_every_event_rendering_each_script_page_about_once_within_rate_and_memory(calendar, tmp_path):
-    e = env(tmp_path, sources(calendar.url, "auto"))
+    # `settle`: a page is read once its organizer is there (on a /live/ page the script adds it with the
+    # JSON-LD), not after half a second without network; the kill -9 test below keeps the network-idle wait
+    e = env(tmp_path, sources(calendar.url, "auto", extra='settle = ".organizer"'))
     seeded = scraper(e, "seed")
     assert seeded.returncode == 0, seeded.stderr[-2000:]
     code, err, watch = run_watched(e, "--workers", "4")
