@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.helpers import definition_ids, in_process, rows, scraper
+from tests.helpers import definition_ids, in_process, rows, scraper, start_scraper, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -71,32 +71,38 @@ def test_a_10_second_storm_no_longer_ends_the_run(standin, tmp_path):
     site = standin(templates=100, rate=50, burst=10)
     db = tmp_path / "jobs.db"
     in_process(site, db, "seed", "--from-search", check=0)
+    proc = start_scraper(site, db, "run", "--workers", "4", "--rate", "20", "--breaker-open", "1.5",
+                         "--max-attempts", "6", "--backoff-base", "0.5", "--no-transcripts")
+    # the storm starts once the run sends (a loaded machine may take seconds to start it)
+    wait_until(lambda: sum(site.stats().get("detail_requests", {}).values()) >= 5 or proc.poll() is not None)
     site.storm(5)
-    done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--breaker-open", "1.5", "--max-attempts", "6",
-                   "--backoff-base", "0.5", "--no-transcripts")
-    assert done.returncode == 0, done.stderr[-3000:]
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 100
-    assert "breaker of 127.0.0.1 open" in done.stderr
+    assert "breaker of 127.0.0.1 open" in err
 
 
 def test_a_slow_phase_slows_the_pool_down_then_it_returns_to_the_limit(standin, tmp_path):
     """Issue 15's slow phase (answers ten times slower for 20 s, at 5/s with 4 workers; a 60 s climb back),
     time compressed: 20/s with 8 workers (at 400 ms a answer they could still send 20/s, so only the rule
-    slows them), an 8 s phase after 6 s (the baseline, the run's first 40 answers, comes before it), a 5 s
-    climb back (--adaptive-recover). The same rule on the fake clock is tests/test_time_driven.py's. It
-    runs beside other tests: a busy machine can only lower the rate it bounds from above, and the rule
-    ignores answers under 200 ms."""
+    slows them), an 8 s phase once the run has its baseline (its first 40 answers; started by the test,
+    so a slow start of the run cannot eat into it), a 5 s climb back (--adaptive-recover). The same rule
+    on the fake clock is tests/test_time_driven.py's. It runs beside other tests: a busy machine can only
+    lower the rate it bounds from above, and the rule ignores answers under 200 ms."""
     rate = 20
-    site = standin(templates=300, rate=50, burst=10, latency_ms=40, slow_phase_factor=10, slow_phase_s=8,
-                   slow_phase_after_s=6)
+    site = standin(templates=300, rate=50, burst=10, latency_ms=40)
     db = tmp_path / "jobs.db"
     in_process(site, db, "seed", "--from-search", "--rate", str(rate), check=0)
-    done = scraper(site, db, "run", "--workers", "8", "--rate", str(rate), "--adaptive-recover", "5",
-                   "--no-transcripts")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "rate halved" in done.stderr
+    proc = start_scraper(site, db, "run", "--workers", "8", "--rate", str(rate), "--adaptive-recover", "5",
+                         "--no-transcripts")
+    wait_until(lambda: sum(site.stats().get("detail_requests", {}).values()) >= 50 or proc.poll() is not None,
+               timeout=60)
+    site.slow(factor=10, seconds=8)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-3000:]
+    assert "rate halved" in err
     phase = site.request_log()["slow_phases"][0]
     series = site.rate_series()
     during = series[int(phase["start_s"]) + 5:int(phase["end_s"])]
     assert during and sum(during) / len(during) <= 0.6 * rate
-    assert "recovered" in done.stderr
+    assert "recovered" in err

@@ -128,7 +128,7 @@ SETTINGS = {
     "allow_download": False,         # the file holds the raw answers
     "default_page_size": PAGE_SIZE,
     "max_returned_rows": 1_000,
-    "facet_time_limit_ms": 500,
+    "facet_time_limit_ms": SQL_TIME_LIMIT_MS,   # a facet cut off is silently left out: as long as a query
 }
 
 
