@@ -163,6 +163,26 @@ def _extract(source, url, text):
     return record
 
 
+def types_of(url: str, text: str) -> list[str]:
+    """The schema.org types of a page's JSON-LD objects (@graph included) and microdata items, each once,
+    in page order, without their schema.org prefix (for `scraper discover`)."""
+    import extruct
+    try:
+        data = extruct.extract(text, base_url=url, syntaxes=["json-ld", "microdata"], uniform=True,
+                               errors="ignore")
+    except (ValueError, TypeError, RecursionError):
+        return []
+    found: list[str] = []
+    for obj in [*_flatten(data.get("json-ld") or []), *_flatten(data.get("microdata") or [])]:
+        types = obj.get("@type") if isinstance(obj, dict) else None
+        for t in types if isinstance(types, list) else [types]:
+            if isinstance(t, str) and t:
+                name = t.rsplit("/", 1)[-1]
+                if name not in found:
+                    found.append(name)
+    return found
+
+
 def first_of_type(objects, wanted):
     """The first object whose @type is `wanted` (or the first object when no type is given), looking
     inside @graph too."""
