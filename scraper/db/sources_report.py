@@ -1,0 +1,48 @@
+"""What the readers (`status`, `stats`, `search`, the report) ask to speak of the sources a database holds:
+which kinds of data it has, its items per source, the domains of its jobs, the requests of one run by
+domain. Read-only; both backends (the one spelling that differs, a record's keys, stands side by side)."""
+
+from scraper.db.store import is_postgres
+
+
+def template_count(conn) -> int:
+    return conn.execute("SELECT COUNT(*) FROM workflows").fetchone()[0]
+
+
+def n8n_job_count(conn) -> int:
+    """Jobs of the n8n kind (templates, listing pages, their videos)."""
+    return conn.execute("SELECT COUNT(*) FROM jobs WHERE site <> 'catalogue'").fetchone()[0]
+
+
+def items_by_source(conn) -> dict:
+    """{source: {"live": n, "removed": n}} of the catalogue items stored, by source name."""
+    return {name: {"live": live, "removed": removed} for name, live, removed in conn.execute(
+        "SELECT source, COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM items GROUP BY source ORDER BY source")}
+
+
+def job_domains(conn) -> set:
+    """The politeness domains the database's jobs belong to."""
+    return {d for (d,) in conn.execute("SELECT DISTINCT domain FROM jobs") if d}
+
+
+def field_coverage(conn, source) -> list:
+    """[(field, live items whose record has it)] of one source, most common first."""
+    if is_postgres(conn):
+        sql = ("SELECT k, COUNT(*) AS n FROM items, json_object_keys(record::json) AS k "
+               "WHERE source = ? AND removed_at IS NULL GROUP BY k ORDER BY n DESC, k")
+    else:
+        sql = ("SELECT j.key AS k, COUNT(*) AS n FROM items AS i, json_each(i.record) AS j "
+               "WHERE i.source = ? AND i.removed_at IS NULL AND json_valid(i.record) GROUP BY j.key "
+               "ORDER BY n DESC, k")
+    return [(k, n) for k, n in conn.execute(sql, (source,))]
+
+
+def requests_by_domain(conn, run_id) -> dict:
+    """{domain: requests} one run sent."""
+    return dict(conn.execute("SELECT domain, COUNT(*) FROM requests WHERE run_id = ? GROUP BY domain", (run_id,)))
+
+
+def run_errors(conn, run_id) -> dict:
+    """{kind: failed requests} of one run (the request log's kinds other than `ok`)."""
+    return dict(conn.execute("SELECT kind, COUNT(*) FROM requests WHERE run_id = ? AND kind <> 'ok' "
+                             "GROUP BY kind ORDER BY kind", (run_id,)))
