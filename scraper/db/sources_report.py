@@ -46,3 +46,16 @@ def run_errors(conn, run_id) -> dict:
     """{kind: failed requests} of one run (the request log's kinds other than `ok`)."""
     return dict(conn.execute("SELECT kind, COUNT(*) FROM requests WHERE run_id = ? AND kind <> 'ok' "
                              "GROUP BY kind ORDER BY kind", (run_id,)))
+
+
+def failed_incomplete(conn) -> tuple[int, int]:
+    """(failed jobs of kind `incomplete`, of them those whose page carries scripts: their error names
+    fetcher = "auto")."""
+    row = conn.execute("SELECT COUNT(*), SUM(CASE WHEN last_error LIKE ? THEN 1 ELSE 0 END) FROM jobs "
+                       "WHERE status = 'failed' AND error_kind = 'incomplete'", ('%fetcher = "auto"%',)).fetchone()
+    return row[0], row[1] or 0
+
+
+def latest_run_id(conn):
+    """The id of the newest run (live or finished), or None before the first."""
+    return conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]

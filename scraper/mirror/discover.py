@@ -28,7 +28,6 @@ RENDER_PER_GROUP = 3        # pages of one URL shape rendered in the browser, at
 MAX_PAGE_BYTES = 5 * 2**20  # a sampled page (decoded); bigger pages are not what a catalogue is made of
 PROPOSED_RATE_PER_S = 1.0   # the rate the table proposes (robots.txt may lower it): a guest's, not a crawler's
 BURST = 2                   # the burst proposed beside it
-_SCRIPT = re.compile(rb"<script(?![^>]*ld\+json)[^>]*>", re.I)
 
 
 @dataclasses.dataclass
@@ -123,7 +122,7 @@ def _discover(o, visit, site, render):
             continue
         bodies[url] = (text, None)
         page.http_types = tuple(catalogue.types_of(url, text))
-        page.scripts = bool(_SCRIPT.search(bytes(body)))
+        page.scripts = catalogue.has_scripts(body)
     if render is not None:
         _render(pages, bodies, visit, render)
     type_, ranked = infer.pick_type(pages)

@@ -338,6 +338,21 @@ class Supervisor:
         n = record.resume(conn, self.s, self.clock())
         if n:
             log.info("queued %d youtube job(s) that earlier runs left out", n)
+        self._requeue_robots(conn)
+
+    def _requeue_robots(self, conn):
+        """Jobs that ended `invalid` (robots) on a domain whose robots.txt this run ignores go back to pending
+        (youtube.com's only when transcripts are on: nothing else works them)."""
+        from scraper.base.settings import YOUTUBE_DOMAIN
+        from scraper.db import requeue
+        every = self.s.robots == "ignore"
+        domains = [d for d in self.s.robots_ignore if d != YOUTUBE_DOMAIN or self.s.transcripts]
+        if not (every or domains):
+            return
+        moved = requeue.robots_invalid(conn, domains, self.clock(), every_domain=every)
+        for domain, n in sorted(moved.items()):
+            log.info("re-queued %d job(s) of %s that ended invalid (robots): its robots.txt is ignored in this run",
+                     n, domain)
 
     def _start_run(self, conn):
         self.started_at = self.clock()

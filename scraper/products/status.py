@@ -25,6 +25,9 @@ def report(queue, now, run=None, runs=None, settings=None):
     recent = queue.finished_since(now - window) if window else 0
     p = progress.from_counts(counts, recent, window)
     errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
+    from scraper.db import sources_report
+    latest = sources_report.latest_run_id(queue.conn)
+    errors_run = sources_report.run_errors(queue.conn, latest) if latest is not None else {}
     breakers, in_flight = queue.domains(), queue.in_flight()
     waits = requestlog.slot_waits(queue.conn, now - SLOT_WAIT_WINDOW_S)
     domains = {}
@@ -48,6 +51,7 @@ def report(queue, now, run=None, runs=None, settings=None):
         "rate_window_s": round(window, 1), "rate_per_min": round(p.rate_per_min, 2),
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
+        "errors_this_run": errors_run,
         "sites": by_site,
         "sources": by_source,
         "fetch": _fetch_summary(queue.conn),
@@ -125,7 +129,7 @@ def render(r):
     lines += [
         f"finished  {r['finished_last_1m']} in the last minute, {r['finished_last_5m']} in the last 5 minutes",
         f"rate      {rate}, ETA {progress.format_duration(r['eta_s'])}",
-        "errors    " + (", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"),
+        "errors    " + _errors_line(r),
         f"429s      {r['http_429']}",
     ]
     if n8n:
@@ -157,6 +161,15 @@ def render(r):
         lines.append(f"domain    {name}: {d['in_flight']} in flight, {d['slot_wait_s']:g} s waiting for its slot in "
                      f"the last minute; breaker {d['state']} ({d['failures']} consecutive failures){extra}")
     return "\n".join(lines)
+
+
+def _errors_line(r):
+    """This run's failed requests by kind (the latest run's, live or not), then the all-time counts."""
+    every = ", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"
+    if "errors_this_run" not in r:
+        return every
+    this = ", ".join(f"{k} {v}" for k, v in r["errors_this_run"].items()) or "none"
+    return f"latest run: {this}; all time: {every}"
 
 
 def mirror_fields(conn, active=None):
