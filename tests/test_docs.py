@@ -152,7 +152,7 @@ OUTPUT_CHECKS = [
     (r"\bretry --failed\b", has("failed job(s) back to pending")),
     (r"\bretry --invalid\b", lambda done, ctx: f"moved {ctx['invalid']} invalid" in done.stdout),
     (r"\bretry --all\b", lambda done, ctx: f"moved {ctx['invalid']} failed/invalid" in done.stdout),
-    (r"scraper update\b", has("update finished: exit 0, set by")),
+    (r"scraper update\b", has("update finished: exit 0, every step succeeded")),
     (r"scraper run\b", lambda done, ctx: ("another `scraper run`" if ctx["expected"] == 75 else "run finished")
      in done.stderr),
     (r"tables jobs\.db --counts", has('"table": "workflows"')),

@@ -82,7 +82,7 @@ def test_update_refuses_a_usage_error_before_anything_runs(tmp_path):
 
 def test_update_picks_the_most_serious_code_in_its_order():
     from scraper.cli.update import most_serious
-    assert most_serious([("walk", 0), ("retry", 0), ("run", 0)]) == (0, "walk")
+    assert most_serious([("walk", 0), ("retry", 0), ("run", 0)]) == (0, None)     # every step succeeded
     assert most_serious([("walk", 1), ("retry", 0), ("run", 3)]) == (1, "walk")
     assert most_serious([("walk", 75), ("retry", 0), ("run", 3)]) == (3, "run")
     assert most_serious([("walk", 1), ("retry", 0), ("run", 70)]) == (70, "run")
