@@ -59,3 +59,14 @@ def failed_incomplete(conn) -> tuple[int, int]:
 def latest_run_id(conn):
     """The id of the newest run (live or finished), or None before the first."""
     return conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+
+
+def remaining_by_domain(conn) -> dict:
+    """{domain: jobs pending or running}."""
+    return dict(conn.execute("SELECT domain, COUNT(*) FROM jobs WHERE status IN ('pending', 'running') "
+                             "GROUP BY domain"))
+
+
+def rates_by_domain(conn) -> dict:
+    """{domain: its effective rate as the last run wrote it} (domains without one left out)."""
+    return dict(conn.execute("SELECT domain, rate_per_s FROM domains WHERE rate_per_s IS NOT NULL"))

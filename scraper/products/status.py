@@ -11,10 +11,11 @@ from scraper.policy import breaker, progress
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
 
 
-def report(queue, now, run=None, runs=None, settings=None):
+def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None):
     """The status as one dict (the `status --json` object); `run` is `runstate.current()` (the newest live
     run), `runs` is `runstate.runs()` (every live run: several share a PostgreSQL database). `settings`
-    (its sources) decides whether the n8n library and its domains are spoken of (scraper.products.scope)."""
+    (its sources) decides whether the n8n library and its domains are spoken of (scraper.products.scope);
+    `requests_per_job` ({domain: n}) sharpens the ETA's floor (the jobs left at their domains' rates)."""
     from scraper.products import scope as scope_mod
     scope = scope_mod.of(queue.conn, settings)
     by_status, by_site, by_source = grouped_counts(queue.conn)
@@ -23,7 +24,10 @@ def report(queue, now, run=None, runs=None, settings=None):
     alive = run is not None and run["alive"]
     window = progress.rate_window_s(now, run["started_at"] if alive else None)
     recent = queue.finished_since(now - window) if window else 0
-    p = progress.from_counts(counts, recent, window)
+    from scraper.db import sources_report
+    floor = progress.eta_floor_s(sources_report.remaining_by_domain(queue.conn),
+                                 sources_report.rates_by_domain(queue.conn), requests_per_job) if alive else 0.0
+    p = progress.from_counts(counts, recent, window, floor)
     errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
     from scraper.db import sources_report
     latest = sources_report.latest_run_id(queue.conn)
