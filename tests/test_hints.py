@@ -91,3 +91,23 @@ def test_ignoring_robots_txt_requeues_the_jobs_it_had_refused_and_says_how_many(
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE status <> 'done'")[0]["n"] == 0
     status = json.loads(in_process(site, db, "status", "--json", check=0).stdout)
     assert status["invalid"] == 0
+
+
+def test_a_robots_txt_404_is_no_error_in_the_report_or_status(standin, tmp_path):
+    import time
+
+    from scraper.db import store
+    from scraper.products import report
+    site = standin(templates=5, rate=50, burst=10)          # its robots.txt answers 404: no rules
+    db = tmp_path / "jobs.db"
+    ids = tmp_path / "ids.txt"                               # seeded from a file: the run's worker reads robots.txt
+    ids.write_text("".join(f"{i}\n" for i in site.corpus()["ids"][:5]))
+    in_process(site, db, "seed", "--ids", str(ids), check=0)
+    scraper(site, db, "run", "--workers", "1", "--rate", "30", "--no-transcripts", check=0)
+    assert rows(db, "SELECT COUNT(*) AS n FROM requests WHERE kind = 'robots_4xx' AND status = 404")[0]["n"] >= 1
+    conn = store.connect(str(db))
+    data = report.gather(conn, time.time())
+    conn.close()
+    assert data["run"]["errors"] == {} and data["runs"][-1]["errors"] == 0
+    status = json.loads(in_process(site, db, "status", "--json", check=0).stdout)
+    assert status["errors_this_run"] == {}

@@ -109,3 +109,19 @@ def test_search_on_a_mirror_of_both_gives_templates_and_items(tmp_path):
     assert [r["key"] for r in found if r["source"] == "events"] == ["events:/events/jazz-night-42"]
     text = CliRunner().invoke(main, ["--db", db, "search", "saxophones"]).output
     assert "no template matches" not in text and "1 item(s) of events" in text
+
+
+def test_snippets_show_html_entities_as_their_characters(tmp_path):
+    # n8n's descriptions are stored as served, with `&gt;` for a Markdown quote; a snippet is for people
+    from scraper.db import store
+    from scraper.mirror import items
+    db = str(tmp_path / "entities.db")
+    conn = store.open_db(db)
+    with store.transaction(conn):
+        items.store(conn, "events", "/e/1", "https://events.test/e/1",
+                    {"name": "Quokka night", "description": "&gt; Bring a lamp &amp; a chair"},
+                    {"page": b"<html></html>"}, "2026-11-03T00:00:00+00:00")
+    conn.close()
+    found = json.loads(CliRunner().invoke(main, ["--db", db, "search", "quokka OR lamp", "--json"]).output)
+    assert found and all("&gt;" not in r["snippet"] and "&amp;" not in r["snippet"] for r in found)
+    assert any("> Bring a lamp & a chair" in r["snippet"].replace("«", "").replace("»", "") for r in found)

@@ -43,9 +43,10 @@ def requests_by_domain(conn, run_id) -> dict:
 
 
 def run_errors(conn, run_id) -> dict:
-    """{kind: failed requests} of one run (the request log's kinds other than `ok`)."""
-    return dict(conn.execute("SELECT kind, COUNT(*) FROM requests WHERE run_id = ? AND kind <> 'ok' "
-                             "GROUP BY kind ORDER BY kind", (run_id,)))
+    """{kind: failed requests} of one run (the request log's kinds other than `ok`, and other than a
+    robots.txt that answered 4xx: no rules, an answer)."""
+    return dict(conn.execute("SELECT kind, COUNT(*) FROM requests WHERE run_id = ? "
+                             "AND kind NOT IN ('ok', 'robots_4xx') GROUP BY kind ORDER BY kind", (run_id,)))
 
 
 def failed_incomplete(conn) -> tuple[int, int]:
@@ -70,3 +71,19 @@ def remaining_by_domain(conn) -> dict:
 def rates_by_domain(conn) -> dict:
     """{domain: its effective rate as the last run wrote it} (domains without one left out)."""
     return dict(conn.execute("SELECT domain, rate_per_s FROM domains WHERE rate_per_s IS NOT NULL"))
+
+
+def names(conn, template_ids, item_keys) -> tuple[dict, dict]:
+    """({template id: name}, {(source, key): the record's name}) of the given templates and items."""
+    templates, items = {}, {}
+    ids = sorted(set(template_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        templates.update(conn.execute(f"SELECT id, name FROM workflows WHERE id IN ({','.join('?' * len(chunk))})",
+                                      chunk))
+    name = "record::json->>'name'" if is_postgres(conn) else "json_extract(record, '$.name')"
+    for source, key in sorted(set(item_keys)):
+        row = conn.execute(f"SELECT {name} FROM items WHERE source = ? AND key = ?", (source, key)).fetchone()
+        if row is not None:
+            items[(source, key)] = row[0]
+    return templates, items

@@ -128,7 +128,8 @@ def _run_figures(conn, r):
         end = conn.execute("SELECT MAX(at) FROM (SELECT at FROM requests WHERE run_id = ? "
                            "UNION ALL SELECT at FROM run_jobs WHERE run_id = ?)", (run_id, run_id)).fetchone()[0]
         end = max(end or start, start)
-    req = conn.execute("""SELECT COUNT(*), SUM(kind = 'ok'), SUM(kind = 'http_429') FROM requests
+    # a robots.txt that answered 4xx (no rules) is an answer, not an error
+    req = conn.execute("""SELECT COUNT(*), SUM(kind IN ('ok', 'robots_4xx')), SUM(kind = 'http_429') FROM requests
                           WHERE run_id = ?""", (run_id,)).fetchone()
     ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE run_id = ? ORDER BY ms", (run_id,))]
     done = conn.execute("SELECT COUNT(*) FROM run_jobs WHERE run_id = ? AND status = 'done'", (run_id,)).fetchone()[0]
@@ -182,7 +183,7 @@ def _run_series(conn, run):
         if domain == run["domain"]:     # --rate is that domain's budget (youtube.com has its own)
             requests[max(0, min(int((at - start) // width), n - 1))] += 1
         latency[next((i for i, edge in enumerate(LATENCY_BINS_MS) if ms < edge), len(LATENCY_BINS_MS))] += 1
-        if kind != "ok":
+        if kind not in ("ok", "robots_4xx"):
             errors[kind] = errors.get(kind, 0) + 1
     cumulative, total = [], 0
     for d in done:

@@ -4,6 +4,7 @@ The index (`workflows_fts`, created in store.MIGRATIONS) is kept in step by trig
 and `template_videos`, in the writer's own transaction; `rebuild()` makes it again from scratch.
 """
 
+import html
 import sqlite3
 
 from scraper.base.errors import ConfigError
@@ -172,4 +173,10 @@ def render(text, results, total):
 
 
 def _one_line(snippet):
-    return " ".join((snippet or "").split())
+    """The snippet on one line, its HTML entities as the characters they stand for (n8n's descriptions are
+    stored as served, `&gt;` for a Markdown quote; a snippet is read by people)."""
+    return one_line(snippet)
+
+
+def one_line(snippet):
+    return " ".join(html.unescape(snippet or "").split())
