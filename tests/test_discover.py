@@ -210,3 +210,14 @@ def test_the_proposal_reads_as_a_sources_file_and_says_why():
     source = sources.parse(sources.tomllib.loads(text), "stdout")[0]
     assert source.opt("include") == ("^/events/", "^/live/") and source.rate == 1.0
     assert "leaves out 1" in text
+
+
+@responses.activate
+def test_a_sitemap_robots_txt_disallows_is_not_read_and_said_in_one_sentence():
+    from scraper.base.errors import ConfigError
+    from scraper.mirror import discover
+    responses.add(responses.GET, "https://site.test/robots.txt",
+                  body="User-agent: *\nDisallow: /sitemap.xml\n")
+    with pytest.raises(ConfigError, match="no page URL found in the sitemaps"):
+        discover.discover(discover.Options("https://site.test/", rate_per_s=1000.0), clock=FakeClock())
+    assert [c.request.url for c in responses.calls] == ["https://site.test/robots.txt"]

@@ -82,8 +82,8 @@ def _discover(o, visit, site, render):
     def get_sitemap(url):
         try:
             return visit.get(url, kind="sitemap", max_bytes=walk.sitemaps.MAX_XML_BYTES)
-        except BudgetSpent as e:      # the walk's reader knows FetchError: this sitemap is not read
-            raise FetchError("budget", str(e), url) from None
+        except (BudgetSpent, RobotsDisallowed) as e:    # the walk's reader knows FetchError: not read
+            raise FetchError("budget" if isinstance(e, BudgetSpent) else "robots", str(e), url) from None
 
     found, _, _, errors = walk.read(get_sitemap, sitemap_urls, host_only, max_sitemaps=max(2, visit.budget // 4))
     for e in errors:
@@ -174,6 +174,8 @@ def _render(pages, bodies, visit, render):
         except (FetchError, RobotsDisallowed) as e:
             page.render_error = str(e)
             log.info("discover: rendering %s: %s", page.url, e)
+            if getattr(e, "kind", None) == "internal":      # the browser itself did not start: no more renders
+                break
             continue
         page.rendered = True
         page.browser_types = tuple(catalogue.types_of(page.url, html))
