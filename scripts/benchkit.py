@@ -268,6 +268,8 @@ def domains_run(db, domains, workers=4, latency_ms=40.0, transcripts=True):
     try:
         env = {**os.environ, config.ENV_DB: str(db), config.ENV_TRANSCRIPTS: "1" if transcripts else "0",
                config.ENV_YOUTUBE_URL: NOWHERE}
+        if transcripts:     # the YouTube stand-in serves YouTube's own robots.txt: ignored knowingly
+            env[config.ENV_ROBOTS_IGNORE] = "youtube.com"
         for d in domains:
             site, site_env = d.start(d.rate, d.burst, latency_ms)
             started.append(site)

@@ -61,6 +61,9 @@ def main():
             sys.exit("seeding failed")
         code = scraper("run", "--workers", str(args.workers), "--rate", str(args.rate), "--burst", str(args.burst),
                        "--backoff-base", "0.5", "--transcripts", "--breaker-open", "2",
+                       # the YouTube stand-in serves YouTube's robots.txt, which disallows the transcript
+                       # endpoints: the demo ignores it knowingly, as an operator who wants them must
+                       "--robots-ignore", "youtube.com",
                        "--domain-rate", f"youtube.com={args.youtube_rate:g}/{args.youtube_burst}")
         scraper("status")
         stats = site.stats()

@@ -22,7 +22,8 @@ def test_templates_and_their_transcripts_through_a_blocked_phase(standin, youtub
     # after 6 requests (two videos) YouTube shows a reCAPTCHA page instead of the watch page for 3 s
     yt = youtube_standin(rate=4, burst=2, latency_ms=10, block_after=6, block_s=3, block_mode="recaptcha")
     db = tmp_path / "jobs.db"
-    env = {"SCRAPER_YOUTUBE_URL": yt.url, "SCRAPER_TRANSCRIPTS": "1"}
+    # the stand-in serves YouTube's own robots.txt, which disallows the transcript endpoints: ignored knowingly
+    env = {"SCRAPER_YOUTUBE_URL": yt.url, "SCRAPER_TRANSCRIPTS": "1", "SCRAPER_ROBOTS_IGNORE": "youtube.com"}
     scraper(site, db, "seed", "--from-search", check=0, env=env)
     run = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--burst", "5", "--timeout", "5",
                   "--domain-rate", "youtube.com=4/2", "--breaker-open", "1", env=env)

@@ -48,6 +48,7 @@ def test_changes_and_history_of_items(mirror):
         ("events:/events/a-1", "added"), ("events:/events/b-2", "added"), ("events:/events/a-1", "changed"),
         ("events:/events/b-2", "removed")]
     assert "removed   events:/events/b-2" in invoke("changes", db=mirror).output
+    assert all(c["name"] for c in found)          # issue 32: each change names its item (a removed one too)
     by_path = json.loads(invoke("history", "events:/events/a-1", "--json", db=mirror).output)
     by_url = json.loads(invoke("history", f"events:{SITE}/events/a-1", "--json", db=mirror).output)
     assert [v["version"] for v in by_path] == [1, 2] and by_url == by_path

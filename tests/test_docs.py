@@ -30,7 +30,7 @@ SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
 COMMANDS = ("seed", "update", "run", "status", "retry", "failures", "export", "refresh", "changes", "history",
-            "reextract", "search", "stats", "report", "migrate", "mcp", "serve")
+            "reextract", "search", "stats", "report", "migrate", "mcp", "serve", "discover", "sources")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")
@@ -152,7 +152,7 @@ OUTPUT_CHECKS = [
     (r"\bretry --failed\b", has("failed job(s) back to pending")),
     (r"\bretry --invalid\b", lambda done, ctx: f"moved {ctx['invalid']} invalid" in done.stdout),
     (r"\bretry --all\b", lambda done, ctx: f"moved {ctx['invalid']} failed/invalid" in done.stdout),
-    (r"scraper update\b", has("update finished: exit 0, set by")),
+    (r"scraper update\b", has("update finished: exit 0, every step succeeded")),
     (r"scraper run\b", lambda done, ctx: ("another `scraper run`" if ctx["expected"] == 75 else "run finished")
      in done.stderr),
     (r"tables jobs\.db --counts", has('"table": "workflows"')),
@@ -478,5 +478,48 @@ def test_the_module_table_names_every_module_and_only_real_ones():
             for p in (ROOT / "scraper").rglob("*.py") if p.name not in ("__main__.py",)}
     real -= {"__init__", "base", "policy", "db", "net", "politeness", "mirror", "pool", "products"}
     assert named - real == set(), "the module table names modules that do not exist"
-    cli_modules = {f"cli/{name}" for name in ("common", "jobs", "reading", "mirror", "products", "update", "serving")}
+    cli_modules = {f"cli/{name}" for name in ("common", "jobs", "reading", "mirror", "products", "update", "serving",
+                                              "discover")}
     assert real - named - cli_modules == set(), "a module is missing from docs/architecture.md's module table"
+
+
+# --- the README fits a screen (issue 32) -----------------------------------------------------------
+
+def first_line_with(lines, text):
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def test_the_readme_fits_a_screen_with_the_demo_and_a_new_site_near_the_top():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 120
+    assert first_line_with(lines, "make demo") <= 30
+    assert first_line_with(lines, "scraper discover") <= 60
+    assert first_line_with(lines, "--sources sources.toml seed") <= 60
+    for doc in re.findall(r"\]\((docs/[a-z_]+\.md)(?:#[a-z0-9-]+)?\)", README.read_text()):
+        assert (ROOT / doc).is_file(), doc
+    # every anchor the README links to exists in its document (GitHub's heading slugs)
+    for doc, anchor in re.findall(r"\]\((docs/[a-z_]+\.md)#([a-z0-9-]+)\)", README.read_text()):
+        slugs = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+                 for h in re.findall(r"^#+ (.+)$", (ROOT / doc).read_text(), re.M)}
+        assert anchor in slugs, (doc, anchor)
+
+
+def test_the_readmes_new_site_lines_run_as_written_against_the_events_standin(tmp_path):
+    """The README's `discover`, `seed`, `run` and `search` lines, with the stand-in's address for the
+    example's: discover prints a table, and that table mirrors the calendar's static events."""
+    block = re.search(r"## A new site.*?```sh\n(.*?)```", README.read_text(), re.S).group(1)
+    commands = [split_comment(line.strip())[0] for line in block.splitlines() if line.strip()]
+    assert [c.split()[1] for c in commands] == ["discover", "--sources", "--sources", "--sources"]
+    with client.start(catalogue=True, events=20, seed=5) as site:
+        env = {**os.environ, "SCRAPER_DB": str(tmp_path / "jobs.db"), "SCRAPER_TRANSCRIPTS": "0"}
+        for command in commands:
+            # the example's site is the stand-in; --no-browser keeps Chromium to the timing tests
+            command = command.replace("https://events.example.org/", site.url + "/")
+            command = command.replace("scraper discover", f"{SCRAPER} discover --rate 50 --no-browser")
+            command = command.replace("scraper --sources", f"{SCRAPER} --sources")
+            done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+                                  timeout=300)
+            assert done.returncode == 0, (command, done.stderr[-2000:])
+        static = [e for e in site.truth()["events"] if not e["script_rendered"]]
+    assert (tmp_path / "sources.toml").read_text().startswith("# scraper discover")
+    assert rows(tmp_path / "jobs.db", "SELECT COUNT(*) AS n FROM items")[0]["n"] == len(static)

@@ -13,7 +13,15 @@ from scraper.mirror import answers
 from scraper.mirror.sync import iso
 from scraper.sites import n8n
 from tests.conftest import ANY_ROBOTS
-from tests.helpers import assert_one_sentence_error, definition_ids, detail_body, invoke, search_items, search_page
+from tests.helpers import (
+    assert_one_sentence_error,
+    definition_ids,
+    detail_body,
+    invoke,
+    rows,
+    search_items,
+    search_page,
+)
 
 IDS = sorted(definition_ids()[:4])
 T0 = 1_780_000_000.0        # 2026-05-28
@@ -98,11 +106,15 @@ def test_refresh_queues_the_oldest_first(mirror):
 
 def test_changes_and_history(mirror):
     out = json.loads(invoke("changes", "--json", db=mirror).output)
-    assert out == [{"id": i, "change": "added", "at": iso(T0 + k * 86_400)} for k, i in enumerate(IDS)]
+    names = {r["id"]: r["name"] for r in rows(mirror, "SELECT id, name FROM workflows")}
+    # issue 32: each change names its template
+    assert out == [{"id": i, "change": "added", "at": iso(T0 + k * 86_400), "name": names[i]}
+                   for k, i in enumerate(IDS)]
     since = json.loads(invoke("changes", "--since", iso(T0 + 2 * 86_400), "--json", db=mirror).output)
     assert [c["id"] for c in since] == IDS[2:]
     text = invoke("changes", "--since", "2026-05-29", db=mirror).output.splitlines()
-    assert len(text) == 3 and text[0].split() == [iso(T0 + 86_400), "added", str(IDS[1])]
+    assert len(text) == 3 and text[0].split()[:3] == [iso(T0 + 86_400), "added", str(IDS[1])]
+    assert text[0].endswith(f"  {names[IDS[1]]}")
     versions = json.loads(invoke("history", str(IDS[0]), "--json", db=mirror).output)
     assert [set(v) for v in versions] == [{"version", "fetched_at", "content_hash"}] and versions[0]["version"] == 1
     assert invoke("history", str(IDS[0]), db=mirror).output.startswith("version 1  ")

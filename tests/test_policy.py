@@ -364,3 +364,15 @@ def test_both_n8n_hosts_are_one_politeness_domain(url, domain):
 
 def test_a_long_retry_after_schedules_the_job_no_later_than_the_cap():
     assert retry.decide(retry.HTTP_429, 429, 1, 3, retry_after_s=86_400, max_s=600).delay_s == 600
+
+
+def test_the_eta_is_never_below_what_the_jobs_left_need_at_their_domains_rates():
+    # issue 32: two videos left at youtube.com's 0.2/s (3 requests each) after 600 fast jobs a minute
+    from scraper.policy import progress
+    floor = progress.eta_floor_s({"n8n.io": 0, "youtube.com": 2}, {"n8n.io": 2.0, "youtube.com": 0.2},
+                                 {"youtube.com": 3})
+    assert floor == pytest.approx(30.0)
+    p = progress.from_counts({"done": 600, "pending": 2}, recent=600, window_s=60, floor_s=floor)
+    assert p.eta_s == pytest.approx(30.0)                        # not the 0.2 s the recent pace says
+    assert progress.from_counts({"pending": 2}, 0, 60, floor).eta_s == pytest.approx(30.0)   # no pace yet
+    assert progress.from_counts({"pending": 2}, 0, 60).eta_s is None

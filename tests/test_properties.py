@@ -468,3 +468,22 @@ def test_the_adaptive_rate_stays_between_a_tenth_and_the_configured_rate(configu
         current, mark, _why = rules.adapt(configured, current, mark, answers, dt, 60.0)
         if current is not None:
             assert configured * rules.FLOOR_SHARE - 1e-9 <= current < configured
+
+
+@given(left=st.dictionaries(st.sampled_from(["a.test", "b.test", "youtube.com"]), st.integers(0, 10_000)),
+       rates=st.dictionaries(st.sampled_from(["a.test", "b.test", "youtube.com"]),
+                             st.floats(0.01, 1000, allow_nan=False)),
+       per_job=st.integers(1, 5), done=st.integers(0, 10_000), recent=st.integers(0, 5_000))
+def test_the_eta_is_at_least_the_slowest_domains_need_and_grows_with_what_is_left(left, rates, per_job, done,
+                                                                                  recent):
+    # issue 32: the ETA of a run whose last jobs wait on a slow domain
+    floor = progress.eta_floor_s(left, rates, dict.fromkeys(left, per_job))
+    assert floor >= 0
+    for domain, n in left.items():
+        if domain in rates:
+            assert floor >= n * per_job / rates[domain] - 1e-9
+    more = {d: n + 1 for d, n in left.items()}
+    assert progress.eta_floor_s(more, rates, dict.fromkeys(left, per_job)) >= floor
+    p = progress.from_counts({"done": done, "pending": sum(left.values())}, recent, 60.0, floor)
+    if p.eta_s is not None:
+        assert p.eta_s >= floor - 1e-9

@@ -85,7 +85,7 @@ def job_of(q, key):
 
 
 def test_every_kind_of_video_ends_stored_or_invalid_with_its_reason(make, youtube_standin):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     w, q, _ = make(yt.url)
     seed_videos(q, w.s, [*WITH_TRANSCRIPT, *INVALID])
     drain(w)
@@ -102,12 +102,12 @@ def test_every_kind_of_video_ends_stored_or_invalid_with_its_reason(make, youtub
     assert stored["AzOgpdn8ngY"]["text"] == " ".join(s["text"].strip() for s in segments)
     assert "  " not in stored["AzOgpdn8ngY"]["text"]
     # three requests a transcript (watch, player, caption track), two for the others, all at the stand-in
-    # "other": its robots.txt (404 on the stand-in: no rules), asked once
-    assert yt.stats()["by_route"] == {"watch": 8, "player": 8, "timedtext": 4, "other": 1}
+    # and its robots.txt (404 here, `robots="none"`: no rules), asked once
+    assert yt.stats()["by_route"] == {"watch": 8, "player": 8, "timedtext": 4, "robots": 1}
 
 
 def test_languages_pick_the_first_match_then_any_manual_then_any_generated(make, youtube_standin):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     w, q, _ = make(yt.url, transcript_languages=("es", "fr"))
     seed_videos(q, w.s, ["ROgf5dVqYPQ", "PAmgrwYnzWs", "laHIzhsz12E"])
     drain(w)
@@ -120,7 +120,7 @@ def test_languages_pick_the_first_match_then_any_manual_then_any_generated(make,
 
 @responses.activate(assert_all_requests_are_fired=False)
 def test_a_template_queues_each_video_once_in_the_transaction_that_stores_it(make, youtube_standin):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     responses.add_passthru(yt.url)
     w, q, _ = make(yt.url)
     # two templates built on the same definition share its video
@@ -157,7 +157,7 @@ def test_without_transcripts_the_links_are_kept_and_a_later_run_queues_them(make
 
 
 def test_a_blocked_address_opens_the_breaker_at_once_and_costs_no_attempt(make, youtube_standin):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     w, q, clock = make(yt.url, breaker_open_s=30)
     seed_videos(q, w.s, ["AzOgpdn8ngY"])
     q.seed([n8n.site.job_row(w.s, 5)], now=NOW - 100)    # an n8n job that must still go
@@ -183,7 +183,7 @@ def test_a_blocked_address_opens_the_breaker_at_once_and_costs_no_attempt(make, 
 
 @pytest.mark.parametrize("mode", ["bot", "429"])
 def test_the_other_ways_youtube_blocks_open_the_breaker_too(make, youtube_standin, mode):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     w, q, _ = make(yt.url, robots_known=True)
     seed_videos(q, w.s, ["laHIzhsz12E"])
     yt.block(600, mode)
@@ -194,7 +194,7 @@ def test_the_other_ways_youtube_blocks_open_the_breaker_too(make, youtube_standi
 
 @pytest.mark.timing
 def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_standin):
-    yt = youtube_standin(rate=4, burst=2)          # the stand-in answers 429 above 4/s, burst 2
+    yt = youtube_standin(rate=4, burst=2, robots="none")          # the stand-in answers 429 above 4/s, burst 2
     w, q, _ = make(yt.url, robots_known=True, limiter_kind="domain", domain_rates=(("youtube.com", 4.0, 2),))
     seed_videos(q, w.s, list(WITH_TRANSCRIPT))
     w.clock = SYSTEM                               # the real clock: the limiter waits for real
@@ -208,7 +208,7 @@ def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_st
 
 
 def test_the_librarys_requests_are_in_the_request_log_under_youtube_com(make, youtube_standin):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     w, q, _ = make(yt.url, robots_known=True)
     seed_videos(q, w.s, ["AzOgpdn8ngY", "07-HZZQs5h0"])     # a transcript (3 requests), none (2 requests)
     drain(w)
@@ -218,7 +218,7 @@ def test_the_librarys_requests_are_in_the_request_log_under_youtube_com(make, yo
 
 
 def test_the_session_refuses_anything_but_youtube(make, youtube_standin):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     adapter = youtube.RedirectAdapter(yt.url, 5)
 
     class Gate:
@@ -331,7 +331,7 @@ def test_exports_and_status_carry_transcripts_and_sites(tmp_path):
 
 
 def test_a_job_in_flight_goes_back_unsent_when_its_breaker_opens(make, youtube_standin):
-    yt = youtube_standin(rate=0)
+    yt = youtube_standin(rate=0, robots="none")
     w, q, clock = make(yt.url)
     seed_videos(q, w.s, ["AzOgpdn8ngY"])
     job = q.claim(w.name, clock(), 60)
@@ -344,7 +344,7 @@ def test_a_job_in_flight_goes_back_unsent_when_its_breaker_opens(make, youtube_s
 
 def test_the_youtube_standin_answers_429_above_its_rate(youtube_standin):
     # the zero-429 checks above can fail: a client faster than the bucket gets 429s
-    yt = youtube_standin(rate=1, burst=1)
+    yt = youtube_standin(rate=1, burst=1, robots="none")
     codes = [requests.get(f"{yt.url}/watch?v=AzOgpdn8ngY", timeout=5).status_code for _ in range(4)]
     assert codes.count(429) >= 2 and yt.stats()["http_429"] == codes.count(429)
 
@@ -370,7 +370,7 @@ def test_by_default_a_run_queues_no_transcript_job_and_sends_nothing_to_youtube(
                                                                                monkeypatch):
     monkeypatch.delenv("SCRAPER_TRANSCRIPTS")       # the default, not the tests' own setting
     site = standin(templates=30, rate=50, burst=5)
-    yt = youtube_standin(rate=5, burst=2)
+    yt = youtube_standin(rate=5, burst=2, robots="none")
     db = tmp_path / "jobs.db"
     env = {"SCRAPER_YOUTUBE_URL": yt.url}
     scraper(site, db, "seed", "--from-search", check=0, env=env)
@@ -393,9 +393,16 @@ def test_transcripts_asked_for_with_robots_obeyed_say_once_what_youtube_robots_t
     run = scraper(site, db, "run", "--workers", "2", *fast, "--transcripts", check=0, env=env)
     said = [line for line in run.stderr.splitlines() if "YouTube's robots.txt disallows" in line]
     assert len(said) == 1 and "--robots-ignore youtube.com" in said[0]
+    # the stand-in serves YouTube's own robots.txt by default: the video's job ended invalid (robots),
+    # and nothing under /youtubei/ or /api/ was asked for
+    refused = rows(db, "SELECT key FROM jobs WHERE site = 'youtube' AND status = 'invalid' AND error_kind = 'robots'")
+    assert len(refused) == 1 and set(yt.stats()["by_route"]) <= {"robots", "watch"}     # no player, no caption
     knowing = scraper(site, db, "run", "--workers", "2", *fast, "--transcripts",
                       "--robots-ignore", "youtube.com", check=0, env=env)
     assert "YouTube's robots.txt disallows" not in knowing.stderr
+    # ignoring it re-queues that job and says so (issue 32): no `retry --invalid` needed
+    assert "re-queued 1 job(s) of youtube.com that ended invalid (robots)" in knowing.stderr
+    assert rows(db, "SELECT status FROM jobs WHERE key = ?", refused[0]["key"])[0]["status"] != "invalid"
 
 
 @pytest.mark.parametrize("player, kind, reason", [

@@ -82,7 +82,7 @@ def test_update_refuses_a_usage_error_before_anything_runs(tmp_path):
 
 def test_update_picks_the_most_serious_code_in_its_order():
     from scraper.cli.update import most_serious
-    assert most_serious([("walk", 0), ("retry", 0), ("run", 0)]) == (0, "walk")
+    assert most_serious([("walk", 0), ("retry", 0), ("run", 0)]) == (0, None)     # every step succeeded
     assert most_serious([("walk", 1), ("retry", 0), ("run", 3)]) == (1, "walk")
     assert most_serious([("walk", 75), ("retry", 0), ("run", 3)]) == (3, "run")
     assert most_serious([("walk", 1), ("retry", 0), ("run", 70)]) == (70, "run")
@@ -297,3 +297,19 @@ def test_refresh_says_why_nothing_was_queued(stored_db):
     text = invoke("refresh", "--older-than", "36500", db=stored_db).output
     assert "queued 0 template(s) for a re-fetch: none was last fetched more than 36500 day(s) ago" in text
     assert "the oldest was fetched" in text
+
+
+def test_update_with_no_network_points_to_make_demo(tmp_path):
+    # issue 32: `make scrape` offline fails in one clear sentence that names the offline way in
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "SCRAPER_DB": str(tmp_path / "jobs.db"), "SCRAPER_API_URL": "http://127.0.0.1:9/api",
+           "SCRAPER_SITE_URL": "http://127.0.0.1:9"}
+    env.pop("SCRAPER_SOURCES", None)
+    done = subprocess.run([sys.executable, "-m", "scraper", "update", "--backoff-base", "0", "--workers", "1"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    failed = [line for line in done.stderr.splitlines() if "the walk failed" in line]
+    assert len(failed) == 1 and "could not reach http://127.0.0.1:9/robots.txt" in failed[0]
+    assert "try `make demo` (it needs no internet)" in failed[0]

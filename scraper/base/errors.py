@@ -80,3 +80,7 @@ class RobotsUnavailable(ScraperError):
         self.why = why      # the HTTP status, or the failure kind when no usable answer came
         name = host.split("://", 1)[-1]
         super().__init__(f"robots.txt of {name} could not be fetched ({why}); nothing was sent to {name}")
+
+
+class BudgetSpent(ScraperError):
+    """A one-off visit (`scraper discover`) has sent every request it may; nothing more is sent."""

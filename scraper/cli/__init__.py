@@ -9,7 +9,7 @@ import click
 
 from scraper import __version__
 from scraper.base import logs, settings, sources
-from scraper.cli import jobs, mirror, products, reading, serving, update
+from scraper.cli import discover, jobs, mirror, products, reading, serving, update
 from scraper.cli.common import Choice, Group
 
 
@@ -58,6 +58,6 @@ def main(ctx, db_path, api_url, site_url, user_agent, youtube_url, sources_path,
 
 
 
-for _module in (jobs, update, reading, mirror, products, serving):
+for _module in (jobs, update, reading, mirror, products, serving, discover):
     for _command in _module.COMMANDS:
         main.add_command(_command)

@@ -182,8 +182,10 @@ def _walk_sources(ctx, s, names, adopt):
         else:
             r = o.result
             state = "complete" if r.complete else "incomplete, so nothing is taken as removed"
+            left = getattr(r, "left_out", 0)
             _say(f"{name}: walked ({state}, {r.requests} request(s)): {r.new} new, {r.changed} changed, "
-                 f"{r.removed} removed (queued to confirm), {r.restored} restored.")
+                 f"{r.removed} removed (queued to confirm), {r.restored} restored"
+                 + (f"; {left} listed URL(s) left out by include/exclude." if left else "."))
     if failed and len(failed) == len(outcomes):
         _forget_db(s, had_db)
     if failed:
@@ -361,21 +363,25 @@ def run_settings(ctx, no_limit, adopt_urls, transcript_languages, domain_rates, 
 
 def _next_step(s, code):
     """(the run's last line: what to do now, from the exit code and what the database holds; the job counts)."""
-    from scraper.db import store
+    from scraper.db import sources_report, store
     from scraper.db.queue import Queue
     from scraper.policy import outcome
+    incomplete = scripted = 0
     try:
         conn = store.connect(s.db_path)
         try:
             queue = Queue(conn)
             counts, now = queue.counts(), time.time()
             stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
+            if counts.get("failed"):
+                incomplete, scripted = sources_report.failed_incomplete(conn)
         finally:
             conn.close()
     except (sqlite3.Error, ConfigError):
         counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
-                             kinds=[src.kind for src in s.working_sources], browserless=s.browserless), counts
+                             kinds=[src.kind for src in s.working_sources], browserless=s.browserless,
+                             incomplete=incomplete, scripted=scripted), counts
 
 
 

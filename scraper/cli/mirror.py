@@ -57,6 +57,7 @@ def changes_cmd(ctx, since, limit, kinds, as_json):
         scraper changes --limit 5 --kind added --kind restored
         scraper changes --since 2026-11-25T02:00:00Z --json
     """
+    from scraper.db import sources_report
     from scraper.mirror import answers, sync
     try:
         since = None if since is None else sync.parse_time(since)
@@ -66,11 +67,18 @@ def changes_cmd(ctx, since, limit, kinds, as_json):
     s = _settings(ctx)
     with _existing_db(s) as conn:
         found = answers.changes(conn, since, kinds, limit)
+        templates, items = sources_report.names(
+            conn, [c["id"] for c in found if "id" in c],
+            [(c["source"], c["key"].split(":", 1)[1]) for c in found if "id" not in c])
+    for c in found:     # each change names what it is about (a removed one keeps its stored name)
+        c["name"] = (templates.get(c["id"]) if "id" in c
+                     else items.get((c["source"], c["key"].split(":", 1)[1])))
     if as_json:
-        click.echo(json.dumps(found, indent=2))
+        click.echo(json.dumps(found, indent=2, ensure_ascii=False))
     else:
         for c in found:
-            click.echo(f"{c['at']}  {c['change']:<8}  {c['id'] if 'id' in c else c['key']}")
+            click.echo(f"{c['at']}  {c['change']:<8}  {c['id'] if 'id' in c else c['key']}"
+                       + (f"  {c['name']}" if c["name"] else ""))
 
 
 @click.command("history")

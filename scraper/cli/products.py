@@ -156,13 +156,15 @@ def _stop_on_signal():
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=1), default=search.LIMIT, show_default=True,
               help="At most this many templates.")
-@click.option("--json", "as_json", is_flag=True, help="A JSON array of {id, name, snippet, rank} instead of text.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of {id, name, snippet, rank, source} (templates) "
+              "and {key, source, url, name, snippet, rank} (items) instead of text.")
 @click.option("--source", "source_name", metavar="NAME",
               help="Search the items of this catalogue source instead (JSON gives each its `key`).")
 @click.pass_context
 def search_cmd(ctx, query, limit, as_json, source_name):
     """Full-text search of the stored templates (name, description, explainer, node types, categories,
-    author, video transcripts), best match first (bm25; `rank` is lower for a better match), with snippets.
+    author, video transcripts), best match first (bm25; `rank` is lower for a better match), with snippets;
+    and of the items of every catalogue source the database holds (each row names its `source`).
 
     QUERY is SQLite FTS5 syntax: words (all must match), "a phrase", OR, NOT, prefix*, and
     column:word for one column (name, description, explainer, node_types, categories, author,
@@ -173,6 +175,7 @@ def search_cmd(ctx, query, limit, as_json, source_name):
         scraper search slack
         scraper search 'telegram AND openai' --limit 5
         scraper search 'node_types:googleSheets' --json | jq '.[].id'
+        scraper search jazz          # templates and every catalogue source's items
     """
     s = _settings(ctx)
     if source_name is not None:
@@ -182,9 +185,11 @@ def search_cmd(ctx, query, limit, as_json, source_name):
                    else search.render_items(source_name, query, results))
         return
     with _existing_db(s) as conn:
-        results = search.query(conn, query, limit)
-        total = None if as_json else search.count(conn, query)
-    click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json else search.render(query, results, total))
+        found = search.everything(conn, query, limit, with_total=not as_json)
+    if as_json:
+        click.echo(json.dumps((found["templates"] or []) + found["items"], indent=2, ensure_ascii=False))
+    else:
+        click.echo(search.render_everything(query, found))
 
 
 @click.command("stats")
@@ -192,18 +197,22 @@ def search_cmd(ctx, query, limit, as_json, source_name):
 @click.pass_context
 def stats_cmd(ctx, as_json):
     """Statistics of the stored templates: node types and categories by the number of templates that
-    use them, authors, templates created per month, quality scores, videos and transcript coverage.
+    use them, authors, templates created per month, quality scores, videos and transcript coverage; and
+    each catalogue source's items and the fields their records carry (only those, on a catalogue-only
+    database).
 
     \b
     Example:
         scraper stats
         scraper stats --json | jq '.node_types[:10]'
     """
-    from scraper.products import stats
+    from scraper.products import scope, stats
     s = _settings(ctx)
     with _existing_db(s) as conn:
         report = stats.report(conn)
-    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else stats.render(report))
+        report["sources"] = stats.sources(conn)
+        n8n = scope.of(conn, s).n8n
+    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else stats.render(report, n8n=n8n))
 
 
 @click.command("report")
@@ -223,7 +232,7 @@ def report_cmd(ctx, output, run_id):
     from scraper.products import report
     s = _settings(ctx)
     with stops_cleanly("report"), _existing_db(s) as conn:
-        size = report.write(conn, output, time.time(), run_id)
+        size = report.write(conn, output, time.time(), run_id, settings=s)
     click.echo(logs.stamped(f"wrote the report to {output} ({size / 1024:.0f} KB)."), err=True)
 
 

@@ -52,7 +52,7 @@ def _status_report(s):
     with _existing_db(s) as conn:
         now = store.clock(conn)
         return status.report(Queue(conn), now, runstate.current(conn, s.lock_path, now),
-                             runstate.runs(conn, s.lock_path, now))
+                             runstate.runs(conn, s.lock_path, now), settings=s)
 
 
 

@@ -20,10 +20,10 @@ RUN = "the run"
 
 def most_serious(steps):
     """(code, step) of the step whose code comes first in SERIOUSNESS (the earlier step on a tie);
-    `steps` is [(step, code)]."""
+    `steps` is [(step, code)]; (0, None) when every step exited 0."""
     rank = {code: i for i, code in enumerate(SERIOUSNESS)}
     step, code = min(steps, key=lambda sc: rank.get(sc[1], 0))
-    return code, step
+    return code, (None if code == exitcodes.OK else step)
 
 
 def _outcome(call):
@@ -76,7 +76,8 @@ def update_cmd(ctx, retry_after_h, **run_options):
 
     Exit code: the most serious of its steps, in this order: 70, 1, 3, 75, 0. A usage error (2) stops it
     before anything runs; Ctrl-C/SIGTERM stop it at once (130/143). When the walk fails on a database that
-    does not exist yet nothing else runs. The last line names the step that set the code.
+    does not exist yet nothing else runs. The last line names the step that set the code (or says that every
+    step succeeded).
 
     \b
     Example (cron):
@@ -88,7 +89,9 @@ def update_cmd(ctx, retry_after_h, **run_options):
     with _health(s, "update") as health:        # one start ping and one end ping for the whole update
         ctx.meta[HEALTH_OWNED] = True           # its run step sends none of its own
         code, step = _steps(ctx, s, retry_after_h, run_options)
-        line = f"update finished: exit {code}, set by {step}"
+        # success is every step's: naming one of them would say it alone decided
+        line = ("update finished: exit 0, every step succeeded" if code == exitcodes.OK and step is None
+                else f"update finished: exit {code}, set by {step}")
         log.info("%s", line)
         health.finished(code, line, _counts(s))
     ctx.exit(code)

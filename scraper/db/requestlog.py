@@ -15,6 +15,7 @@ from scraper.base.errors import FetchError
 log = logging.getLogger(__name__)
 
 OK = "ok"            # the kind of a 2xx answer; failures keep their retry kind (http_5xx, timeout, ...)
+NO_ROBOTS = "robots_4xx"    # a robots.txt answered 4xx: no rules (RFC 9309), an answer and not an error
 
 
 def record(conn, at, domain, kind, status, ms, run_id=None, slot_wait_s=0.0):
@@ -33,9 +34,10 @@ class timed:
     """`with requestlog.timed(conn, domain):` around one request: records how it ended and how long it
     took (a FetchError's kind and status), then lets any exception go on."""
 
-    def __init__(self, conn, domain, clock=time.time, run_id=None, slot_wait_s=0.0):
+    def __init__(self, conn, domain, clock=time.time, run_id=None, slot_wait_s=0.0, answered_4xx=False):
         self.conn, self.domain, self.clock = conn, domain, clock
         self.run_id, self.slot_wait_s = run_id, slot_wait_s
+        self.answered_4xx = answered_4xx        # a robots.txt: its 4xx is logged as NO_ROBOTS
 
     def __enter__(self):
         self.started = time.monotonic()
@@ -47,6 +49,8 @@ class timed:
             kind, status = OK, None
         elif isinstance(exc, FetchError):
             kind, status = exc.kind, exc.status
+            if self.answered_4xx and status is not None and 400 <= status < 500 and status != 429:
+                kind = NO_ROBOTS
         else:
             return False        # not an answer (e.g. KeyboardInterrupt): nothing to log
         record(self.conn, self.clock(), self.domain, kind, status, ms, self.run_id, self.slot_wait_s)

@@ -37,6 +37,7 @@ class WalkResult:
     requests: int = 0
     listed: int = 0
     errors: tuple = ()        # why the walk is not complete, one sentence each
+    left_out: int = 0         # page URLs of the site's host that `include`/`exclude` left out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +87,27 @@ def wanted(source):
         path = catalogue.path_of(url)
         return (not include or any(p.search(path) for p in include)) and not any(p.search(path) for p in exclude)
     return keep
+
+
+class Kept:
+    """`wanted(source)` that also counts the distinct page URLs of the site's host it leaves out."""
+
+    def __init__(self, source):
+        self.keep = wanted(source)
+        self.host_only = wanted(_without_filters(source))
+        self.left_out = set()
+
+    def __call__(self, url):
+        if self.keep(url):
+            return True
+        if self.host_only(url):
+            self.left_out.add(catalogue.path_of(url))
+        return False
+
+
+def _without_filters(source):
+    import dataclasses as dc
+    return dc.replace(source, options=tuple((k, v) for k, v in source.options if k not in ("include", "exclude")))
 
 
 def read(get, urls, keep, max_sitemaps=MAX_SITEMAPS, max_urls=MAX_URLS):
@@ -175,7 +197,9 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     counted = _Counted(get)
     if robots_sitemaps is None:
         robots_sitemaps = read_robots(source, counted, polite=get)
-    listed, complete, requests, errors = read(counted, sitemap_urls(source, robots_sitemaps), wanted(source))
+    keep = Kept(source)
+    listed, complete, requests, errors = read(counted, sitemap_urls(source, robots_sitemaps), keep)
+    left_out = len(keep.left_out)
     for e in errors:
         log.warning("source %s: %s", source.name, e)
     prefix = f"{source.name}:"
@@ -193,11 +217,12 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     with transaction(conn) as c:
         c.executemany("UPDATE items SET last_seen_at = ?, lastmod = ? WHERE source = ? AND key = ? "
                       "AND removed_at IS NULL", [(at, listed[path][1], source.name, path) for path in listed])
-    log.info("source %s: %d listed, %d new, %d changed, %d missing (queued to confirm), %d restored%s",
-             source.name, len(listed), new, len(p.changed), len(p.missing), len(p.restored),
-             "" if complete else " (incomplete walk: nothing counted as missing)")
+    log.info("source %s: %d listed, %d left out by include/exclude, %d new, %d changed, %d missing (queued to "
+             "confirm), %d restored%s", source.name, len(listed), left_out, new, len(p.changed), len(p.missing),
+             len(p.restored), "" if complete else " (incomplete walk: nothing counted as missing)")
     return WalkResult(new=new, changed=len(p.changed), removed=len(p.missing), restored=len(p.restored),
-                      complete=complete, requests=counted.n, listed=len(listed), errors=tuple(errors))
+                      complete=complete, requests=counted.n, listed=len(listed), errors=tuple(errors),
+                      left_out=left_out)
 
 
 class _Counted:

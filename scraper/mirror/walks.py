@@ -167,7 +167,8 @@ def fetch_failure(e, timeout_s, url):
         return f"{url} did not answer within {timeout_s:g} s (raise --timeout if it is only slow)"
     if e.status is not None:
         return f"{url} answered HTTP {e.status}"
-    return f"could not reach {url} ({str(e).split(':', 1)[0]}); check the network and the source's URL"
+    return (f"could not reach {url} ({str(e).split(':', 1)[0]}); check the network and the source's URL, or try "
+            f"`make demo` (it needs no internet)")
 
 
 def walk_one(conn, settings, source, get, now, clock=time.time):

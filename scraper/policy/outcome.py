@@ -4,13 +4,16 @@ from scraper.base.exitcodes import CRASHING, FAILED, GAVE_UP, LOCKED, OK, SIGINT
 from scraper.policy.progress import format_duration
 
 
-def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), browserless=()):
+def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), browserless=(), incomplete=0,
+              scripted=0):
     """One sentence: what to do after a run that exited `code`.
 
     `failed` is the database's count of failed rows, `domains` the domains whose breaker gave up,
     `retry_in_s` how long until such a domain may be tried again (when known), `kinds` those of the
     sources the run worked (n8n alone: the n8n walk is the way to what is new), `browserless` the sources
-    left pending because they need a browser and none could be started."""
+    left pending because they need a browser and none could be started, `incomplete` the failed rows whose
+    page lacked required fields (a retry fetches the same page), `scripted` those of them whose page carries
+    scripts (fetcher = "auto" is the likely cure)."""
     if code == GAVE_UP and browserless:
         also = f"; {', '.join(domains)} also kept failing" if domains else ""
         return (f"next: source(s) {', '.join(browserless)} need a browser and none could be started, so their "
@@ -20,6 +23,14 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
             return ("next: nothing to do; `scraper seed` walks each source when it is due (`--source NAME` at "
                     "once) for what was published since.")
         return "next: nothing to do; `scraper seed --from-search` adds templates published since."
+    if code == FAILED and incomplete:
+        cure = (f'; {scripted} of them carry scripts: set fetcher = "auto" for their source, then '
+                f"`scraper retry --failed`" if scripted else
+                "; fix the source's `required` or `fields`, or the page, before any retry")
+        rest = failed - incomplete
+        other = (f"; the other {rest}: `scraper retry --failed` and run again" if rest > 0 else "")
+        return (f"next: {failed} job(s) are failed, {incomplete} of them `incomplete` (their page lacks required "
+                f"fields; a retry fetches the same page, see `scraper failures`){cure}{other}.")
     if code == FAILED:
         return (f"next: {failed} job(s) are failed; see why with `scraper failures`, then "
                 f"`scraper retry --failed` and run again.")

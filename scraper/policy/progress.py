@@ -22,6 +22,7 @@ class Progress:
     remaining: int          # pending + running
     recent: int             # finished within the last `window_s` seconds
     window_s: float         # 0: no run is alive, so no rate
+    floor_s: float = 0.0    # the least time the remaining jobs need at their domains' rates (`eta_floor_s`)
 
     @property
     def rate_per_min(self):
@@ -34,13 +35,29 @@ class Progress:
         if self.remaining == 0:
             return 0.0
         rate = self.rate_per_min
-        return None if rate <= 0 else self.remaining * 60.0 / rate
+        if rate <= 0:
+            return self.floor_s or None
+        # the run's recent pace says little when the jobs left wait on a slow domain (youtube.com at 0.2/s)
+        return max(self.remaining * 60.0 / rate, self.floor_s)
 
 
-def from_counts(counts, recent, window_s):
+def from_counts(counts, recent, window_s, floor_s=0.0):
     finished = counts.get("done", 0) + counts.get("failed", 0) + counts.get("invalid", 0)
     remaining = counts.get("pending", 0) + counts.get("running", 0)
-    return Progress(finished + remaining, finished, remaining, recent, window_s)
+    return Progress(finished + remaining, finished, remaining, recent, window_s, floor_s)
+
+
+def eta_floor_s(remaining_by_domain, rates, requests_per_job=None):
+    """The least seconds the remaining jobs need: for each domain, its jobs left times the requests a job
+    sends there, over its rate (requests/s); the slowest domain decides (domains work side by side).
+    `rates`: {domain: requests/s} (a domain without a known rate counts for nothing)."""
+    per_job = requests_per_job or {}
+    floor = 0.0
+    for domain, left in remaining_by_domain.items():
+        rate = rates.get(domain)
+        if left > 0 and rate and rate > 0:
+            floor = max(floor, left * per_job.get(domain, 1) / rate)
+    return floor
 
 
 def format_duration(seconds):

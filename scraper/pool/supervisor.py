@@ -43,6 +43,7 @@ class Slot:
 class Supervisor:
     def __init__(self, settings, out=sys.stderr, clock=SYSTEM):
         self.s = settings
+        self.per_job = sites.requests_per_job(settings)    # requests a job sends to its domain (the ETA's floor)
         self.out = out
         self.clock = clock
         self.signals = []
@@ -332,12 +333,35 @@ class Supervisor:
         if line:
             log.info("%s", line)
 
+    def _eta_floor(self):
+        """The least time the jobs left need at their domains' rates (the ETA is never below it)."""
+        from scraper.db import sources_report
+        conn = self.queue.conn
+        rates = {d: self.s.rate_for(d)[0] for d in sites.domains(self.s)}
+        rates.update(sources_report.rates_by_domain(conn))
+        return progress.eta_floor_s(sources_report.remaining_by_domain(conn), rates, self.per_job)
+
     def _resume_sites(self, conn):
         """Let each site queue what earlier runs left out (videos of templates stored with transcripts off)."""
         source.own_n8n_jobs(conn, self.s)
         n = record.resume(conn, self.s, self.clock())
         if n:
             log.info("queued %d youtube job(s) that earlier runs left out", n)
+        self._requeue_robots(conn)
+
+    def _requeue_robots(self, conn):
+        """Jobs that ended `invalid` (robots) on a domain whose robots.txt this run ignores go back to pending
+        (youtube.com's only when transcripts are on: nothing else works them)."""
+        from scraper.base.settings import YOUTUBE_DOMAIN
+        from scraper.db import requeue
+        every = self.s.robots == "ignore"
+        domains = [d for d in self.s.robots_ignore if d != YOUTUBE_DOMAIN or self.s.transcripts]
+        if not (every or domains):
+            return
+        moved = requeue.robots_invalid(conn, domains, self.clock(), every_domain=every)
+        for domain, n in sorted(moved.items()):
+            log.info("re-queued %d job(s) of %s that ended invalid (robots): its robots.txt is ignored in this run",
+                     n, domain)
 
     def _start_run(self, conn):
         self.started_at = self.clock()
@@ -360,7 +384,8 @@ class Supervisor:
     def _show(self, final=False):
         now = self.clock()
         window = progress.rate_window_s(now, self.started_at)
-        p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - window), window)
+        p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - window), window,
+                                 self._eta_floor())
         note = progress.domains_note(self.queue.domains(), now)
         note = f" | {note}" if note else ""
         if self.tty:

@@ -235,7 +235,7 @@ class Worker:
         site (`Politeness.robots_unavailable`; a probe tries robots.txt once); one over the size cap will
         not shrink by waiting: the domain is given up for the run at once."""
         try:
-            self.robots.check(url, job.domain, lambda u, cap: self._send(job, u, cap),
+            self.robots.check(url, job.domain, lambda u, cap: self._send(job, u, cap, robots_txt=True),
                               sleep=lambda seconds: self._nap(job, seconds), tries=1 if job.probe else None)
         except RobotsUnavailable as e:
             now = self.clock()
@@ -259,12 +259,14 @@ class Worker:
             self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)
             self.clock.sleep(min(NAP_S, left))
 
-    def _send(self, job, url, max_bytes=None):
+    def _send(self, job, url, max_bytes=None, robots_txt=False):
+        """`robots_txt`: a robots.txt fetch, whose 4xx is an answer (no rules), not a failure, in the log."""
         self._gate(job, url)
         self.sent += 1
         polite = self.politeness_of(job.domain)
         try:
-            with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
+            with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited(),
+                                  answered_4xx=robots_txt):
                 body = http.fetch(self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes)
         except FetchError as e:
             polite.failed(e)

@@ -14,6 +14,7 @@ import sqlite3
 
 from scraper.base.errors import ConfigError
 from scraper.db import pgschema
+from scraper.products import search
 
 WEIGHT = {"name": "A", "description": "B", "author": "B", "node_types": "C", "categories": "C", "explainer": "D",
           "transcripts": "D"}
@@ -95,7 +96,7 @@ def query(conn, text, limit, marks):
         found = conn.raw(sql, [*params, limit, _headline_options(marks)]).fetchall()
     except sqlite3.OperationalError as e:
         raise _fail(text, str(e)) from None
-    return [{"id": r[0], "name": r[1], "snippet": " ".join((r[2] or "").split()), "rank": round(r[3], 4),
+    return [{"id": r[0], "name": r[1], "snippet": search.one_line(r[2]), "rank": round(r[3], 4),
              "paid": None if r[4] is None else bool(r[4]), "hollow": bool(r[5])} for r in found]
 
 
@@ -124,7 +125,7 @@ def query_items(conn, source, text, limit, marks):
     except sqlite3.OperationalError as e:
         raise _fail(text, str(e)) from None
     return [{"key": f"{r[0]}:{r[1]}", "source": r[0], "url": r[2], "name": _name(r[3]),
-             "snippet": " ".join((r[4] or "").split()), "rank": round(r[5], 4)} for r in found]
+             "snippet": search.one_line(r[4]), "rank": round(r[5], 4)} for r in found]
 
 
 def _name(record):

@@ -22,9 +22,12 @@ TOP_NODE_TYPES = 20
 LATENCY_BINS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)    # upper edges; one more bin above
 
 
-def gather(conn, now, run_id=None):
+def gather(conn, now, run_id=None, settings=None):
     """Every figure of the report, as one JSON-ready dict. `run_id`: the run the time charts show
-    (default the latest); ConfigError if there is no such run."""
+    (default the latest); ConfigError if there is no such run. `settings` (its sources) decides whether the
+    n8n library is spoken of (scraper.products.scope)."""
+    from scraper.products import scope as scope_mod
+    scope = scope_mod.of(conn, settings)
     runs = [_run_figures(conn, r) for r in conn.execute(
         "SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, exit_code FROM runs "
         "ORDER BY id").fetchall()]
@@ -52,6 +55,8 @@ def gather(conn, now, run_id=None):
         "node_types": st["node_types"][:TOP_NODE_TYPES],
         "node_types_total": len(st["node_types"]),
         "last_notification": store.last_notification(conn),
+        "n8n": scope.n8n,
+        "items": scope.items,
     }
 
 
@@ -85,12 +90,12 @@ def notification_line(n):
     return f"Last notification: {n['kind']} at {_iso(n['at'])}, {'delivered' if n['ok'] else 'FAILED to arrive'}."
 
 
-def write(conn, path, now, run_id=None):
+def write(conn, path, now, run_id=None, settings=None):
     """Write the report to `path` (through a temporary file and a rename); returns its size in bytes."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ConfigError(f"the output folder {folder} does not exist.")
-    page = render(gather(conn, now, run_id)).encode("utf-8")
+    page = render(gather(conn, now, run_id, settings)).encode("utf-8")
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
@@ -123,16 +128,18 @@ def _run_figures(conn, r):
         end = conn.execute("SELECT MAX(at) FROM (SELECT at FROM requests WHERE run_id = ? "
                            "UNION ALL SELECT at FROM run_jobs WHERE run_id = ?)", (run_id, run_id)).fetchone()[0]
         end = max(end or start, start)
-    req = conn.execute("""SELECT COUNT(*), SUM(kind = 'ok'), SUM(kind = 'http_429') FROM requests
+    # a robots.txt that answered 4xx (no rules) is an answer, not an error
+    req = conn.execute("""SELECT COUNT(*), SUM(kind IN ('ok', 'robots_4xx')), SUM(kind = 'http_429') FROM requests
                           WHERE run_id = ?""", (run_id,)).fetchone()
     ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE run_id = ? ORDER BY ms", (run_id,))]
     done = conn.execute("SELECT COUNT(*) FROM run_jobs WHERE run_id = ? AND status = 'done'", (run_id,)).fetchone()[0]
     duration = max(end - start, 0.0)
+    domain, rate = _chart_domain(conn, run_id, settings)
     return {
         "id": r["id"], "started": _iso(start), "started_at": start, "end_at": end,
         "finished": r["finished_at"] is not None, "duration_s": round(duration, 1),
-        "workers": r["workers"], "rate_per_s": settings.get("rate_per_s") if settings.get("limiter", True) else None,
-        "domain": domain_of(settings.get("site_url") or ""),
+        "workers": r["workers"], "rate_per_s": rate if settings.get("limiter", True) else None,
+        "domain": domain,
         "burst": settings.get("burst"), "exit_code": r["exit_code"],
         "done_in_run": done, "requests": req[0], "ok": req[1] or 0, "http_429": req[2] or 0,
         "errors": req[0] - (req[1] or 0),
@@ -140,6 +147,24 @@ def _run_figures(conn, r):
         "latency_p50_ms": _percentile(ms, 50), "latency_p95_ms": _percentile(ms, 95),
         "totals_at_end": {"done": r["done"], "failed": r["failed"], "invalid": r["invalid"]},
     }
+
+
+def _chart_domain(conn, run_id, settings):
+    """(domain, configured rate) the rate chart shows: n8n's site when the run sent to it, else the domain
+    the run sent most requests to, with the rate its settings gave that domain (--domain-rate, else the
+    lowest of the sources on it, else --rate)."""
+    from scraper.db import sources_report
+    n8n = domain_of(settings.get("site_url") or "")
+    sent = sources_report.requests_by_domain(conn, run_id)
+    if not sent or sent.get(n8n) or max(sent.values()) == 0:
+        return n8n, settings.get("rate_per_s")
+    domain = max(sorted(sent), key=lambda d: sent[d])
+    for name, rate, _ in settings.get("domain_rates") or ():
+        if name == domain:
+            return domain, rate
+    rates = [src.get("rate") or settings.get("rate_per_s") for src in settings.get("sources") or ()
+             if domain_of(dict(src.get("options") or ()).get("site") or "") == domain]
+    return domain, min(rates) if rates else settings.get("rate_per_s")
 
 
 def _run_series(conn, run):
@@ -158,7 +183,7 @@ def _run_series(conn, run):
         if domain == run["domain"]:     # --rate is that domain's budget (youtube.com has its own)
             requests[max(0, min(int((at - start) // width), n - 1))] += 1
         latency[next((i for i, edge in enumerate(LATENCY_BINS_MS) if ms < edge), len(LATENCY_BINS_MS))] += 1
-        if kind != "ok":
+        if kind not in ("ok", "robots_4xx"):
             errors[kind] = errors.get(kind, 0) + 1
     cumulative, total = [], 0
     for d in done:
@@ -248,20 +273,20 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <p class="muted">Generated @@GENERATED@@. <span id="summary"></span></p>
 <h2>@@RUN@@</h2>
 <div class="grid">
-<figure><h2>Templates done over time</h2><div class="chart" id="chart-done"></div>
-<figcaption>Templates stored during this run, cumulative, against seconds since its start.</figcaption></figure>
+<figure><h2 id="done-title">Templates done over time</h2><div class="chart" id="chart-done"></div>
+<figcaption id="done-caption">Templates stored during this run, cumulative, against seconds since its start.</figcaption></figure>
 <figure><h2>Request rate against the limit</h2><div class="chart" id="chart-rate"></div>
 <figcaption id="rate-caption">Requests per second the workers sent to the site's domain; the dashed line is the configured --rate.</figcaption></figure>
 <figure><h2>Errors by kind</h2><div class="chart" id="chart-errors"></div>
 <figcaption>Failed requests of this run by kind (all-time counts are in the table below the charts).</figcaption></figure>
 <figure><h2>Answer latency</h2><div class="chart" id="chart-latency"></div>
 <figcaption id="latency-caption">Requests of this run by the time their answer (or failure) took.</figcaption></figure>
-<figure><h2>Quality scores</h2><div class="chart" id="chart-quality"></div>
+<figure class="n8n"><h2>Quality scores</h2><div class="chart" id="chart-quality"></div>
 <figcaption>Stored templates by quality score (0-100), in bins of ten.</figcaption></figure>
-<figure><h2>Top node types</h2><div class="chart" id="chart-nodes"></div>
+<figure class="n8n"><h2>Top node types</h2><div class="chart" id="chart-nodes"></div>
 <figcaption id="nodes-caption">Node types by the number of templates that use them.</figcaption></figure>
 <figure><h2>History of runs</h2><div class="chart" id="chart-runs"></div>
-<figcaption>Templates done in each run.</figcaption></figure>
+<figcaption id="runs-caption">Templates done in each run.</figcaption></figure>
 </div>
 <h2>Runs</h2>
 @@RUNS_TABLE@@
@@ -357,9 +382,18 @@ function hbarChart(id, labels, values) {
 const R = D.run;
 document.getElementById("summary").textContent = "Jobs: " + Object.entries(D.jobs).map(e => e[1] + " " + e[0]).join(", ")
   + Object.entries(D.jobs_by_source).map(([n, c]) => "; " + n + ": " + Object.entries(c).map(e => e[1] + " " + e[0]).join(", ")).join("")
-  + ". Templates stored: " + D.templates + ". Runs: " + D.runs.length + ".";
+  + (D.n8n ? ". Templates stored: " + D.templates : "")
+  + Object.entries(D.items || {}).map(([n, c]) => ". Items of " + n + ": " + c.live + " live, " + c.removed + " removed").join("")
+  + ". Runs: " + D.runs.length + ".";
+const WHAT = D.n8n ? "templates" : "pages";
+if (!D.n8n) {
+  document.getElementById("done-title").textContent = "Pages done over time";
+  document.getElementById("done-caption").textContent = "Jobs (pages) done during this run, cumulative, against seconds since its start.";
+  document.getElementById("runs-caption").textContent = "Jobs done in each run.";
+  for (const f of document.querySelectorAll("figure.n8n")) f.remove();
+}
 if (R) {
-  lineChart("chart-done", R.t, R.done_cumulative, null, "templates done");
+  lineChart("chart-done", R.t, R.done_cumulative, null, WHAT + " done");
   lineChart("chart-rate", R.t, R.request_rate, R.rate_per_s, "requests/s, " + R.bucket_s + " s buckets");
   document.getElementById("rate-caption").textContent += " Domain: " + R.domain + "."
     + (R.rate_per_s ? " Limit: " + R.rate_per_s + "/s, burst " + R.burst + "." : " The limiter was off for this run.");
@@ -370,9 +404,11 @@ if (R) {
 } else {
   for (const id of ["chart-done", "chart-rate", "chart-errors", "chart-latency"]) empty(svgIn(id, 560, 120), 560, 120, "no run recorded yet");
 }
-barChart("chart-quality", D.quality.histogram.map(b => b.from + "-" + b.to), D.quality.histogram.map(b => b.templates));
-hbarChart("chart-nodes", D.node_types.map(n => n.type), D.node_types.map(n => n.templates));
-document.getElementById("nodes-caption").textContent += " Top " + D.node_types.length + " of " + D.node_types_total + ".";
+if (D.n8n) {
+  barChart("chart-quality", D.quality.histogram.map(b => b.from + "-" + b.to), D.quality.histogram.map(b => b.templates));
+  hbarChart("chart-nodes", D.node_types.map(n => n.type), D.node_types.map(n => n.templates));
+  document.getElementById("nodes-caption").textContent += " Top " + D.node_types.length + " of " + D.node_types_total + ".";
+}
 barChart("chart-runs", D.runs.map(r => "run " + r.id), D.runs.map(r => r.done_in_run), "run");
 const tb = document.querySelector("#errors-table tbody");
 const errs = Object.entries(D.errors_all_time);

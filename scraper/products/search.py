@@ -4,6 +4,7 @@ The index (`workflows_fts`, created in store.MIGRATIONS) is kept in step by trig
 and `template_videos`, in the writer's own transaction; `rebuild()` makes it again from scratch.
 """
 
+import html
 import sqlite3
 
 from scraper.base.errors import ConfigError
@@ -99,6 +100,43 @@ def render_items(source, text, results):
     return "\n".join(lines)
 
 
+def everything(conn, text, limit=LIMIT, with_total=True):
+    """What `search` without --source finds: the templates (when the database holds any) and the items of
+    every catalogue source, each row naming its `source`. {"templates": [...] or None, "total": n or None,
+    "items": [...] best first across sources, "sources": [names searched]}."""
+    from scraper.db import sources_report
+    templates = total = None
+    has_items = sources_report.items_by_source(conn)
+    if sources_report.template_count(conn) > 0 or not has_items:
+        templates = [{**r, "source": "n8n"} for r in query(conn, text, limit)]
+        total = count(conn, text) if with_total else None
+    items = []
+    for source in has_items:
+        items.extend(query_items(conn, source, text, limit))
+    items.sort(key=lambda r: (r["rank"], r["key"]))      # one FTS table: the ranks compare across sources
+    return {"templates": templates, "total": total, "items": items[:limit], "sources": list(has_items)}
+
+
+def render_everything(text, found):
+    """The lines of `search` without --source: the templates as before, then the items of each source."""
+    templates, items = found["templates"], found["items"]
+    if templates is not None and not found["sources"]:
+        return render(text, templates, found["total"])
+    lines = []
+    if templates:
+        lines.append(render(text, templates, found["total"]))
+    if items:
+        lines.append(f"{len(items)} item(s) of {', '.join(found['sources'])} match {text!r}, best first:")
+        for r in items:
+            lines.append(f"{r['key']}  {r['name'] or ''}".rstrip())
+            lines.append(f"  {r['snippet']}")
+    if not lines:
+        searched = (["the templates"] if templates is not None else []) \
+            + [f"the items of {n}" for n in found["sources"]]
+        return f"nothing matches {text!r} in {' or '.join(searched)}."
+    return "\n".join(lines)
+
+
 def rebuild(conn):
     """Make the index again from `workflows` and the transcripts of each template's videos, in one
     transaction; returns the number of rows indexed. For a re-extraction and repairs: writes keep it in
@@ -135,4 +173,10 @@ def render(text, results, total):
 
 
 def _one_line(snippet):
-    return " ".join((snippet or "").split())
+    """The snippet on one line, its HTML entities as the characters they stand for (n8n's descriptions are
+    stored as served, `&gt;` for a Markdown quote; a snippet is read by people)."""
+    return one_line(snippet)
+
+
+def one_line(snippet):
+    return " ".join(html.unescape(snippet or "").split())

@@ -89,8 +89,31 @@ def transcript_coverage(conn):
     }
 
 
-def render(r, top=TEXT_TOP):
-    """The statistics as the lines `scraper stats` prints."""
+def sources(conn):
+    """{source: {"live", "removed", "fields": [{"field", "items"}]}}: each catalogue source's items and how
+    many live records carry each field (og:* tags included), most common first."""
+    from scraper.db import sources_report
+    return {name: {**counts, "fields": [{"field": f, "items": n} for f, n in sources_report.field_coverage(conn, name)]}
+            for name, counts in sources_report.items_by_source(conn).items()}
+
+
+def render_sources(found, top=TEXT_TOP):
+    """The lines of the catalogue sources' part of `scraper stats`."""
+    lines = []
+    for name, c in found.items():
+        lines.append(f"source {name}: {c['live']} live item(s), {c['removed']} removed")
+        lines.append(f"  fields ({len(c['fields'])}; live records carrying each, most first)")
+        width = max([len(f["field"]) for f in c["fields"][:top]], default=0)
+        lines.extend(f"    {f['field']:<{width}}  {f['items']}" for f in c["fields"][:top])
+        if len(c["fields"]) > top:
+            lines.append(f"    ... {len(c['fields']) - top} more (--json gives all)")
+    return "\n".join(lines)
+
+
+def render(r, top=TEXT_TOP, n8n=True):
+    """The statistics as the lines `scraper stats` prints (`n8n` False: only the catalogue sources)."""
+    if not n8n:
+        return render_sources(r.get("sources") or {}, top) or "no template and no item stored yet"
     lines = [f"templates {r['templates']}"]
     if "paid" in r:
         lines.append(f"paid {r['paid']} (not listed yet: {r['paid_unknown']}), hollow answers {r['hollow']}")
@@ -120,4 +143,6 @@ def render(r, top=TEXT_TOP):
     else:
         lines.append(f"transcripts: {t['videos_with_transcript']} of {t['videos']} video(s); "
                      f"{t['templates_with_transcript']} of {t['templates_with_videos']} template(s) with videos")
+    if r.get("sources"):
+        lines.append("\n" + render_sources(r["sources"], top))
     return "\n".join(lines)

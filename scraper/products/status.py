@@ -11,21 +11,31 @@ from scraper.policy import breaker, progress
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
 
 
-def report(queue, now, run=None, runs=None):
+def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None):
     """The status as one dict (the `status --json` object); `run` is `runstate.current()` (the newest live
-    run), `runs` is `runstate.runs()` (every live run: several share a PostgreSQL database)."""
+    run), `runs` is `runstate.runs()` (every live run: several share a PostgreSQL database). `settings`
+    (its sources) decides whether the n8n library and its domains are spoken of (scraper.products.scope);
+    `requests_per_job` ({domain: n}) sharpens the ETA's floor (the jobs left at their domains' rates)."""
+    from scraper.products import scope as scope_mod
+    scope = scope_mod.of(queue.conn, settings)
     by_status, by_site, by_source = grouped_counts(queue.conn)
     counts = by_status
     last_1m, last_5m = queue.finished_since(now - 60), queue.finished_since(now - 300)
     alive = run is not None and run["alive"]
     window = progress.rate_window_s(now, run["started_at"] if alive else None)
     recent = queue.finished_since(now - window) if window else 0
-    p = progress.from_counts(counts, recent, window)
+    from scraper.db import sources_report
+    floor = progress.eta_floor_s(sources_report.remaining_by_domain(queue.conn),
+                                 sources_report.rates_by_domain(queue.conn), requests_per_job) if alive else 0.0
+    p = progress.from_counts(counts, recent, window, floor)
     errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
+    from scraper.db import sources_report
+    latest = sources_report.latest_run_id(queue.conn)
+    errors_run = sources_report.run_errors(queue.conn, latest) if latest is not None else {}
     breakers, in_flight = queue.domains(), queue.in_flight()
     waits = requestlog.slot_waits(queue.conn, now - SLOT_WAIT_WINDOW_S)
     domains = {}
-    for name in sorted({*breakers, *in_flight, *waits}):
+    for name in sorted(d for d in {*breakers, *in_flight, *waits} if scope.domains is None or d in scope.domains):
         b = breakers.get(name, breaker.Breaker())
         domains[name] = {
             "state": b.state,
@@ -45,11 +55,13 @@ def report(queue, now, run=None, runs=None):
         "rate_window_s": round(window, 1), "rate_per_min": round(p.rate_per_min, 2),
         "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
         "http_429": errors.get("http_429", 0), "errors_by_kind": errors, "domains": domains,
+        "errors_this_run": errors_run,
         "sites": by_site,
         "sources": by_source,
         "fetch": _fetch_summary(queue.conn),
         **mirror_fields(queue.conn, _active(by_site.get("n8n"))),
         "last_notification": store.last_notification(queue.conn),
+        "n8n": scope.n8n, "items": scope.items,
     }
 
 
@@ -102,13 +114,16 @@ def render(r):
     """The status as the lines `scraper status` prints."""
     rate = f"{r['rate_per_min']:.1f}/min over the last {r['rate_window_s']:g} s" if r["rate_window_s"] else \
         "0.0/min (no run is going)"
-    lines = [
-        run_line(r),
-        f"stored    {r['stored']['live'] + r['stored']['removed']} template(s) in the mirror: "
-        f"{r['stored']['live']} live, {r['stored']['removed']} removed (kept whatever their jobs do)",
-        f"jobs      {r['total']} total: {r['pending']} pending, {r['running']} running, {r['done']} done, "
-        f"{r['failed']} failed, {r['invalid']} invalid",
-    ]
+    n8n = r.get("n8n", True)
+    lines = [run_line(r)]
+    if n8n:
+        lines.append(f"stored    {r['stored']['live'] + r['stored']['removed']} template(s) in the mirror: "
+                     f"{r['stored']['live']} live, {r['stored']['removed']} removed (kept whatever their jobs do)")
+    for name, c in (r.get("items") or {}).items():
+        lines.append(f"stored    {c['live'] + c['removed']} item(s) of {name}: {c['live']} live, "
+                     f"{c['removed']} removed")
+    lines.append(f"jobs      {r['total']} total: {r['pending']} pending, {r['running']} running, {r['done']} done, "
+                 f"{r['failed']} failed, {r['invalid']} invalid")
     if r["refreshing"]:
         lines.append(f"refresh   {r['refreshing']} pending or running job(s) re-fetch a stored template; "
                      f"its stored data stays until the new answer replaces it")
@@ -118,11 +133,12 @@ def render(r):
     lines += [
         f"finished  {r['finished_last_1m']} in the last minute, {r['finished_last_5m']} in the last 5 minutes",
         f"rate      {rate}, ETA {progress.format_duration(r['eta_s'])}",
-        "errors    " + (", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"),
+        "errors    " + _errors_line(r),
         f"429s      {r['http_429']}",
-        f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
-        + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed",
     ]
+    if n8n:
+        lines.append(f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
+                     + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed")
     n = r.get("last_notification")
     lines.append("notified  " + ("none sent" if n is None else
                                  f"{n['kind']} at {_when(n['at'])}, {'delivered' if n['ok'] else 'FAILED'}"))
@@ -149,6 +165,15 @@ def render(r):
         lines.append(f"domain    {name}: {d['in_flight']} in flight, {d['slot_wait_s']:g} s waiting for its slot in "
                      f"the last minute; breaker {d['state']} ({d['failures']} consecutive failures){extra}")
     return "\n".join(lines)
+
+
+def _errors_line(r):
+    """This run's failed requests by kind (the latest run's, live or not), then the all-time counts."""
+    every = ", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "none"
+    if "errors_this_run" not in r:
+        return every
+    this = ", ".join(f"{k} {v}" for k, v in r["errors_this_run"].items()) or "none"
+    return f"latest run: {this}; all time: {every}"
 
 
 def mirror_fields(conn, active=None):

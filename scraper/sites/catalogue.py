@@ -9,6 +9,7 @@ are read by scraper/sites/sitemaps.py and walked by scraper/mirror/catalogue.py.
 """
 
 import json
+import re
 from urllib.parse import urlsplit
 
 from scraper.base.errors import JobInvalid, ParseError
@@ -21,6 +22,7 @@ PAGE = "page"                 # the kind of raw answer an item keeps
 FETCHERS = fetchmode.MODES
 MAX_RECORD_CHARS = 1_000_000  # a record is a page's facts, not the page: bigger is a hostile page
 SYNTAXES = ["json-ld", "opengraph", "microdata"]
+MISSING = "missing"           # the record's list of the source's `fields` the page did not give
 
 
 class Incomplete(ParseError):
@@ -114,6 +116,20 @@ def complete(source, record) -> None:
                          f"{fetchmode.MIN_FOUND:.0%}); it lacks {', '.join(lacking)}")
 
 
+_SCRIPT = re.compile(rb"<script(?![^>]*ld\+json)[^>]*>", re.I)
+AUTO_HINT = 'fetcher = "auto"'
+
+
+def has_scripts(body: bytes) -> bool:
+    """Whether a page carries scripts other than JSON-LD (it may build its record in one)."""
+    return bool(_SCRIPT.search(bytes(body)))
+
+
+def script_hint(source_name: str) -> str:
+    return (f"the page carries scripts and may build its record in one: set {AUTO_HINT} for source "
+            f"{source_name} (a retry over plain HTTP gets the same page)")
+
+
 def record_of(source, url: str, body: bytes | str) -> dict:
     """The record of one page (bytes as served, or the browser's text), complete or not; ParseError."""
     text = decode(body) if isinstance(body, bytes) else body
@@ -156,11 +172,40 @@ def _extract(source, url, text):
     fields = dict(source.opt("fields") or {})
     if fields:
         selector = Selector(text=text)
+        missing = []
         for name, spec in sorted(fields.items()):
             value = _field(selector, obj, spec)
             if not _empty(value):
                 record[name] = value
+            elif spec.startswith("css:"):
+                # the page's own value, never the JSON-LD key of the same name in its place
+                record[name] = None
+                missing.append(name)
+            elif _empty(record.get(name)):
+                missing.append(name)
+        if missing:
+            record[MISSING] = missing
     return record
+
+
+def types_of(url: str, text: str) -> list[str]:
+    """The schema.org types of a page's JSON-LD objects (@graph included) and microdata items, each once,
+    in page order, without their schema.org prefix (for `scraper discover`)."""
+    import extruct
+    try:
+        data = extruct.extract(text, base_url=url, syntaxes=["json-ld", "microdata"], uniform=True,
+                               errors="ignore")
+    except (ValueError, TypeError, RecursionError):
+        return []
+    found: list[str] = []
+    for obj in [*_flatten(data.get("json-ld") or []), *_flatten(data.get("microdata") or [])]:
+        types = obj.get("@type") if isinstance(obj, dict) else None
+        for t in types if isinstance(types, list) else [types]:
+            if isinstance(t, str) and t:
+                name = t.rsplit("/", 1)[-1]
+                if name not in found:
+                    found.append(name)
+    return found
 
 
 def first_of_type(objects, wanted):
@@ -223,7 +268,12 @@ class _Fetcher:
         mode = source.opt("fetcher") or fetchmode.HTTP
         if mode == fetchmode.HTTP:
             body = ctx.get(job.url)
-            record = extract(source, job.url, body)
+            try:
+                record = extract(source, job.url, body)
+            except Incomplete as e:
+                if has_scripts(body):       # the likely cause, where the operator reads the failure
+                    raise Incomplete(f"{e}; {script_hint(source.name)}") from None
+                raise
             learned = ()
         else:
             body, record, learned = self._adaptive(source, mode, job, ctx)

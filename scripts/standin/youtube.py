@@ -17,7 +17,11 @@ any other id gets one from a hash of it. A blocked phase (``--block-after N --bl
 ``POST /_standin/block``) answers as YouTube does when it blocks an address: a reCAPTCHA page instead of
 the watch page (``recaptcha``), the player API's "not a bot" check (``bot``), or 429 to everything (``429``).
 Every counted request passes one strict token bucket (``--rate``, ``--burst``); ``GET /_standin/stats``
-gives the counts that prove a client polite. Standard library only. Binds 127.0.0.1 only.
+gives the counts that prove a client polite. ``/robots.txt`` serves YouTube's own rules for ``User-agent: *``
+by default (``ROBOTS_TXT``: ``/api/`` and ``/youtubei/``, which the library uses, are disallowed), so a
+client that obeys robots.txt fetches no transcript here either; ``--robots none`` answers 404 instead (as
+the stand-in did before), and the other ``--robots*`` options of the stand-ins apply. Standard library only.
+Binds 127.0.0.1 only.
 """
 
 import argparse
@@ -33,10 +37,41 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from . import robots as robots_mod
+
 LOOPBACK = "127.0.0.1"
 PUBLIC_URL = "https://www.youtube.com"      # what the answers link to; the client redirects it here
 API_KEY = "AIzaSyStandinKey_0123456789abcdefghij"
 BLOCK_MODES = ("recaptcha", "bot", "429")
+# www.youtube.com/robots.txt for every user agent, as served in late 2026 (notes/crawling-anchors.md names
+# /api/, /youtubei/, /timedtext_video, /get_video_info and /results among its rules, and its sitemaps)
+ROBOTS_TXT = """# robots.txt file for YouTube
+User-agent: Mediapartners-Google*
+Disallow:
+
+User-agent: *
+Disallow: /api/
+Disallow: /comment
+Disallow: /feeds/videos.xml
+Disallow: /file_download
+Disallow: /get_video
+Disallow: /get_video_info
+Disallow: /get_midroll_info
+Disallow: /live_chat
+Disallow: /login
+Disallow: /results
+Disallow: /signup
+Disallow: /timedtext_video
+Disallow: /verify_age
+Disallow: /watch_ajax
+Disallow: /watch_fragments_ajax
+Disallow: /watch_popup
+Disallow: /watch_queue_ajax
+Disallow: /youtubei/
+
+Sitemap: https://www.youtube.com/sitemaps/sitemap.xml
+Sitemap: https://www.youtube.com/product/sitemap.xml
+"""
 
 # kind -> caption tracks as (language code, language name, generated)
 TRACKS = {
@@ -122,7 +157,7 @@ class StandinYouTube:
     """The server and its counters; use start()/shutdown() or `with`."""
 
     def __init__(self, rate=5.0, burst=2, latency_ms=0.0, block_after=None, block_s=0.0, block_mode="recaptcha",
-                 host=LOOPBACK, port=0):
+                 host=LOOPBACK, port=0, robots=None):
         if host != LOOPBACK:
             raise ValueError(f"the stand-in binds {LOOPBACK} only, not {host!r}")
         if rate < 0 or (rate > 0 and burst < 1):
@@ -140,6 +175,8 @@ class StandinYouTube:
         self.by_video = collections.Counter()
         self.block_until = 0.0
         self.block_started_at = self.block_ended_at = None    # wall-clock times, for the tests' ordering checks
+        self.robots = (robots if isinstance(robots, robots_mod.Robots)
+                       else robots_mod.Robots(robots or "rules", body=ROBOTS_TXT))
         self._server = self._thread = self.url = None
 
     def block(self, seconds, mode=None):
@@ -241,11 +278,21 @@ class _Handler(BaseHTTPRequestHandler):
         site = self.server.site
         if split.path == "/_standin/stats":
             return self._json(200, site.stats())
-        route = {"/watch": "watch", "/api/timedtext": "timedtext"}.get(split.path, "other")
+        route = {"/watch": "watch", "/api/timedtext": "timedtext", "/robots.txt": "robots"}.get(split.path, "other")
         if not self._admit(route):
             return
         video_id = query.get("v", "")
-        if route == "watch":
+        if route == "robots":
+            what = robots_mod.answer(site.robots)
+            if what[0] == "text":
+                self._send(200, what[1], "text/plain; charset=utf-8")
+            elif what[0] == "status":
+                self._send(what[1], what[2], "text/html; charset=utf-8")
+            elif what[0] == "reset":
+                robots_mod.reset_connection(self)
+            else:
+                self._send(404, b"Not Found", "text/plain; charset=utf-8")
+        elif route == "watch":
             site.by_video[video_id] += 1
             self._send(200, watch_page(video_id), "text/html; charset=utf-8")
         elif route == "timedtext" and kind_of(video_id) in WITH_TRANSCRIPT:
@@ -310,10 +357,14 @@ def main(argv=None):
     parser.add_argument("--block-after", type=int, help="start the blocked phase after this many requests")
     parser.add_argument("--block-s", type=float, default=0.0, help="how long the blocked phase lasts")
     parser.add_argument("--block-mode", choices=BLOCK_MODES, default="recaptcha")
+    robots_mod.add_arguments(parser, default_mode="rules")
     args = parser.parse_args(argv)
     try:
+        robots = (robots_mod.from_args(args) if args.robots_body or any(
+            getattr(args, f"robots_{k}") not in (None, "") for k in robots_mod.RULE_KEYS)
+            else robots_mod.Robots(args.robots, body=ROBOTS_TXT))
         site = StandinYouTube(args.rate, args.burst, args.latency_ms, args.block_after, args.block_s,
-                              args.block_mode, args.host, args.port)
+                              args.block_mode, args.host, args.port, robots=robots)
         site.start()
     except (ValueError, OSError) as exc:
         parser.error(str(exc))

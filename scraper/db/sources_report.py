@@ -1,0 +1,89 @@
+"""What the readers (`status`, `stats`, `search`, the report) ask to speak of the sources a database holds:
+which kinds of data it has, its items per source, the domains of its jobs, the requests of one run by
+domain. Read-only; both backends (the one spelling that differs, a record's keys, stands side by side)."""
+
+from scraper.db.store import is_postgres
+
+
+def template_count(conn) -> int:
+    return conn.execute("SELECT COUNT(*) FROM workflows").fetchone()[0]
+
+
+def n8n_job_count(conn) -> int:
+    """Jobs of the n8n kind (templates, listing pages, their videos)."""
+    return conn.execute("SELECT COUNT(*) FROM jobs WHERE site <> 'catalogue'").fetchone()[0]
+
+
+def items_by_source(conn) -> dict:
+    """{source: {"live": n, "removed": n}} of the catalogue items stored, by source name."""
+    return {name: {"live": live, "removed": removed} for name, live, removed in conn.execute(
+        "SELECT source, COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM items GROUP BY source ORDER BY source")}
+
+
+def job_domains(conn) -> set:
+    """The politeness domains the database's jobs belong to."""
+    return {d for (d,) in conn.execute("SELECT DISTINCT domain FROM jobs") if d}
+
+
+def field_coverage(conn, source) -> list:
+    """[(field, live items whose record has it)] of one source, most common first."""
+    if is_postgres(conn):
+        sql = ("SELECT k, COUNT(*) AS n FROM items, json_object_keys(record::json) AS k "
+               "WHERE source = ? AND removed_at IS NULL GROUP BY k ORDER BY n DESC, k")
+    else:
+        sql = ("SELECT j.key AS k, COUNT(*) AS n FROM items AS i, json_each(i.record) AS j "
+               "WHERE i.source = ? AND i.removed_at IS NULL AND json_valid(i.record) GROUP BY j.key "
+               "ORDER BY n DESC, k")
+    return [(k, n) for k, n in conn.execute(sql, (source,))]
+
+
+def requests_by_domain(conn, run_id) -> dict:
+    """{domain: requests} one run sent."""
+    return dict(conn.execute("SELECT domain, COUNT(*) FROM requests WHERE run_id = ? GROUP BY domain", (run_id,)))
+
+
+def run_errors(conn, run_id) -> dict:
+    """{kind: failed requests} of one run (the request log's kinds other than `ok`, and other than a
+    robots.txt that answered 4xx: no rules, an answer)."""
+    return dict(conn.execute("SELECT kind, COUNT(*) FROM requests WHERE run_id = ? "
+                             "AND kind NOT IN ('ok', 'robots_4xx') GROUP BY kind ORDER BY kind", (run_id,)))
+
+
+def failed_incomplete(conn) -> tuple[int, int]:
+    """(failed jobs of kind `incomplete`, of them those whose page carries scripts: their error names
+    fetcher = "auto")."""
+    row = conn.execute("SELECT COUNT(*), SUM(CASE WHEN last_error LIKE ? THEN 1 ELSE 0 END) FROM jobs "
+                       "WHERE status = 'failed' AND error_kind = 'incomplete'", ('%fetcher = "auto"%',)).fetchone()
+    return row[0], row[1] or 0
+
+
+def latest_run_id(conn):
+    """The id of the newest run (live or finished), or None before the first."""
+    return conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+
+
+def remaining_by_domain(conn) -> dict:
+    """{domain: jobs pending or running}."""
+    return dict(conn.execute("SELECT domain, COUNT(*) FROM jobs WHERE status IN ('pending', 'running') "
+                             "GROUP BY domain"))
+
+
+def rates_by_domain(conn) -> dict:
+    """{domain: its effective rate as the last run wrote it} (domains without one left out)."""
+    return dict(conn.execute("SELECT domain, rate_per_s FROM domains WHERE rate_per_s IS NOT NULL"))
+
+
+def names(conn, template_ids, item_keys) -> tuple[dict, dict]:
+    """({template id: name}, {(source, key): the record's name}) of the given templates and items."""
+    templates, items = {}, {}
+    ids = sorted(set(template_ids))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        templates.update(conn.execute(f"SELECT id, name FROM workflows WHERE id IN ({','.join('?' * len(chunk))})",
+                                      chunk))
+    name = "record::json->>'name'" if is_postgres(conn) else "json_extract(record, '$.name')"
+    for source, key in sorted(set(item_keys)):
+        row = conn.execute(f"SELECT {name} FROM items WHERE source = ? AND key = ?", (source, key)).fetchone()
+        if row is not None:
+            items[(source, key)] = row[0]
+    return templates, items
