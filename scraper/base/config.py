@@ -106,13 +106,15 @@ class Spec:
                 return None
             raise ValueError
         if self.kind == "list":
-            items = raw.split(",") if isinstance(raw, str) else list(raw)
             out = []
-            for part in items:
-                if not isinstance(part, str):
+            for part in raw.split(",") if isinstance(raw, str) else raw:
+                if isinstance(part, str):
+                    out += [self.item(p.strip()) if self.item else p.strip() for p in part.split(",") if p.strip()]
+                elif isinstance(part, tuple) and self.item:     # an item already parsed (a library caller's)
+                    out.append(self.item(part))
+                else:
                     raise ValueError("a list of text values")
-                out += [p.strip() for p in part.split(",") if p.strip()]
-            return tuple(dict.fromkeys(self.item(p) if self.item else p for p in out))
+            return tuple(dict.fromkeys(out))
         if self.kind == "bool":
             if isinstance(raw, bool):
                 return raw
@@ -275,8 +277,9 @@ def markdown_table(specs):
         default = spec.show(spec.default)
         default = "none" if default in (None, []) else ",".join(map(str, default)) if isinstance(default, list) \
             else ("on" if default else "off") if isinstance(default, bool) else str(default)
-        unit = f" ({spec.unit})" if spec.unit else ""
+        unit = f" {spec.unit}" if spec.unit and default != "none" else ""
+        flag = spec.long_flag
+        flag += f"/--no-{flag[2:]}" if spec.kind == "bool" and not flag.startswith("--no-") else ""
         envs = ", ".join(f"`{e}`" for e in (spec.env, *spec.env_aliases))
-        rows.append(f"| `{spec.key}` | `{spec.long_flag}` | {envs} | `{default}` | "
-                    f"{spec.help.replace('|', '/')}{unit} |")
+        rows.append(f"| `{spec.key}` | `{flag}` | {envs} | `{default}`{unit} | {spec.help.replace('|', '/')} |")
     return "\n".join(rows)

@@ -27,13 +27,6 @@ MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
 # The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
 PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
-BUSY_PROCESS_MB = 40        # measured (2026-11): the same process once it has worked jobs (protego, the parsers):
-                            # 30-40 MB of PSS; the browsers are planned on it
-# Measured: a real 4-worker `auto` run with 2 browsers peaked at 977-1043 MB of PSS: the python processes
-# 181 MB, Chromium's processes about 210 MB a browser, and each browser's Playwright driver (node) about
-# 180 MB. So a browser costs about 390-430 MB with its driver; with 430, 4 workers under 1 GB get one
-# browser and the pool stays under its ceiling (2 browsers went over it under load).
-BROWSER_MB = 430
 MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
@@ -69,7 +62,9 @@ DOMAIN_NAME = re.compile(r"[a-z0-9.-]+")
 
 
 def parse_domain_rate(text):
-    """(domain, rate_per_s, burst) from DOMAIN=RATE/BURST (e.g. youtube.com=0.5/3); ValueError if malformed."""
+    """(domain, rate_per_s, burst) from DOMAIN=RATE/BURST (e.g. youtube.com=0.5/3), or such a triple checked;
+    ValueError if malformed."""
+    text = "{}={!r}/{!r}".format(*text) if isinstance(text, tuple) and len(text) == 3 else text
     match = re.fullmatch(r"\s*([A-Za-z0-9.-]+)\s*=\s*([0-9]*\.?[0-9]+)\s*/\s*([0-9]+)\s*", text or "")
     if not match or float(match.group(2)) <= 0 or int(match.group(3)) < 1:
         raise ValueError(f"{text!r} is not DOMAIN=RATE/BURST with a rate above 0 and a burst of 1 or more "
@@ -265,13 +260,6 @@ class Settings:
     @property
     def browser_lock_path(self):
         return self.db_path + "-browser.lock"
-
-    @property
-    def browser_slots(self):
-        """How many browsers may be open at once in the pool: what fits under --memory-limit once the
-        supervisor and the workers have their part, at least one, at most one per worker."""
-        room = self.memory_limit_mb - BUSY_PROCESS_MB * (self.workers + 1)
-        return max(1, min(self.workers, int(room // BROWSER_MB)))
 
     @property
     def db_files(self):
