@@ -8,7 +8,6 @@ settings would add about 60 ms to every start for the same checks, and its messa
 """
 
 import dataclasses
-import difflib
 import math
 import os
 import re
@@ -16,11 +15,6 @@ import sys
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 FILE_NAME = "scraper.toml"          # read from the working folder when it exists and --config is not given
 ENV_CONFIG = "SCRAPER_CONFIG"
@@ -176,6 +170,7 @@ def specs_of(cls):
 
 def closest(key, known):
     """`the closest is 'rate'`, or how to list them all."""
+    import difflib  # here: only a mistake pays for it
     found = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
     return f"the closest is {found[0]!r}" if found else "`scraper config` lists them all"
 
@@ -192,6 +187,10 @@ def config_path(given, cwd="."):
 def read_toml(path, what):
     """The parsed TOML document at `path`; ConfigError (one sentence naming `what` and the path) when it
     cannot be read or parsed."""
+    if sys.version_info >= (3, 11):     # here: a command without a file does not pay for the parser
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)

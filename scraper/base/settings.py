@@ -57,8 +57,6 @@ REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this
 RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-LANGUAGE = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*")
-DOMAIN_NAME = re.compile(r"[a-z0-9.-]+")
 
 
 def parse_domain_rate(text):
@@ -72,16 +70,13 @@ def parse_domain_rate(text):
     return match.group(1).lower(), float(match.group(2)), int(match.group(3))
 
 
-def _domain(text):
-    if not DOMAIN_NAME.fullmatch(text.lower()):
-        raise ValueError(f"{text!r} is not a domain name (for example youtube.com)")
-    return text.lower()
-
-
-def _language(text):
-    if not LANGUAGE.fullmatch(text):
-        raise ValueError(f"{text!r} is not a language code such as en or pt-BR")
-    return text
+def _matching(pattern, what, case=str):
+    """A list item's check: the item (through `case`) when it matches `pattern`, else ValueError naming `what`."""
+    def check(text):
+        if not re.fullmatch(pattern, case(text)):
+            raise ValueError(f"{text!r} is not {what}")
+        return case(text)
+    return check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,22 +87,19 @@ class Settings:
 
     db_path: str = setting(DB_PATH, "db", "path", "The database of jobs and results: a SQLite file's path, or a "
                            "PostgreSQL URL postgresql://USER@HOST:PORT/DB (password from PGPASSWORD or ~/.pgpass).")
-    sources_path: str | None = setting(None, "sources", "path", "The sources file ([[source]] tables); without "
-                                       "it, the [[source]] tables of the config file, else ./sources.toml when "
-                                       "that exists, else the built-in n8n source.", optional=True)
+    sources_path: str | None = setting(None, "sources", "path", "The sources file ([[source]] tables); without it, "
+                                       "those of the config file, else ./sources.toml when that exists, else the "
+                                       "built-in n8n source.", optional=True)
     api_url: str = setting(API_URL, "api_url", "url", "Base URL of the n8n template API.")
-    site_url: str = setting(SITE_URL, "site_url", "url", "Base URL of the n8n.io site (its host is the n8n "
-                            "politeness domain).")
-    user_agent: str = setting(USER_AGENT, "user_agent", "str", "The User-Agent header; add a contact address, "
-                              f"e.g. 'scraper/{__version__} (+mailto:you@example.org)'.",
-                              allowed="one line of printable ASCII text",
-                              check=lambda v: bool(v.strip()) and v.isprintable() and v.isascii())
-    youtube_url: str = setting(YOUTUBE_URL, "youtube_url", "url", "Where requests for https://www.youtube.com "
-                               "go, same path and query.")
-    browser_path: str = setting(BROWSER, "browser_path", "str", "The Chromium of sources with fetcher browser "
-                                "or auto: a path, or a name found on PATH; nothing is ever downloaded.",
-                                env_aliases=("SCRAPER_BROWSER",), allowed="a Chromium executable (a path or a "
-                                "name on PATH)", check=lambda v: bool(v.strip()))
+    site_url: str = setting(SITE_URL, "site_url", "url", "Base URL of the n8n.io site (its host is n8n's domain).")
+    user_agent: str = setting(USER_AGENT, "user_agent", "str", "The User-Agent header; add a contact address, e.g. "
+                              f"'scraper/{__version__} (+mailto:you@example.org)'.", allowed="one line of "
+                              "printable ASCII text", check=lambda v: v.strip() and v.isprintable() and v.isascii())
+    youtube_url: str = setting(YOUTUBE_URL, "youtube_url", "url", "Where requests for https://www.youtube.com go, "
+                               "same path and query.")
+    browser_path: str = setting(BROWSER, "browser_path", "str", "The Chromium of sources with fetcher browser or "
+                                "auto: a path, or a name on PATH; nothing is ever downloaded.", check=str.strip,
+                                env_aliases=("SCRAPER_BROWSER",), allowed="a Chromium executable (a path or a name)")
     browser_timeout_s: float | None = setting(None, "browser_timeout", "float", "Time one page may take in the "
                                               "browser, loading and settling (default: timeout).", unit="s",
                                               above=0, optional=True)
@@ -117,24 +109,22 @@ class Settings:
     rate_per_s: float = setting(RATE_PER_S, "rate", "float", "Requests per second to a site, shared by every "
                                 "worker (and a walk's).", unit="requests/s", above=0)
     burst: int = setting(BURST, "burst", "int", "Requests the site allows at once above the rate.", at_least=1)
-    no_limit: bool = setting(False, "no_limit", "bool", "Switch the rate limiter off (benchmarks against your "
-                             "own server only).")
+    no_limit: bool = setting(False, "no_limit", "bool", "Switch the rate limiter off (your own server only).")
     max_attempts: int = setting(MAX_ATTEMPTS, "max_attempts", "int", "Attempts per job (and per n8n search page "
                                 "of a walk) before it is `failed`.", at_least=1)
-    memory_limit_mb: int = setting(MEMORY_LIMIT_MB, "memory_limit", "int", "Memory (PSS) ceiling of the whole "
-                                   "pool, browsers included.", unit="MB", at_least=1)
-    timeout_s: float = setting(TIMEOUT_S, "timeout", "float", "Time one whole answer may take: connection, "
-                               "headers and body.", unit="s", above=0)
+    memory_limit_mb: int = setting(MEMORY_LIMIT_MB, "memory_limit", "int", "Memory (PSS) ceiling of the whole pool, "
+                                   "browsers included.", unit="MB", at_least=1)
+    timeout_s: float = setting(TIMEOUT_S, "timeout", "float", "Time one whole answer may take: connection, headers "
+                               "and body.", unit="s", above=0)
     max_answer_mb: int = setting(MAX_ANSWER_MB, "max_answer_mb", "int", "Largest answer accepted once "
                                  "decompressed; a larger one ends its job `too_large`.", unit="MB", at_least=1)
     max_open_cycles: int = setting(MAX_OPEN_CYCLES, "max_open_cycles", "int", "Failed probes in a row after which "
                                    "the run stops trying a domain (its jobs stay pending), once its breaker has "
-                                   "also been open for give_up_after.", at_least=1)
+                                   "been open for give_up_after.", at_least=1)
     lease_s: float = setting(LEASE_S, "lease", "float", "Time a claimed job stays a worker's between renewals "
                              "(longer than timeout); on PostgreSQL also how soon the jobs of a run that died on "
                              "another machine come back.", unit="s", above=0)
-    with_page: bool = setting(False, "with_page", "bool", "Also fetch each template's n8n.io page (title, og:* "
-                              "tags).")
+    with_page: bool = setting(False, "with_page", "bool", "Also fetch each template's n8n.io page (og:* tags).")
     breaker_failures: int = setting(BREAKER_FAILURES, "breaker_failures", "int", "Consecutive failed requests "
                                     "that open a domain's circuit breaker.", at_least=1)
     breaker_open_s: float = setting(BREAKER_OPEN_S, "breaker_open", "float", "Time an open breaker waits before "
@@ -151,27 +141,25 @@ class Settings:
                              "503; it climbs back within 60 s after.")
     robots: str = setting(ROBOTS, "robots", "choice", "Obey each host's robots.txt (rules, Crawl-delay, "
                           "Request-rate), or ignore every host's rules with a warning.", choices=("obey", "ignore"))
-    robots_ignore: tuple = setting((), "robots_ignore", "list", "Domains whose robots.txt rules are ignored "
-                                   "knowingly (a warning at start); transcripts need youtube.com.", item=_domain)
+    robots_ignore: tuple = setting((), "robots_ignore", "list", "Domains whose robots.txt is ignored knowingly (a "
+                                   "warning at start); transcripts need youtube.com.",
+                                   item=_matching(r"[a-z0-9.-]+", "a domain name such as youtube.com", str.lower))
     transcripts: bool = setting(TRANSCRIPTS, "transcripts", "bool", "Fetch the transcript of every template's "
-                                "YouTube videos (off: YouTube's robots.txt disallows the endpoints, see "
-                                "robots_ignore).")
+                                "YouTube videos (YouTube's robots.txt disallows it: see robots_ignore).")
     transcript_languages: tuple = setting(TRANSCRIPT_LANGUAGES, "transcript_languages", "list", "Preferred "
-                                          "transcript languages; without a match any manual transcript, then any "
-                                          "generated one, is taken.", item=_language, check=bool,
-                                          allowed="language codes such as en or pt-BR")
-    domain_rates: tuple = setting((), "domain_rate", "list", "DOMAIN=RATE/BURST: a domain's own requests per "
-                                  f"second and burst, over the sources file (default youtube.com="
-                                  f"{YOUTUBE_RATE_PER_S:g}/{YOUTUBE_BURST}, any other its sources' rate, else "
-                                  "rate/burst).", item=parse_domain_rate,
+                                          "transcript languages; without a match any manual one, then any "
+                                          "generated one.", check=bool, allowed="language codes such as en",
+                                          item=_matching(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", "a code such as pt-BR"))
+    domain_rates: tuple = setting((), "domain_rate", "list", "DOMAIN=RATE/BURST: a domain's own budget, over the "
+                                  f"sources file (youtube.com: {YOUTUBE_RATE_PER_S:g}/{YOUTUBE_BURST}; others: their "
+                                  "sources', else rate/burst).", item=parse_domain_rate,
                                   show_item=lambda r: f"{r[0]}={r[1]:g}/{r[2]}")
     ping_url: str | None = setting(None, "ping_url", "url", "Cron monitoring (healthchecks.io, Uptime Kuma): "
-                                   "URL/start at the start, then URL on exit 0 or 75, or URL/fail with the last "
-                                   "line.", optional=True)
-    notify_url: str | None = setting(None, "notify_url", "url", 'POST {"text": ...} (Slack, Mattermost) to this '
-                                     "webhook on any exit but 0 and 75.", optional=True)
-    retry_after_h: float = setting(RETRY_AFTER_H, "retry_after", "float", "`update` retries only failed jobs "
-                                   "whose last failure is older than this.", unit="h", at_least=0)
+                                   "URL/start, then URL on exit 0 or 75, else URL/fail.", optional=True)
+    notify_url: str | None = setting(None, "notify_url", "url", 'POST {"text": ...} (Slack, Mattermost) here on any '
+                                     "exit but 0 and 75.", optional=True)
+    retry_after_h: float = setting(RETRY_AFTER_H, "retry_after", "float", "`update` retries only failed jobs whose "
+                                   "last failure is older than this.", unit="h", at_least=0)
     # not settings: fixed values (the guide names them), and what a command adds
     stop_grace_s: float = STOP_GRACE_S
     pause_429_s: float = PAUSE_429_S
@@ -263,10 +251,9 @@ class Settings:
 
     @property
     def db_files(self):
-        """Every file that sits beside the database: the database with its WAL and shared memory, the
-        limiter's file with its own, the limiter's flock file, the run lock and the browser slots' lock
-        file (removing a database
-        means removing all of them)."""
+        """Every file that sits beside the database: the database with its WAL and shared memory, the limiter's
+        file with its own, the limiter's flock file, the run lock and the browser slots' lock file (removing a
+        database means removing all of them)."""
         if self.postgres:
             return ()
         db, limiter = self.db_path, self.limiter_path
@@ -284,8 +271,8 @@ FIELDS = {spec.field: spec for spec in SPECS.values()}
 
 
 def build(**values):
-    """Validate `values` (Settings fields) and return frozen Settings; ConfigError (one sentence) on the first
-    bad one. Each setting is checked by its declaration; the checks across settings are these."""
+    """Frozen Settings from `values` (fields), each checked by its declaration, then across settings here;
+    ConfigError (one sentence) on the first bad one."""
     values = {k: FIELDS[k].parse(v, "given") if k in FIELDS else v for k, v in values.items() if v is not None}
     s = Settings(**values)
     n8n = next((src for src in s.sources if src.kind == "n8n"), None)
