@@ -23,7 +23,7 @@ MAX_FILE_BYTES = 1 * 2**20          # a configuration file is a few KB; refuse a
 ORIGINS = ("default", "file", "env", "cli")
 KINDS = ("int", "float", "bool", "choice", "list", "url", "str", "path")
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-METAVARS = {"int": "INTEGER", "float": "FLOAT", "url": "URL", "path": "FILE", "str": "TEXT"}
+METAVARS = {"int": "INTEGER", "float": "FLOAT", "url": "URL", "path": "FILE", "str": "TEXT", "list": "VALUE"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +44,7 @@ class Spec:
     check: object = None            # a last check of the parsed value (True: fine)
     env_aliases: tuple = ()         # older environment names that keep their meaning
     flag: str = ""                  # the long flag, by default --KEY-WITH-DASHES
+    metavar: str = ""               # what --help shows for its value, by default from the kind
     field: str = ""                 # the Settings attribute (filled in from the field)
     default: object = None          # (filled in from the field)
 

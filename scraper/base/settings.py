@@ -143,7 +143,8 @@ class Settings:
                           "Request-rate), or ignore every host's rules with a warning.", choices=("obey", "ignore"))
     robots_ignore: tuple = setting((), "robots_ignore", "list", "Domains whose robots.txt is ignored knowingly (a "
                                    "warning at start); transcripts need youtube.com.",
-                                   item=_matching(r"[a-z0-9.-]+", "a domain name such as youtube.com", str.lower))
+                                   item=_matching(r"[a-z0-9.-]+", "a domain name such as youtube.com", str.lower),
+                                   metavar="DOMAIN")
     transcripts: bool = setting(TRANSCRIPTS, "transcripts", "bool", "Fetch the transcript of every template's "
                                 "YouTube videos (YouTube's robots.txt disallows it: see robots_ignore).")
     transcript_languages: tuple = setting(TRANSCRIPT_LANGUAGES, "transcript_languages", "list", "Preferred "
@@ -152,7 +153,7 @@ class Settings:
                                           item=_matching(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", "a code such as pt-BR"))
     domain_rates: tuple = setting((), "domain_rate", "list", "DOMAIN=RATE/BURST: a domain's own budget, over the "
                                   f"sources file (youtube.com: {YOUTUBE_RATE_PER_S:g}/{YOUTUBE_BURST}; others: their "
-                                  "sources', else rate/burst).", item=parse_domain_rate,
+                                  "sources', else rate/burst).", item=parse_domain_rate, metavar="DOMAIN=RATE/BURST",
                                   show_item=lambda r: f"{r[0]}={r[1]:g}/{r[2]}")
     ping_url: str | None = setting(None, "ping_url", "url", "Cron monitoring (healthchecks.io, Uptime Kuma): "
                                    "URL/start, then URL on exit 0 or 75, else URL/fail.", optional=True)
@@ -273,7 +274,7 @@ FIELDS = {spec.field: spec for spec in SPECS.values()}
 def build(**values):
     """Frozen Settings from `values` (fields), each checked by its declaration, then across settings here;
     ConfigError (one sentence) on the first bad one."""
-    values = {k: FIELDS[k].parse(v, "given") if k in FIELDS else v for k, v in values.items() if v is not None}
+    values = {k: FIELDS[k].parse(v, "the caller") if k in FIELDS else v for k, v in values.items() if v is not None}
     s = Settings(**values)
     n8n = next((src for src in s.sources if src.kind == "n8n"), None)
     if n8n is not None:     # the file's n8n URLs win over api_url/site_url, which are their defaults

@@ -138,9 +138,8 @@ def setting_option(key, hidden=False):
     if spec.kind == "bool":
         decls = [flag] if flag.startswith("--no-") else [f"{flag}/--no-{flag[2:]}"]
         return click.Option([*decls, key], is_flag=True, default=None, hidden=hidden, help=text)
-    metavar = f"[{'|'.join(spec.choices)}]" if spec.kind == "choice" else METAVARS.get(spec.kind, "VALUE")
+    metavar = spec.metavar or (f"[{'|'.join(spec.choices)}]" if spec.kind == "choice" else METAVARS.get(spec.kind))
     if spec.kind == "list":
-        metavar = {"robots_ignore": "DOMAIN", "domain_rate": "DOMAIN=RATE/BURST"}.get(key, "VALUE")
         text = text.replace(" [", " Repeatable, or comma-separated. [", 1)
     return click.Option([flag, key], multiple=spec.kind == "list", metavar=metavar, hidden=hidden, help=text)
 
