@@ -80,9 +80,8 @@ class Spec:
             value = self._convert(raw)
             ok = value is None or self.check is None or self.check(value)
         except (ValueError, TypeError) as e:
-            allowed = str(e) if self.kind == "list" and str(e) else self.describe_allowed()
-            raise ConfigError(f"the setting {self.key} is {self.shown_raw(raw)} (from {where}); it must be "
-                              f"{allowed}.") from None
+            why = f": {e}" if self.kind == "list" and str(e) else f"; it must be {self.describe_allowed()}"
+            raise ConfigError(f"the setting {self.key} is {self.shown_raw(raw)} (from {where}){why}.") from None
         if not ok:
             raise ConfigError(f"the setting {self.key} is {self.shown_raw(raw)} (from {where}); it must be "
                               f"{self.describe_allowed()}.")
@@ -101,6 +100,8 @@ class Spec:
                 return None
             raise ValueError
         if self.kind == "list":
+            if not isinstance(raw, str | list | tuple):
+                raise ValueError("it must be a list of text values")
             out = []
             for part in raw.split(",") if isinstance(raw, str) else raw:
                 if isinstance(part, str):
@@ -108,7 +109,7 @@ class Spec:
                 elif isinstance(part, tuple) and self.item:     # an item already parsed (a library caller's)
                     out.append(self.item(part))
                 else:
-                    raise ValueError("a list of text values")
+                    raise ValueError("it must be a list of text values")
             return tuple(dict.fromkeys(out))
         if self.kind == "bool":
             if isinstance(raw, bool):

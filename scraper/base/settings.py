@@ -150,7 +150,8 @@ class Settings:
     transcript_languages: tuple = setting(TRANSCRIPT_LANGUAGES, "transcript_languages", "list", "Preferred "
                                           "transcript languages; without a match any manual one, then any "
                                           "generated one.", check=bool, allowed="language codes such as en",
-                                          item=_matching(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", "a code such as pt-BR"))
+                                          item=_matching(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", "a language code "
+                                                         "such as en or pt-BR"))
     domain_rates: tuple = setting((), "domain_rate", "list", "DOMAIN=RATE/BURST: a domain's own budget, over the "
                                   f"sources file (youtube.com: {YOUTUBE_RATE_PER_S:g}/{YOUTUBE_BURST}; others: their "
                                   "sources', else rate/burst).", item=parse_domain_rate, metavar="DOMAIN=RATE/BURST",
