@@ -167,8 +167,7 @@ class Settings:
     pause_429_s: float = PAUSE_429_S
     pause_max_s: float = PAUSE_MAX_S
     sources: tuple = BUILTIN_SOURCES    # base.sources.Source, from the sources file (or the built-in n8n)
-    run_sources: tuple = ()     # `run --source NAME`: only these sources' jobs (empty: every enabled one)
-    browserless: tuple = ()     # sources that need a browser when none can be started: not worked, left pending
+    run_sources: tuple | None = None    # the sources a run works (`run --source NAME`); None: every enabled one
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -210,10 +209,8 @@ class Settings:
 
     @property
     def working_sources(self) -> tuple[Source, ...]:
-        """The sources whose jobs this run works: enabled, named by `run --source` when given, and not one
-        that needs a browser none can start (`browserless`: its jobs are neither claimed nor waited for)."""
-        return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources)
-                     and s.name not in self.browserless)
+        """The sources whose jobs this run works: enabled, and named by `run_sources` unless that is None."""
+        return tuple(s for s in self.sources if s.enabled and (self.run_sources is None or s.name in self.run_sources))
 
     @functools.cached_property      # frozen: computed once, as `n8n_source`
     def domain(self):
@@ -280,7 +277,7 @@ def build(**values):
     n8n = next((src for src in s.sources if src.kind == "n8n"), None)
     if n8n is not None:     # the file's n8n URLs win over api_url/site_url, which are their defaults
         s = dataclasses.replace(s, api_url=n8n.opt("api_url", s.api_url), site_url=n8n.opt("site_url", s.site_url))
-    unknown = [name for name in s.run_sources if s.source(name) is None]
+    unknown = [name for name in s.run_sources or () if s.source(name) is None]
     _check(not unknown, f"--source {unknown[0] if unknown else ''}: no such source"
                         f"{' in ' + s.sources_path if s.sources_path else ' (the only one is n8n)'}.")
     _check(s.lease_s > s.timeout_s, f"the lease ({s.lease_s:g} s) must be longer than the timeout "

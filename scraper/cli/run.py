@@ -67,13 +67,17 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         if not db_exists(s):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
         check_source(s, adopt_urls)
-        s = dataclasses.replace(s, browserless=without_browser(s))
+        # a source that needs a browser none can start is not worked: its jobs wait for the next run
+        browserless = without_browser(s)
+        if browserless:
+            s = dataclasses.replace(s, run_sources=tuple(src.name for src in s.working_sources
+                                                         if src.name not in browserless))
         try:
-            code = supervisor.run(s)
+            code = supervisor.run(s, browserless)
         except RunLocked as e:
             step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
             raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None
-        last, counts = _next_step(s, code)
+        last, counts = _next_step(s, code, browserless)
         log.info("%s", last)
         if pings is not None:
             pings.finished(code, last, counts)
@@ -82,10 +86,10 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
 
 def run_settings(ctx, run_sources, flags):
     """The settings of `run` (and `update`) from every layer and its setting flags; a bad value is a Failure."""
-    return command_settings(ctx, flags, run_sources=tuple(dict.fromkeys(run_sources)))
+    return command_settings(ctx, flags, run_sources=tuple(dict.fromkeys(run_sources)) or None)
 
 
-def _next_step(s, code):
+def _next_step(s, code, browserless):
     """(the run's last line: what to do now, from the exit code and what the database holds; the job counts)."""
     from scraper.db import store
     from scraper.db.queue import Queue
@@ -101,4 +105,4 @@ def _next_step(s, code):
     except (sqlite3.Error, ConfigError):
         counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
-                             kinds=[src.kind for src in s.working_sources], browserless=s.browserless), counts
+                             kinds=[src.kind for src in s.working_sources], browserless=browserless), counts
