@@ -5,7 +5,7 @@ stand-in left out), sampled every 0.2 s.
 
     .venv/bin/python -m scripts.bench_browser [--workers 4] [--pages 60] [--slots N]
 
-By default at most as many browsers are open at once as `Settings.browser_slots` allows for the workers
+By default at most as many browsers are open at once as `chromium.slots_for` allows for the workers
 under the default 1 GB ceiling (3 for 4 workers); `--slots 0` gives every worker its own browser.
 
 Bounded: the pages are a fixed number, each under a 30 s deadline; everything started is stopped at the end.
@@ -19,7 +19,7 @@ import threading
 import time
 
 from scraper.base import settings
-from scraper.net import browser
+from scraper.net import browser, chromium
 from scraper.pool import memory
 from scripts.standin import client
 
@@ -54,7 +54,7 @@ def main(argv=None):
     parser.add_argument("--slots", type=int, default=None, help="browsers open at once (0: one per worker)")
     args = parser.parse_args(argv)
     if args.slots is None:
-        args.slots = settings.Settings(workers=args.workers).browser_slots
+        args.slots = chromium.slots_for(settings.MEMORY_LIMIT_MB, args.workers)
     lock = os.path.join(tempfile.mkdtemp(prefix="bench-browser-"), "slots.lock")
     executable = browser.require("chromium")
     site = client.start(catalogue=True, events=60, seed=1)

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-from scraper.base import settings as config
 from scripts.benchkit import PY, Results, chosen_sections, env_for, fresh_db, run_sections, scraper_cmd
 from scripts.standin import client
 
@@ -30,7 +29,7 @@ def faulty_run(work, name, templates, rate, burst, adaptive, workers=4):
     try:
         db = work / f"{name}.db"
         fresh_db(db).close()
-        env = {**env_for(db, site.url), config.ENV_ADAPTIVE: "1" if adaptive else "0"}
+        env = {**env_for(db, site.url), "SCRAPER_ADAPTIVE": "1" if adaptive else "0"}
         subprocess.run(scraper_cmd("seed", "--from-search", "--rate", str(rate), "--burst", str(burst)),
                        env=env, check=True, capture_output=True)
         site.reset()        # the seed's search requests do not count, bucket full, the faults from the start

@@ -2,7 +2,7 @@
 
 Both are whole processes started from their console scripts, timed with Python's own clock over
 repeated runs (interleaved, so a busy machine slows both alike); prints the median of each and their
-ratio. The target: `scraper status` takes at most 0.8 times as long.
+ratio. The target (issue 26): `scraper status` takes at most 0.7 times as long.
 
     .venv/bin/python -m scripts.bench_startup --runs 30
 """
@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-TARGET = 0.8
+TARGET = 0.7
 
 
 def tool(name):
@@ -45,7 +45,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="timed runs of each command")
     args = parser.parse_args()
-    env = dict(os.environ)
+    # as installed: with bytecode caches (the warm-up run writes ours; a shell with PYTHONDONTWRITEBYTECODE
+    # would make every timed run compile scraper's sources, while sqlite-utils' caches came with pip)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as folder:
         db = small_database(folder)
         commands = {"scraper status": [tool("scraper"), "--db", db, "status"],

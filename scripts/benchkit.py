@@ -118,8 +118,8 @@ def chosen_sections(parser, sections, only):
 def env_for(db, site_url=NOWHERE):
     """The CLI's environment: our database, and URLs that can only reach this machine. The n8n benches
     measure n8n alone: transcripts off, and YouTube pointed at a closed local port all the same."""
-    return {**os.environ, config.ENV_DB: str(db), config.ENV_API_URL: site_url + "/api",
-            config.ENV_SITE_URL: site_url, config.ENV_YOUTUBE_URL: NOWHERE, config.ENV_TRANSCRIPTS: "0"}
+    return {**os.environ, "SCRAPER_DB": str(db), "SCRAPER_API_URL": site_url + "/api",
+            "SCRAPER_SITE_URL": site_url, "SCRAPER_YOUTUBE_URL": NOWHERE, "SCRAPER_TRANSCRIPTS": "0"}
 
 
 def scraper_cmd(*args):
@@ -216,13 +216,13 @@ def _n8n(templates, video_every):
     def start(rate, burst, latency_ms):
         site = client.start(templates=templates, rate=rate, burst=burst, latency_ms=latency_ms,
                             video_every=video_every)
-        return site, {config.ENV_API_URL: site.api_url, config.ENV_SITE_URL: site.url}
+        return site, {"SCRAPER_API_URL": site.api_url, "SCRAPER_SITE_URL": site.url}
     return start
 
 
 def _youtube(rate, burst, latency_ms):
     yt = client.start(youtube=True, rate=rate, burst=burst, latency_ms=latency_ms)
-    return yt, {config.ENV_YOUTUBE_URL: yt.url}
+    return yt, {"SCRAPER_YOUTUBE_URL": yt.url}
 
 
 def _catalogue(events, sources_path):
@@ -266,10 +266,10 @@ def domains_run(db, domains, workers=4, latency_ms=40.0, transcripts=True):
     stand-in's requests, 429s and busiest second, and the times of the requests the run logged."""
     started = []
     try:
-        env = {**os.environ, config.ENV_DB: str(db), config.ENV_TRANSCRIPTS: "1" if transcripts else "0",
-               config.ENV_YOUTUBE_URL: NOWHERE}
+        env = {**os.environ, "SCRAPER_DB": str(db), "SCRAPER_TRANSCRIPTS": "1" if transcripts else "0",
+               "SCRAPER_YOUTUBE_URL": NOWHERE}
         if transcripts:     # the YouTube stand-in serves YouTube's own robots.txt: ignored knowingly
-            env[config.ENV_ROBOTS_IGNORE] = "youtube.com"
+            env["SCRAPER_ROBOTS_IGNORE"] = "youtube.com"
         for d in domains:
             site, site_env = d.start(d.rate, d.burst, latency_ms)
             started.append(site)

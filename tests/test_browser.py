@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
-from scraper.net import browser
+from scraper.net import browser, chromium
 from tests.helpers import ROOT, wait_gone
 
 # Chromium: run one at a time after the parallel phase (`make test`)
@@ -202,9 +202,9 @@ def test_sources_that_need_a_browser_are_named(tmp_path):
 
 def test_browser_slots_bound_the_browsers_across_processes(tmp_path):
     from scraper.base import settings
-    assert settings.build(db_path=str(tmp_path / "jobs.db")).browser_slots == 1     # 4 workers under 1 GB
-    assert settings.build(db_path=str(tmp_path / "jobs.db"), memory_limit_mb=2048).browser_slots == 4
-    assert settings.build(db_path=str(tmp_path / "jobs.db"), workers=2, memory_limit_mb=300).browser_slots == 1
+    assert chromium.slots_for(settings.MEMORY_LIMIT_MB, settings.WORKERS) == 1     # 4 workers under 1 GB
+    assert chromium.slots_for(2048, 4) == 4
+    assert chromium.slots_for(300, 2) == 1
     path = str(tmp_path / "jobs.db-browser.lock")
     mine = browser.BrowserSlots(path, 1)
     probe = [sys.executable, "-c", "import sys; from scraper.net.browser import BrowserSlots; "

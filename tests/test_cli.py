@@ -57,12 +57,12 @@ def test_version():
 # --- bad inputs: exit 2, one sentence, nothing on disk --------------------------------------------
 
 @pytest.mark.parametrize("args, words", [
-    (["run", "--workers", "0"], ["--workers", "at least 1"]),
+    (["run", "--workers", "0"], ["workers", "--workers", "1 or more"]),
     (["run", "--rate", "0"], ["--rate"]),
     (["run", "--rate", "-1"], ["--rate"]),
     (["run", "--burst", "0"], ["--burst"]),
-    (["run", "--memory-limit", "10"], ["--memory-limit", "too small"]),
-    (["run", "--memory-limit", "100", "--workers", "8"], ["--memory-limit", "8 workers"]),
+    (["run", "--memory-limit", "10"], ["memory_limit", "too small"]),
+    (["run", "--memory-limit", "100", "--workers", "8"], ["memory_limit", "8 workers"]),
     (["run", "--max-attempts", "0"], ["--max-attempts"]),
     (["run", "--timeout", "0"], ["--timeout"]),
     (["export", "--format", "xml"], ["xml"]),
@@ -121,7 +121,7 @@ def test_a_corrupt_sqlite_file(tmp_path, db, monkeypatch, args):
 
 def test_an_infinite_rate_is_refused():
     # `run --rate inf` would pass click's float type; each worker's limiter then dies on Rate(4, 0 ms)
-    with pytest.raises(ConfigError, match="--rate"):
+    with pytest.raises(ConfigError, match="the setting rate is inf"):
         settings.build(db_path="jobs.db", api_url=API, site_url=SITE, rate_per_s=float("inf"))
 
 

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 import responses
+import tomllib
 
 from scraper.base import exitcodes, sources
 from scraper.base.clock import FakeClock
@@ -60,7 +61,7 @@ def test_discover_within_40_requests_proposes_a_source_that_mirrors_the_events_a
     assert stats["requests"] <= MAX_REQUESTS, stats["by_kind"]
     assert stats["by_kind"].get("live_page", 0) >= 1            # it rendered some script-built pages
     block = found.stdout
-    source = sources.parse(sources.tomllib.loads(block), "stdout")[0]
+    source = sources.parse(tomllib.loads(block), "stdout")[0]
     assert (source.name, source.kind, source.opt("type"), source.opt("fetcher")) == \
         ("events", "catalogue", "Event", "auto")
     assert {"name", "startDate"} <= set(source.opt("required"))
@@ -89,7 +90,7 @@ def test_without_a_browser_discover_keeps_the_static_events_and_names_fetcher_au
     assert found.returncode == 0, found.stderr[-3000:]
     assert calendar.stats()["requests"] <= MAX_REQUESTS
     assert calendar.stats()["by_kind"].get("live_json", 0) == 0       # nothing rendered
-    source = sources.parse(sources.tomllib.loads(found.stdout), "stdout")[0]
+    source = sources.parse(tomllib.loads(found.stdout), "stdout")[0]
     assert source.opt("include") == ("^/events/",) and source.opt("fetcher") == "http"
     assert source.name == "127-0-0-2"                                 # from the host, without --name
     assert 'fetcher = \\"auto\\"' not in found.stdout and 'set fetcher = "auto"' in found.stdout
@@ -207,7 +208,7 @@ def test_the_proposal_reads_as_a_sources_file_and_says_why():
     assert (p.include, p.fetcher, p.required, p.kept, p.listed) == (["^/events/", "^/live/"], "auto",
                                                                     ["name", "startDate"], 12, 13)
     text = infer.block(p)
-    source = sources.parse(sources.tomllib.loads(text), "stdout")[0]
+    source = sources.parse(tomllib.loads(text), "stdout")[0]
     assert source.opt("include") == ("^/events/", "^/live/") and source.rate == 1.0
     assert "leaves out 1" in text
 

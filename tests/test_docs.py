@@ -16,6 +16,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from scraper.base import config, settings
 from scraper.cli import main as cli
 from scripts.standin import client
 from tests.helpers import ROOT, rows, scraper, scraper_env, status_json
@@ -29,7 +30,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
-COMMANDS = ("seed", "update", "run", "status", "retry", "failures", "export", "refresh", "changes", "history",
+COMMANDS = ("config", "seed", "update", "run", "status", "retry", "failures", "export", "refresh", "changes", "history",
             "reextract", "search", "stats", "report", "migrate", "mcp", "serve", "discover", "sources")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
@@ -312,8 +313,9 @@ def scraper_invocations():
 
 
 def test_every_option_the_docs_name_exists():
-    helps = {name: options_in(help_of(name)) for name in COMMANDS}
-    global_options = options_in(help_of())
+    # the hidden options too: the old flags still work, so a guide may still name them
+    helps = {name: set(options_of(command)) | {"--help"} for name, command in commands().items()}
+    global_options = set(options_of(cli))
     invocations = scraper_invocations()
     assert len(invocations) >= 20
     problems = []
@@ -365,28 +367,45 @@ def option_tables():
 
 
 def options_of(command):
-    """Every option its --help lists (but --help and --version), with the click parameter."""
+    """Every option of a command (hidden ones too) but --help and --version, with the click parameter."""
     return {opt: p for p in command.params if isinstance(p, click.Option) and p.name != "version"
             for opt in (*p.opts, *p.secondary_opts)}
 
 
-def test_every_option_of_every_command_is_in_the_guides_option_tables():
-    tables = option_tables()
-    missing = [f"{name or 'global'}: {opt}" for name, command in [("", cli)] + [(n, cli.commands[n]) for n in
-                                                                                  sorted(cli.commands)]
-               for opt in options_of(command) if opt not in tables.get(name, {})]
+def commands():
+    """{name: command}, each loaded (the group loads a command's module only when it runs)."""
+    ctx = click.Context(cli)
+    return {name: cli.get_command(ctx, name) for name in cli.list_commands(ctx)}
+
+
+def test_the_guides_settings_table_is_the_one_generated_from_the_declarations():
+    text = OPERATIONS.read_text()
+    table = text.split("<!-- settings table: generated from the declarations -->\n", 1)[1]
+    assert table.split("<!-- end of the settings table -->")[0].strip() == config.markdown_table(settings.SPECS), \
+        "regenerate the table in docs/operations.md from scraper.base.config.markdown_table(settings.SPECS)"
+
+
+def test_every_option_of_every_command_is_in_the_guides_tables():
+    tables, table = option_tables(), OPERATIONS.read_text()
+    missing = [f"{name or 'global'}: {opt}" for name, command in [("", cli), *sorted(commands().items())]
+               for opt, p in options_of(command).items()
+               if p.name not in settings.SPECS and opt not in tables.get(name, {})]
+    # a setting's flags are in the settings table, on its key's row
+    missing += [f"setting {key}: {spec.long_flag}" for key, spec in settings.SPECS.items()
+                if f"| `{key}` | `{spec.long_flag}" not in table]
     assert not missing, "options missing from the guide's tables:\n" + "\n".join(missing)
 
 
 def test_the_option_tables_give_the_real_defaults():
-    tables = option_tables()
+    tables, loaded = option_tables(), commands()
     assert len(tables) >= 14
     for name, stated_defaults in tables.items():
-        command = cli.commands[name] if name else cli
+        command = loaded[name] if name else cli
         params, ctx = options_of(command), click.Context(command)
         for option, stated in stated_defaults.items():
             assert option in params, f"{name}: the guide names {option}, which it does not have"
             param = params[option]
+            assert param.name not in settings.SPECS, f"{name}: {option} is a setting: the settings table has it"
             real = param.get_default(ctx)
             where = f"scraper {name} {option}"
             if param.is_flag and not param.secondary_opts:
@@ -478,8 +497,8 @@ def test_the_module_table_names_every_module_and_only_real_ones():
             for p in (ROOT / "scraper").rglob("*.py") if p.name not in ("__main__.py",)}
     real -= {"__init__", "base", "policy", "db", "net", "politeness", "mirror", "pool", "products"}
     assert named - real == set(), "the module table names modules that do not exist"
-    cli_modules = {f"cli/{name}" for name in ("common", "jobs", "reading", "mirror", "products", "update", "serving",
-                                              "discover")}
+    cli_modules = {f"cli/{name}" for name in ("common", "seed", "run", "retry", "configuration", "reading", "mirror",
+                                              "products", "update", "serving", "discover")}
     assert real - named - cli_modules == set(), "a module is missing from docs/architecture.md's module table"
 
 

@@ -171,7 +171,7 @@ def test_a_worker_stuck_past_its_lease_is_killed_and_its_job_charged(standin, tm
     (victim,) = [int(k) for k in site.corpus()["faults"]]
     db = tmp_path / "jobs.db"
     in_process(site, db, "seed", "--from-search", check=0)
-    s = settings.build(db_path=str(db), api_url=site.api_url, site_url=site.url, workers=2, limiter=False,
+    s = settings.build(db_path=str(db), api_url=site.api_url, site_url=site.url, workers=2, no_limit=True,
                        timeout_s=1, lease_s=2, max_attempts=2, transcripts=False)   # nothing to real YouTube
     assert supervisor.run(s) == exitcodes.FAILED
     (job,) = rows(db, "SELECT * FROM jobs WHERE key = ?", f"n8n:{victim}")

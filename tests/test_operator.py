@@ -235,7 +235,7 @@ def test_the_default_user_agent_names_the_tool_and_its_version():
 @pytest.mark.parametrize("how", ["option", "env"])
 def test_user_agent_is_configurable(tmp_path, how):
     ua = "scraper/0.1.0 (+mailto:ops@example.org)"
-    args, env = (["--user-agent", ua], None) if how == "option" else ([], {settings.ENV_USER_AGENT: ua})
+    args, env = (["--user-agent", ua], None) if how == "option" else ([], {"SCRAPER_USER_AGENT": ua})
     with responses.RequestsMock() as rsps:
         rsps.add(responses.GET, ANY_ROBOTS, status=404, match=[matchers.header_matcher({"User-Agent": ua})])
         rsps.add(responses.GET, f"{API}/templates/search", match=[matchers.header_matcher({"User-Agent": ua})],

@@ -66,9 +66,12 @@ def test_update_walks_retries_old_failures_only_then_runs(standin, tmp_path):
 
 
 def test_update_takes_every_option_of_run_and_its_own():
+    import click
+
     from scraper.cli import main
-    run = {o for p in main.commands["run"].params for o in p.opts}
-    update = {o for p in main.commands["update"].params for o in p.opts}
+    ctx = click.Context(main)      # commands are loaded when used
+    run = {o for p in main.get_command(ctx, "run").params for o in p.opts}
+    update = {o for p in main.get_command(ctx, "update").params for o in p.opts}
     assert run < update and update - run == {"--retry-after"}
 
 

@@ -2,15 +2,16 @@
 
 import dataclasses
 import functools
-import math
 import os
 import re
 from urllib.parse import urlsplit
 
 from scraper import __version__
+from scraper.base import config
+from scraper.base.config import setting, specs_of
 from scraper.base.errors import ConfigError
 from scraper.base.sources import BUILTIN as BUILTIN_SOURCES
-from scraper.base.sources import Source
+from scraper.base.sources import Source, of_config
 from scraper.base.urls import domain_of, is_db_url, redact_db_url
 
 # Defaults: one place, units in the names.
@@ -26,13 +27,6 @@ MAX_ATTEMPTS = 3
 MEMORY_LIMIT_MB = 1024      # the whole pool: supervisor + workers
 # The ceiling counts PSS (scraper.pool.memory): a forked worker shares most pages with the supervisor.
 PROCESS_MB = 20             # measured: one process (Python, requests, sqlite) is 10-16 MB of PSS (35-40 MB resident)
-BUSY_PROCESS_MB = 40        # measured (2026-11): the same process once it has worked jobs (protego, the parsers):
-                            # 30-40 MB of PSS; the browsers are planned on it
-# Measured: a real 4-worker `auto` run with 2 browsers peaked at 977-1043 MB of PSS: the python processes
-# 181 MB, Chromium's processes about 210 MB a browser, and each browser's Playwright driver (node) about
-# 180 MB. So a browser costs about 390-430 MB with its driver; with 430, 4 workers under 1 GB get one
-# browser and the pool stays under its ceiling (2 browsers went over it under load).
-BROWSER_MB = 430
 MIN_SHARE_MB = 12           # below this a worker would be recycled after every job, or never start
 TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers and body
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
@@ -63,65 +57,121 @@ ROBOTS = "obey"             # robots.txt: obey or ignore
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
 RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
-ENV_DB = "SCRAPER_DB"
-ENV_API_URL = "SCRAPER_API_URL"
-ENV_SITE_URL = "SCRAPER_SITE_URL"
-ENV_USER_AGENT = "SCRAPER_USER_AGENT"
-ENV_YOUTUBE_URL = "SCRAPER_YOUTUBE_URL"
-ENV_TRANSCRIPTS = "SCRAPER_TRANSCRIPTS"
-ENV_BROWSER = "SCRAPER_BROWSER"
-ENV_PING_URL = "SCRAPER_PING_URL"
-ENV_NOTIFY_URL = "SCRAPER_NOTIFY_URL"
-ENV_ROBOTS = "SCRAPER_ROBOTS"
-ENV_ROBOTS_IGNORE = "SCRAPER_ROBOTS_IGNORE"
-ENV_ADAPTIVE = "SCRAPER_ADAPTIVE"
-
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def parse_domain_rate(text):
+    """(domain, rate_per_s, burst) from DOMAIN=RATE/BURST (e.g. youtube.com=0.5/3), or such a triple checked;
+    ValueError if malformed."""
+    text = "{}={!r}/{!r}".format(*text) if isinstance(text, tuple) and len(text) == 3 else text
+    match = re.fullmatch(r"\s*([A-Za-z0-9.-]+)\s*=\s*([0-9]*\.?[0-9]+)\s*/\s*([0-9]+)\s*", text or "")
+    if not match or float(match.group(2)) <= 0 or int(match.group(3)) < 1:
+        raise ValueError(f"{text!r} is not DOMAIN=RATE/BURST with a rate above 0 and a burst of 1 or more "
+                         f"(for example youtube.com=0.5/3)")
+    return match.group(1).lower(), float(match.group(2)), int(match.group(3))
+
+
+def _matching(pattern, what, case=str):
+    """A list item's check: the item (through `case`) when it matches `pattern`, else ValueError naming `what`."""
+    def check(text):
+        if not re.fullmatch(pattern, case(text)):
+            raise ValueError(f"{text!r} is not {what}")
+        return case(text)
+    return check
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """Everything a run needs, validated once by `build`, then never changed."""
+    """Everything a run needs, validated once by `build`, then never changed. A field made by `setting` is a
+    setting: its declaration (key, kind, unit, help, constraint) is what the CLI, `scraper config`, the
+    validation and the guide's table read."""
 
-    db_path: str = DB_PATH
-    api_url: str = API_URL
-    site_url: str = SITE_URL
-    user_agent: str = USER_AGENT
-    workers: int = WORKERS
-    rate_per_s: float = RATE_PER_S
-    burst: int = BURST
-    limiter: bool = True
-    max_attempts: int = MAX_ATTEMPTS
-    memory_limit_mb: int = MEMORY_LIMIT_MB
-    timeout_s: float = TIMEOUT_S
-    max_answer_mb: int = MAX_ANSWER_MB
-    max_open_cycles: int = MAX_OPEN_CYCLES
-    lease_s: float = LEASE_S
-    with_page: bool = False
-    breaker_failures: int = BREAKER_FAILURES
-    breaker_open_s: float = BREAKER_OPEN_S
-    max_jobs_per_worker: int = MAX_JOBS_PER_WORKER
+    db_path: str = setting(DB_PATH, "db", "path", "The database of jobs and results: a SQLite file's path, or a "
+                           "PostgreSQL URL postgresql://USER@HOST:PORT/DB (password from PGPASSWORD or ~/.pgpass).")
+    sources_path: str | None = setting(None, "sources", "path", "The sources file ([[source]] tables); without it, "
+                                       "those of the config file, else ./sources.toml when that exists, else the "
+                                       "built-in n8n source.", optional=True)
+    api_url: str = setting(API_URL, "api_url", "url", "Base URL of the n8n template API.")
+    site_url: str = setting(SITE_URL, "site_url", "url", "Base URL of the n8n.io site (its host is n8n's domain).")
+    user_agent: str = setting(USER_AGENT, "user_agent", "str", "The User-Agent header; add a contact address, e.g. "
+                              f"'scraper/{__version__} (+mailto:you@example.org)'.", allowed="one line of "
+                              "printable ASCII text", check=lambda v: v.strip() and v.isprintable() and v.isascii())
+    youtube_url: str = setting(YOUTUBE_URL, "youtube_url", "url", "Where requests for https://www.youtube.com go, "
+                               "same path and query.")
+    browser_path: str = setting(BROWSER, "browser_path", "str", "The Chromium of sources with fetcher browser or "
+                                "auto: a path, or a name on PATH; nothing is ever downloaded.", check=str.strip,
+                                env_aliases=("SCRAPER_BROWSER",), allowed="a Chromium executable (a path or a name)")
+    browser_timeout_s: float | None = setting(None, "browser_timeout", "float", "Time one page may take in the "
+                                              "browser, loading and settling (default: timeout).", unit="s",
+                                              above=0, optional=True)
+    log_level: str = setting("INFO", "log_level", "choice", "How much to log on stderr.",
+                             choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    workers: int = setting(WORKERS, "workers", "int", "Worker processes.", at_least=1)
+    rate_per_s: float = setting(RATE_PER_S, "rate", "float", "Requests per second to a site, shared by every "
+                                "worker (and a walk's).", unit="requests/s", above=0)
+    burst: int = setting(BURST, "burst", "int", "Requests the site allows at once above the rate.", at_least=1)
+    no_limit: bool = setting(False, "no_limit", "bool", "Switch the rate limiter off (your own server only).")
+    max_attempts: int = setting(MAX_ATTEMPTS, "max_attempts", "int", "Attempts per job (and per n8n search page "
+                                "of a walk) before it is `failed`.", at_least=1)
+    memory_limit_mb: int = setting(MEMORY_LIMIT_MB, "memory_limit", "int", "Memory (PSS) ceiling of the whole pool, "
+                                   "browsers included.", unit="MB", at_least=1)
+    timeout_s: float = setting(TIMEOUT_S, "timeout", "float", "Time one whole answer may take: connection, headers "
+                               "and body.", unit="s", above=0)
+    max_answer_mb: int = setting(MAX_ANSWER_MB, "max_answer_mb", "int", "Largest answer accepted once "
+                                 "decompressed; a larger one ends its job `too_large`.", unit="MB", at_least=1)
+    max_open_cycles: int = setting(MAX_OPEN_CYCLES, "max_open_cycles", "int", "Failed probes in a row after which "
+                                   "the run stops trying a domain (its jobs stay pending), once its breaker has "
+                                   "been open for give_up_after.", at_least=1)
+    lease_s: float = setting(LEASE_S, "lease", "float", "Time a claimed job stays a worker's between renewals "
+                             "(longer than timeout); on PostgreSQL also how soon the jobs of a run that died on "
+                             "another machine come back.", unit="s", above=0)
+    with_page: bool = setting(False, "with_page", "bool", "Also fetch each template's n8n.io page (og:* tags).")
+    breaker_failures: int = setting(BREAKER_FAILURES, "breaker_failures", "int", "Consecutive failed requests "
+                                    "that open a domain's circuit breaker.", at_least=1)
+    breaker_open_s: float = setting(BREAKER_OPEN_S, "breaker_open", "float", "Time an open breaker waits before "
+                                    "one probe.", unit="s", above=0)
+    max_jobs_per_worker: int = setting(MAX_JOBS_PER_WORKER, "max_jobs_per_worker", "int", "Recycle a worker after "
+                                       "this many jobs.", at_least=1)
+    backoff_base_s: float = setting(BACKOFF_BASE_S, "backoff_base", "float", "First retry delay; it doubles with "
+                                    "each attempt.", unit="s", at_least=0)
+    give_up_after_s: float = setting(GIVE_UP_AFTER_S, "give_up_after", "float", "Time a domain's breaker must "
+                                     "have been open before the run gives it up (an outage, not a blip).",
+                                     unit="s", at_least=0)
+    adaptive: bool = setting(True, "adaptive", "bool", "Halve a domain's rate while the median of its last 40 "
+                             "answers is over 200 ms and three times its first 40's, or over 20 % of them are "
+                             "503; it climbs back within adaptive_recover after.")
+    adaptive_recover_s: float = setting(ADAPTIVE_RECOVER_S, "adaptive_recover", "float", "Time a slowed domain "
+                                        "takes to climb back from its floor (a tenth of its rate) to its rate.",
+                                        unit="s", above=0)
+    robots: str = setting(ROBOTS, "robots", "choice", "Obey each host's robots.txt (rules, Crawl-delay, "
+                          "Request-rate), or ignore every host's rules with a warning.", choices=("obey", "ignore"))
+    robots_ignore: tuple = setting((), "robots_ignore", "list", "Domains whose robots.txt is ignored knowingly (a "
+                                   "warning at start); transcripts need youtube.com.",
+                                   item=_matching(r"[a-z0-9.-]+", "a domain name such as youtube.com", str.lower),
+                                   metavar="DOMAIN")
+    transcripts: bool = setting(TRANSCRIPTS, "transcripts", "bool", "Fetch the transcript of every template's "
+                                "YouTube videos (YouTube's robots.txt disallows it: see robots_ignore).")
+    transcript_languages: tuple = setting(TRANSCRIPT_LANGUAGES, "transcript_languages", "list", "Preferred "
+                                          "transcript languages; without a match any manual one, then any "
+                                          "generated one.", check=bool, allowed="language codes such as en",
+                                          item=_matching(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", "a language code "
+                                                         "such as en or pt-BR"))
+    domain_rates: tuple = setting((), "domain_rate", "list", "DOMAIN=RATE/BURST: a domain's own budget, over the "
+                                  f"sources file (youtube.com: {YOUTUBE_RATE_PER_S:g}/{YOUTUBE_BURST}; others: their "
+                                  "sources', else rate/burst).", item=parse_domain_rate, metavar="DOMAIN=RATE/BURST",
+                                  show_item=lambda r: f"{r[0]}={r[1]:g}/{r[2]}")
+    ping_url: str | None = setting(None, "ping_url", "url", "Cron monitoring (healthchecks.io, Uptime Kuma): "
+                                   "URL/start, then URL on exit 0 or 75, else URL/fail.", optional=True)
+    notify_url: str | None = setting(None, "notify_url", "url", 'POST {"text": ...} (Slack, Mattermost) here on any '
+                                     "exit but 0 and 75.", optional=True)
+    retry_after_h: float = setting(RETRY_AFTER_H, "retry_after", "float", "`update` retries only failed jobs whose "
+                                   "last failure is older than this.", unit="h", at_least=0)
+    # not settings: fixed values (the guide names them), and what a command adds
     stop_grace_s: float = STOP_GRACE_S
-    backoff_base_s: float = BACKOFF_BASE_S
     pause_429_s: float = PAUSE_429_S
     pause_max_s: float = PAUSE_MAX_S
-    youtube_url: str = YOUTUBE_URL
-    transcripts: bool = TRANSCRIPTS
-    transcript_languages: tuple = TRANSCRIPT_LANGUAGES
-    domain_rates: tuple = ()    # ((domain, rate_per_s, burst), ...) from --domain-rate
     sources: tuple = BUILTIN_SOURCES    # base.sources.Source, from the sources file (or the built-in n8n)
-    sources_path: str = None    # the sources file read, None without one
-    run_sources: tuple = ()     # `run --source NAME`: only these sources' jobs (empty: every enabled one)
-    browser_path: str = BROWSER
-    browser_timeout_s: float = None     # one page in the browser, navigation and settling; None: timeout_s
-    ping_url: str | None = None     # cron monitoring: URL/start, URL, URL/fail (scraper.net.notify)
-    notify_url: str | None = None   # a chat webhook told of a run that did not end well
-    browserless: tuple = ()     # sources that need a browser when none can be started: not worked, left pending
-    robots: str = ROBOTS
-    robots_ignore: tuple = ()   # domains whose robots.txt is ignored knowingly (--robots-ignore)
-    adaptive: bool = True
-    adaptive_recover_s: float = ADAPTIVE_RECOVER_S
-    give_up_after_s: float = GIVE_UP_AFTER_S
+    run_sources: tuple | None = None    # the sources a run works (`run --source NAME`); None: every enabled one
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -163,10 +213,8 @@ class Settings:
 
     @property
     def working_sources(self) -> tuple[Source, ...]:
-        """The sources whose jobs this run works: enabled, named by `run --source` when given, and not one
-        that needs a browser none can start (`browserless`: its jobs are neither claimed nor waited for)."""
-        return tuple(s for s in self.sources if s.enabled and (not self.run_sources or s.name in self.run_sources)
-                     and s.name not in self.browserless)
+        """The sources whose jobs this run works: enabled, and named by `run_sources` unless that is None."""
+        return tuple(s for s in self.sources if s.enabled and (self.run_sources is None or s.name in self.run_sources))
 
     @functools.cached_property      # frozen: computed once, as `n8n_source`
     def domain(self):
@@ -205,18 +253,10 @@ class Settings:
         return self.db_path + "-browser.lock"
 
     @property
-    def browser_slots(self):
-        """How many browsers may be open at once in the pool: what fits under --memory-limit once the
-        supervisor and the workers have their part, at least one, at most one per worker."""
-        room = self.memory_limit_mb - BUSY_PROCESS_MB * (self.workers + 1)
-        return max(1, min(self.workers, int(room // BROWSER_MB)))
-
-    @property
     def db_files(self):
-        """Every file that sits beside the database: the database with its WAL and shared memory, the
-        limiter's file with its own, the limiter's flock file, the run lock and the browser slots' lock
-        file (removing a database
-        means removing all of them)."""
+        """Every file that sits beside the database: the database with its WAL and shared memory, the limiter's
+        file with its own, the limiter's flock file, the run lock and the browser slots' lock file (removing a
+        database means removing all of them)."""
         if self.postgres:
             return ()
         db, limiter = self.db_path, self.limiter_path
@@ -229,87 +269,46 @@ class Settings:
         return (self.memory_limit_mb - PROCESS_MB) / self.workers
 
 
-def parse_domain_rate(text):
-    """(domain, rate_per_s, burst) from DOMAIN=RATE/BURST (e.g. youtube.com=0.5/3); ConfigError if malformed."""
-    match = re.fullmatch(r"\s*([A-Za-z0-9.-]+)\s*=\s*([0-9]*\.?[0-9]+)\s*/\s*([0-9]+)\s*", text or "")
-    if not match:
-        raise ConfigError(f"--domain-rate {text!r} is not DOMAIN=RATE/BURST (for example youtube.com=0.5/3).")
-    return match.group(1).lower(), float(match.group(2)), int(match.group(3))
-
-
-def parse_domains(texts):
-    """('youtube.com', 'example.org') from repeated and/or comma-separated domain names."""
-    out = []
-    for text in texts or ():
-        out += [part.strip().lower() for part in text.split(",") if part.strip()]
-    return tuple(dict.fromkeys(out))
-
-
-def parse_languages(text):
-    """('en', 'de') from 'en,de'."""
-    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+SPECS = specs_of(Settings)      # {key: Spec}: every setting, in declaration order
+FIELDS = {spec.field: spec for spec in SPECS.values()}
 
 
 def build(**values):
-    """Validate `values` and return frozen Settings; ConfigError (one sentence) on the first bad one."""
-    values = {k: v for k, v in values.items() if v is not None}
+    """Frozen Settings from `values` (fields), each checked by its declaration, then across settings here;
+    ConfigError (one sentence) on the first bad one."""
+    values = {k: FIELDS[k].parse(v, "the caller") if k in FIELDS else v for k, v in values.items() if v is not None}
     s = Settings(**values)
     n8n = next((src for src in s.sources if src.kind == "n8n"), None)
-    if n8n is not None:     # the file's n8n URLs win over --api-url/--site-url, which are their defaults
+    if n8n is not None:     # the file's n8n URLs win over api_url/site_url, which are their defaults
         s = dataclasses.replace(s, api_url=n8n.opt("api_url", s.api_url), site_url=n8n.opt("site_url", s.site_url))
-    unknown = [name for name in s.run_sources if s.source(name) is None]
+    unknown = [name for name in s.run_sources or () if s.source(name) is None]
     _check(not unknown, f"--source {unknown[0] if unknown else ''}: no such source"
                         f"{' in ' + s.sources_path if s.sources_path else ' (the only one is n8n)'}.")
-    _check_url("API URL", s.api_url)
-    _check_url("site URL", s.site_url)
-    _check(bool(s.user_agent.strip()) and s.user_agent.isprintable() and s.user_agent.isascii(),
-           f"--user-agent must be one line of printable ASCII text (got {s.user_agent!r}).")
-    _check_url("YouTube URL", s.youtube_url)
-    if s.ping_url:
-        _check_url("--ping-url", s.ping_url)
-    if s.notify_url:
-        _check_url("--notify-url", s.notify_url)
-    _check(bool(s.transcript_languages) and all(re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]+)*", c)
-                                                for c in s.transcript_languages),
-           f"--transcript-languages must be language codes such as en or pt-BR "
-           f"(got {','.join(s.transcript_languages)!r}).")
-    for name, rate, burst in s.domain_rates:
-        _check(rate > 0 and math.isfinite(rate), f"--domain-rate {name}: the rate must be above 0 (got {rate:g}).")
-        _check(burst >= 1, f"--domain-rate {name}: the burst must be at least 1 (got {burst}).")
-    _check(s.robots in ("obey", "ignore"), f"--robots must be obey or ignore (got {s.robots!r}).")
-    for name in s.robots_ignore:
-        _check(re.fullmatch(r"[a-z0-9.-]+", name) is not None,
-               f"--robots-ignore {name!r} is not a domain name (for example youtube.com).")
-    _check(s.give_up_after_s >= 0, f"--give-up-after must not be negative (got {s.give_up_after_s:g}).")
-    _check(s.adaptive_recover_s > 0, f"--adaptive-recover must be more than 0 seconds (got {s.adaptive_recover_s:g}).")
-    _check(s.workers >= 1, f"--workers must be at least 1 (got {s.workers}).")
-    _check(s.rate_per_s > 0 and math.isfinite(s.rate_per_s),
-           f"--rate must be a number of requests per second above 0 (got {s.rate_per_s:g}).")
-    _check(s.burst >= 1, f"--burst must be at least 1 (got {s.burst}).")
-    _check(s.max_attempts >= 1, f"--max-attempts must be at least 1 (got {s.max_attempts}).")
-    _check(s.timeout_s > 0, f"--timeout must be above 0 seconds (got {s.timeout_s:g}).")
-    _check(s.max_answer_mb >= 1, f"--max-answer-mb must be at least 1 (got {s.max_answer_mb}).")
-    _check(s.max_open_cycles >= 1, f"--max-open-cycles must be at least 1 (got {s.max_open_cycles}).")
-    _check(s.max_jobs_per_worker >= 1, f"--max-jobs-per-worker must be at least 1 (got {s.max_jobs_per_worker}).")
-    _check(s.breaker_failures >= 1, f"--breaker-failures must be at least 1 (got {s.breaker_failures}).")
-    _check(s.breaker_open_s > 0, f"--breaker-open must be above 0 seconds (got {s.breaker_open_s:g}).")
-    _check(s.backoff_base_s >= 0, f"--backoff-base must not be negative (got {s.backoff_base_s:g}).")
-    _check(s.lease_s > s.timeout_s, f"the lease ({s.lease_s:g} s) must be longer than --timeout ({s.timeout_s:g} s).")
-    _check(s.browser_timeout_s is None or 0 < s.browser_timeout_s < s.lease_s,
-           f"--browser-timeout must be above 0 and below the lease of {s.lease_s:g} s (got {s.browser_timeout_s}).")
-    _check(bool(s.browser_path.strip()), "--browser-path must name a Chromium executable (a path or a name on PATH).")
-    _check(
-        s.memory_limit_mb >= 2 * PROCESS_MB,
-        f"--memory-limit {s.memory_limit_mb} MB is too small to run one worker "
-        f"(the supervisor and one worker need at least {2 * PROCESS_MB} MB).",
-    )
-    _check(
-        s.worker_share_mb >= MIN_SHARE_MB,
-        f"--memory-limit {s.memory_limit_mb} MB is too small for {s.workers} workers "
-        f"(each needs a share of at least {MIN_SHARE_MB} MB; use fewer workers or a higher limit).",
-    )
+    _check(s.lease_s > s.timeout_s, f"the lease ({s.lease_s:g} s) must be longer than the timeout "
+                                    f"({s.timeout_s:g} s).")
+    _check(s.browser_timeout_s is None or s.browser_timeout_s < s.lease_s,
+           f"the browser_timeout must be below the lease of {s.lease_s:g} s (got {s.browser_timeout_s}).")
+    _check(s.memory_limit_mb >= 2 * PROCESS_MB,
+           f"the memory_limit of {s.memory_limit_mb} MB is too small to run one worker (the supervisor and one "
+           f"worker need at least {2 * PROCESS_MB} MB).")
+    _check(s.worker_share_mb >= MIN_SHARE_MB,
+           f"the memory_limit of {s.memory_limit_mb} MB is too small for {s.workers} workers (each needs a share "
+           f"of at least {MIN_SHARE_MB} MB; use fewer workers or a higher limit).")
     check_db_path(s.db_path)
     return s
+
+
+def load(config_given=None, environ=None, cli=(), **extra):
+    """(Settings, config.Resolved) from the layers: the configuration file (`config_given`, else ./scraper.toml
+    when it exists), `environ`, the command line's (key, raw value, where) `cli` items; `extra`: the
+    command's own values (run's `run_sources`). ConfigError (one sentence) on the first mistake."""
+    path = config.config_path(config_given)
+    document = config.read_toml(path, "configuration file") if path else {}
+    table = config.file_table(document, path) if path else {}
+    resolved = config.resolve(SPECS, table, path, os.environ if environ is None else environ, cli)
+    loaded, sources_path = of_config(resolved.values["sources"], document, path)
+    values = {SPECS[key].field: value for key, value in resolved.values.items()}
+    return build(**{**values, "sources_path": sources_path}, sources=loaded, **extra), resolved
 
 
 def check_db_path(path):
@@ -330,11 +329,6 @@ def check_db_path(path):
         except OSError as e:
             raise ConfigError(f"the database {path} cannot be read ({e.strerror}).") from e
         _check(head in (b"", SQLITE_HEADER), f"{path} is not a SQLite database.")
-
-
-def _check_url(what, url):
-    parts = urlsplit(url)
-    _check(parts.scheme in ("http", "https") and bool(parts.hostname), f"the {what} {url!r} is not an http(s) URL.")
 
 
 def _check(ok, sentence):

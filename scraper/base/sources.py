@@ -7,21 +7,15 @@ import dataclasses
 import math
 import os
 import re
-import sys
 
+from scraper.base.config import read_toml
 from scraper.base.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DEFAULT_PATH = "sources.toml"       # read from the working folder when it exists and --sources is not given
 ENV_SOURCES = "SCRAPER_SOURCES"
 KINDS = ("n8n", "catalogue")
 EVERY = "1d"
 PRIORITY = 1
-MAX_BYTES = 1 * 2**20               # a sources file is a few KB; refuse anything absurd before parsing it
 
 _UNITS_S = {"m": 60, "h": 3600, "d": 86400}
 _NAME = re.compile(r"[a-z0-9-]+")
@@ -68,40 +62,36 @@ def parse_every(text):
 
 
 def default_path(given, cwd="."):
-    """The sources file to read: `given` (option or env), else ./sources.toml when it exists, else None."""
+    """The sources file to read: `given` (the `sources` setting), else ./sources.toml when it exists, else None."""
     if given:
         return given
     path = os.path.join(cwd, DEFAULT_PATH)
     return path if os.path.isfile(path) else None
 
 
+def of_config(given, document, config_path):
+    """(sources, the file they came from): the `sources` setting's file when set, else the [[source]] tables of
+    the configuration file (`document`, read from `config_path`) when it has some, else ./sources.toml when
+    it exists, else the built-in n8n source."""
+    if not given and document.get("source") is not None:
+        return parse(document, config_path), config_path
+    path = default_path(given)
+    return load(path), path
+
+
 def load(path):
     """The sources of the file at `path` (None: the built-in n8n source); ConfigError on the first problem."""
     if path is None:
         return BUILTIN
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"the sources file {path} does not exist.") from None
-    except OSError as e:
-        raise ConfigError(f"the sources file {path} cannot be read ({e.strerror}).") from e
-    if len(raw) > MAX_BYTES:
-        raise ConfigError(f"the sources file {path} is larger than {MAX_BYTES // 2**20} MB.")
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"the sources file {path} is not UTF-8 text.") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"the sources file {path} is not valid TOML ({e}).") from None
-    return parse(data, path)
+    return parse(read_toml(path, "sources file"), path)
 
 
 def parse(data, path):
     """Sources from the parsed TOML document `data` of the file `path` (named in every error)."""
-    extra = sorted(set(data) - {"source"})
+    extra = sorted(set(data) - {"source", "scraper"})     # [scraper]: the settings of a scraper.toml
     if extra:
-        raise ConfigError(f"{path}: unknown top-level key {extra[0]!r}; only [[source]] tables are allowed.")
+        raise ConfigError(f"{path}: unknown top-level key {extra[0]!r}; only [[source]] tables (and a [scraper] "
+                          f"table) are allowed.")
     tables = data.get("source")
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise ConfigError(f"{path}: no [[source]] table; the file needs at least one.")

@@ -1,7 +1,8 @@
-"""What every command shares: the one-sentence failure, the group that stamps errors, settings and the
-database of a command."""
+"""What every command shares: the one-sentence failure, the group that loads each command lazily and stamps
+errors, the click options made from the settings' declarations, the settings and the database of a command."""
 
 import contextlib
+import importlib
 import io
 import logging
 import os
@@ -10,7 +11,8 @@ import sqlite3
 
 import click
 
-from scraper.base import exitcodes, logs, settings, sources
+from scraper.base import config, exitcodes, logs, settings
+from scraper.base.config import METAVARS, parse_set
 from scraper.base.errors import ConfigError, Stopped
 
 log = logging.getLogger("scraper")
@@ -27,7 +29,7 @@ class Failure(click.ClickException):
         self.exit_code = exit_code
 
 
-def _stamp_show(e):
+def stamp_show(e):
     """Make click print this error (and its usage hint) with a timestamp on every line, like a log line."""
     plain = e.show
 
@@ -40,16 +42,32 @@ def _stamp_show(e):
 
 
 class Group(click.Group):
-    """The command group: the timestamp on click's own `Error:` lines, and the global options accepted
-    after the command name too (`scraper status --db PATH`)."""
+    """The command group: each command's module imported only when that command runs (click's LazyGroup
+    pattern; `lazy` maps a name to "module:attribute"), the timestamp on click's own `Error:` lines, and the
+    global options accepted after the command name too (`scraper status --db PATH`)."""
+
+    def __init__(self, *args, lazy=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx, name):
+        if name in self.lazy:
+            module, attribute = self.lazy[name].split(":")
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, name)
 
     def parse_args(self, ctx, args):
-        return super().parse_args(ctx, self._globals_first(args))
+        return super().parse_args(ctx, self.globals_first(args))
 
-    def _globals_first(self, args):
+    def globals_first(self, args):
         """`args` with every global option that comes after the command name moved before it; the same
-        option given twice with different values is refused."""
-        takes_value = {opt for p in self.params if isinstance(p, click.Option) and not p.is_flag for opt in p.opts}
+        option (but a repeatable one, `--set`) given twice with different values is refused."""
+        options = [p for p in self.params if isinstance(p, click.Option) and not p.is_flag]
+        takes_value = {opt for p in options for opt in p.opts}
+        repeatable = {opt for p in options if p.multiple for opt in p.opts}
         found, head, rest, command = [], [], [], None
         i = 0
         while i < len(args):
@@ -63,7 +81,8 @@ class Group(click.Group):
                 if value is None:
                     (rest if command else head).append(arg)     # click says the value is missing
                     break
-                found.append((name, value))
+                if name not in repeatable:
+                    found.append((name, value))
                 head.extend([name, value])
                 i += 1 if "=" in arg else 2
                 continue
@@ -84,15 +103,88 @@ class Group(click.Group):
         try:
             return super().make_context(*args, **kwargs)
         except click.ClickException as e:
-            _stamp_show(e)
+            stamp_show(e)
             raise
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except click.ClickException as e:
-            _stamp_show(e)
+            stamp_show(e)
             raise
+
+
+def setting_options(*keys, hidden=()):
+    """A decorator adding the click option of each setting in `keys` (shown in --help) and in `hidden` (still
+    accepted: the old flags of crontabs), made from its declaration; no default of its own (a flag not given
+    leaves the setting to the file, the environment or the default) and no conversion (the declaration
+    parses, naming the flag in its sentence)."""
+    def decorate(f):
+        for key in reversed((*keys, *hidden)):
+            f.__click_params__ = [*getattr(f, "__click_params__", []), setting_option(key, key in hidden)]
+        return f
+    return decorate
+
+
+def setting_option(key, hidden=False):
+    spec = settings.SPECS[key]
+    default = spec.show(spec.default)
+    shown = ("on" if default else "off") if spec.kind == "bool" else \
+        ",".join(map(str, default)) if isinstance(default, list) else default
+    unit = f" {spec.unit}" if spec.unit else ""
+    facts = ([f"default: {shown}{unit}"] if shown not in (None, "") else []) + [f"env {spec.env}"]
+    text = f"{spec.help} [{'; '.join(facts)}]"
+    flag = spec.long_flag
+    if spec.kind == "bool":
+        decls = [flag] if flag.startswith("--no-") else [f"{flag}/--no-{flag[2:]}"]
+        return click.Option([*decls, key], is_flag=True, default=None, hidden=hidden, help=text)
+    metavar = spec.metavar or (f"[{'|'.join(spec.choices)}]" if spec.kind == "choice" else METAVARS.get(spec.kind))
+    if spec.kind == "list":
+        text = text.replace(" [", " Repeatable, or comma-separated. [", 1)
+    return click.Option([flag, key], multiple=spec.kind == "list", metavar=metavar, hidden=hidden, help=text)
+
+
+def cli_items(flags):
+    """(key, raw value, where) of the setting flags given (a flag not given is None or empty)."""
+    return [(key, value, settings.SPECS[key].long_flag) for key, value in flags.items()
+            if key in settings.SPECS and value not in (None, ())]
+
+
+def root_options(config_path, sets, flags):
+    """What the group's options give every command: the configuration file given, and the command line's
+    settings (`--set` first, then the global flags); a malformed --set is a Failure."""
+    try:
+        items = [(*parse_set(text), f"--set {text}") for text in sets]
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    return {"config": config_path, "cli": items + cli_items(flags)}
+
+
+def setting_values(ctx):
+    """{key: value} of every setting from the layers, without building Settings (no sources file read, no
+    database checked): for a command that needs a few of them only (`discover`)."""
+    root = ctx.find_root().obj
+    try:
+        path = config.config_path(root["config"])
+        table = config.file_table(config.read_toml(path, "configuration file"), path) if path else {}
+        return config.resolve(settings.SPECS, table, path, os.environ, root["cli"]).values
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+
+
+def command_settings(ctx, flags=None, **extra):
+    """Validated settings from every layer: the file, the environment, --set and the global flags, then this
+    command's setting `flags`; `extra`, the command's own values. A mistake is a Failure (exit 2)."""
+    from scraper.db import runstate
+    root = ctx.find_root().obj
+    try:
+        s, _ = settings.load(root["config"], os.environ, root["cli"] + cli_items(flags or {}), **extra)
+        logs.setup(s.log_level)
+        if os.path.isfile(s.db_path) and os.path.getsize(s.db_path):
+            runstate.check_readable(s.db_path)  # a damaged file is refused before anything runs
+        return s
+    except ConfigError as e:
+        raise Failure(str(e)) from None
 
 
 class Choice(click.Choice):
@@ -102,12 +194,12 @@ class Choice(click.Choice):
         return f"choose one of {', '.join(map(str, self.choices))}"
 
 
-def _say(text):
+def say(text):
     """A command's result line, timestamped like the log lines around it in a cron log."""
     click.echo(logs.stamped(text))
 
 
-def _db_exists(s):
+def db_exists(s):
     """The database is there: a SQLite file, or a PostgreSQL database that has the schema (a URL that
     cannot be reached is one sentence, exit 2)."""
     from scraper.db import runstate
@@ -117,25 +209,12 @@ def _db_exists(s):
         raise Failure(str(e)) from None
 
 
-def _settings(ctx, **values):
-    """Validated settings from the global options plus this command's."""
-    from scraper.db import runstate
-    try:
-        loaded = sources.load(ctx.obj["sources_path"])    # validated once, before anything runs
-        s = settings.build(**ctx.obj, sources=loaded, **values)
-        if os.path.isfile(s.db_path) and os.path.getsize(s.db_path):
-            runstate.check_readable(s.db_path)  # a damaged file is refused before anything runs
-        return s
-    except ConfigError as e:
-        raise Failure(str(e)) from None
-
-
 @contextlib.contextmanager
-def _existing_db(s):
-    """`with _existing_db(s) as conn:` the database of a command that needs one already (status never
+def existing_db(s):
+    """`with existing_db(s) as conn:` the database of a command that needs one already (status never
     creates one), closed at the end; a ConfigError from the library becomes the command's one sentence."""
     from scraper.db import store
-    if not _db_exists(s):
+    if not db_exists(s):
         raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
     try:
         conn = store.open_db(s.db_path)
@@ -187,21 +266,21 @@ def stops_cleanly(what, partial=None):
 
 
 @contextlib.contextmanager
-def _health(s, what):
-    """`with _health(s, "run") as health:` the command's ping at its start; a Failure or crash inside is
+def health(s, what):
+    """`with health(s, "run") as h:` the command's ping at its start; a Failure or crash inside is
     reported (ping /fail, notification) before it propagates. The block calls `health.finished(code, ...)`
-    itself when it ends on its own. Nothing is sent where --ping-url and --notify-url are not set."""
+    itself when it ends on its own. Nothing is sent where ping_url and notify_url are not set."""
     from scraper.net import notify
-    health = notify.Health(s.ping_url, s.notify_url, record=lambda at, kind, ok: _record(s, at, kind, ok),
-                           what=what, user_agent=s.user_agent)
-    health.started()
+    pings = notify.Health(s.ping_url, s.notify_url, record=lambda at, kind, ok: _record(s, at, kind, ok),
+                          what=what, user_agent=s.user_agent)
+    pings.started()
     try:
-        yield health
+        yield pings
     except Failure as e:
-        health.finished(e.exit_code, str(e))
+        pings.finished(e.exit_code, str(e))
         raise
     except Exception as e:
-        health.finished(exitcodes.FAILED, f"{type(e).__name__}: {e}")
+        pings.finished(exitcodes.FAILED, f"{type(e).__name__}: {e}")
         raise
 
 
@@ -218,26 +297,7 @@ def _record(s, at, kind, ok):
         conn.close()
 
 
-def robots_options(f):
-    """--robots and --robots-ignore, shared by seed, run and update."""
-    f = click.option("--robots-ignore", "robots_ignore", multiple=True, metavar="DOMAIN",
-                     envvar=settings.ENV_ROBOTS_IGNORE,
-                     help=f"Ignore this domain's robots.txt rules knowingly (a warning at start); repeatable "
-                          f"[env {settings.ENV_ROBOTS_IGNORE}, comma-separated]. Transcripts need "
-                          f"youtube.com: its robots.txt disallows the library's requests.")(f)
-    return click.option("--robots", type=click.Choice(["obey", "ignore"]), default=settings.ROBOTS,
-                        show_default=True, envvar=settings.ENV_ROBOTS,
-                        help=f"Obey each host's robots.txt (rules, Crawl-delay, Request-rate), or ignore every "
-                             f"host's rules with a warning [env {settings.ENV_ROBOTS}].")(f)
-
-
-def _robots_values(robots, robots_ignore):
-    """Settings values of the robots options (an env variable's commas split like repeated options)."""
-    return {"robots": robots, "robots_ignore": settings.parse_domains(
-        robots_ignore.split(",") if isinstance(robots_ignore, str) else robots_ignore)}
-
-
-def _fetch_failure(e, s):
+def fetch_failure(e, s):
     """The sentence for a search request (or its host's robots.txt, the walk's first request) that failed:
     the URL tried, and what to do next."""
     from scraper.policy import retry

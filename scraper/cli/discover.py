@@ -3,7 +3,7 @@
 import click
 
 from scraper.base import exitcodes
-from scraper.cli.common import Failure, log
+from scraper.cli.common import Failure, log, setting_values
 
 
 @click.command("discover")
@@ -36,17 +36,18 @@ def discover_cmd(ctx, url, name, sample, rate_per_s, timeout_s, use_browser):
     problem = discover.check(url, name, sample, rate_per_s)
     if problem:
         raise Failure(problem + ".")
-    obj = ctx.obj or {}
+    # the browser and the User-Agent from every layer; not the sources file, which may be what stdout makes
+    values = setting_values(ctx)
+    browser_path, user_agent = values["browser_path"], values["user_agent"]
     render, close = None, None
     if use_browser:
-        if chromium.problem(obj.get("browser_path")) is None:
-            render, close = discover.open_browser(chromium.find_browser(obj.get("browser_path")),
-                                                  obj.get("user_agent"), timeout_s)
+        if chromium.problem(browser_path) is None:
+            render, close = discover.open_browser(chromium.find_browser(browser_path), user_agent, timeout_s)
         else:
             log.info("discover: no browser (%s); pages that build their record in a script are not rendered",
-                     chromium.problem(obj.get("browser_path")))
+                     chromium.problem(browser_path))
     options = discover.Options(url=url, name=name, sample=sample, rate_per_s=rate_per_s,
-                               user_agent=obj.get("user_agent") or "scraper", timeout_s=timeout_s)
+                               user_agent=user_agent, timeout_s=timeout_s)
     try:
         proposal = discover.discover(options, render=render)
     except ConfigError as e:
@@ -61,5 +62,3 @@ def discover_cmd(ctx, url, name, sample, rate_per_s, timeout_s, use_browser):
     log.info("discover: %d request(s) sent; the proposed source follows on stdout", proposal.requests)
     click.echo(block(proposal), nl=False)
 
-
-COMMANDS = (discover_cmd,)

@@ -7,7 +7,7 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import ConfigError, ParseError
-from scraper.cli.common import Choice, Failure, _existing_db, _say, _settings
+from scraper.cli.common import Choice, Failure, command_settings, existing_db, say
 
 CHANGE_KINDS = ("added", "changed", "removed", "restored")
 
@@ -28,16 +28,16 @@ def refresh_cmd(ctx, older_than_days, limit, source_name):
         scraper refresh --older-than 30 --limit 500 && scraper run
     """
     from scraper.mirror import items, sync
-    s = _settings(ctx)
-    with _existing_db(s) as conn:
+    s = command_settings(ctx)
+    with existing_db(s) as conn:
         now = time.time()
         if source_name is not None:
             n = items.refresh(conn, source_name, older_than_days, limit, now)
-            _say(f"queued {n} item(s) of {source_name} for a re-fetch.")
+            say(f"queued {n} item(s) of {source_name} for a re-fetch.")
             return
         n = sync.refresh(conn, older_than_days, limit, now)
         why = "" if n else f": {sync.why_none_due(conn, older_than_days, now)}"
-    _say(f"queued {n} template(s) for a re-fetch{why}.")
+    say(f"queued {n} template(s) for a re-fetch{why}.")
 
 
 @click.command("changes")
@@ -64,8 +64,8 @@ def changes_cmd(ctx, since, limit, kinds, as_json):
     except ValueError:
         raise Failure(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-25 or 2026-11-25T02:00:00Z).") \
             from None
-    s = _settings(ctx)
-    with _existing_db(s) as conn:
+    s = command_settings(ctx)
+    with existing_db(s) as conn:
         found = answers.changes(conn, since, kinds, limit)
         templates, items = sources_report.names(
             conn, [c["id"] for c in found if "id" in c],
@@ -98,7 +98,7 @@ def history_cmd(ctx, key, as_json):
     """
     from scraper.mirror import answers, items
     from scraper.sites import n8n
-    s = _settings(ctx)
+    s = command_settings(ctx)
     name, sep, rest = key.partition(":")
     template_id = None
     if key.isdigit() or name == n8n.SITE or key.startswith(("http://", "https://")) or not sep:
@@ -113,7 +113,7 @@ def history_cmd(ctx, key, as_json):
         what = f"item {key}"
     else:
         raise Failure(f"{key!r} is neither a template id nor SOURCE:URL-or-path (e.g. events:/events/jazz-night-42).")
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         if template_id is not None:
             versions = answers.history(conn, template_id)
         else:
@@ -141,9 +141,9 @@ def reextract_cmd(ctx):
     """
     from scraper.mirror import answers, items
     from scraper.sites import catalogue
-    s = _settings(ctx)
+    s = command_settings(ctx)
     sources = {src.name: src for src in s.sources if src.kind == catalogue.SITE}
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         try:
             rebuilt, without = answers.reextract(conn)
             rebuilt_items, skipped = items.reextract(conn, sources, catalogue.extract)
@@ -151,13 +151,10 @@ def reextract_cmd(ctx):
             raise Failure(f"a stored answer cannot be extracted any more ({e}); nothing after it was rebuilt.",
                           exitcodes.FAILED) from None
     extra = f"; {without} stored before answers were kept, left as they are" if without else ""
-    _say(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")
+    say(f"rebuilt {rebuilt} workflow row(s) from stored answers{extra}.")
     if rebuilt_items or skipped:
-        _say(f"rebuilt {rebuilt_items} catalogue item(s) from stored pages"
+        say(f"rebuilt {rebuilt_items} catalogue item(s) from stored pages"
              + (f"; {skipped} of sources not in the sources file left as they are." if skipped else "."))
-
-
-COMMANDS = (refresh_cmd, changes_cmd, history_cmd, reextract_cmd,)
 
 
 @click.command("migrate")
@@ -175,20 +172,17 @@ def migrate_cmd(ctx, to_url):
     """
     from scraper.base.urls import is_db_url, redact_db_url
     from scraper.db import copy
-    s = _settings(ctx)
+    s = command_settings(ctx)
     if s.postgres:
         raise Failure("migrate copies a SQLite file: give its path with --db, and the PostgreSQL URL with --to.")
     if not is_db_url(to_url):
         raise Failure(f"--to must be a PostgreSQL URL (postgresql://USER@HOST:PORT/DB), not {to_url!r}.")
-    with _existing_db(s):
+    with existing_db(s):
         pass                     # refuses a missing or damaged SQLite file with its sentence
     try:
         copied = copy.copy(s.db_path, to_url)
     except ConfigError as e:
         raise Failure(str(e)) from None
     detail = ", ".join(f"{table} {n}" for table, n in copied.items() if n)
-    _say(f"copied {sum(copied.values())} row(s) from {len(copied)} table(s) to {redact_db_url(to_url)}"
+    say(f"copied {sum(copied.values())} row(s) from {len(copied)} table(s) to {redact_db_url(to_url)}"
          f"{': ' + detail if detail else ''}.")
-
-
-COMMANDS = COMMANDS + (migrate_cmd,)

@@ -10,7 +10,7 @@ import time
 import click
 
 from scraper.base import exitcodes, logs
-from scraper.cli.common import Choice, Failure, _existing_db, _settings, stops_cleanly
+from scraper.cli.common import Choice, Failure, command_settings, existing_db, stops_cleanly
 from scraper.products import export, search
 
 PUBLISHED = ("warc", "files")      # formats written by their own modules: the raw answers, a folder of files
@@ -63,7 +63,7 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name, sin
     removed_at and record (nested in JSON and JSON Lines; one `record.<field>` column each in CSV and
     Parquet).
     """
-    s = _settings(ctx)
+    s = command_settings(ctx)
     if since and fmt != "warc":
         raise Failure("--since goes with --format warc.")
     if fmt in PUBLISHED:
@@ -82,7 +82,7 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name, sin
     if source_name is not None:
         with stops_cleanly("export", None if output else "what went to stdout is incomplete"):
             return _export_items(s, fmt, output, columns, live_only, source_name)
-    with stops_cleanly("export", None if output else "what went to stdout is incomplete"), _existing_db(s) as conn:
+    with stops_cleanly("export", None if output else "what went to stdout is incomplete"), existing_db(s) as conn:
         chosen = export.choose_columns(conn, columns, fmt)
         if output:
             summary = export.write_file(conn, fmt, output, chosen, redact=not no_redact, live_only=live_only)
@@ -99,7 +99,7 @@ def _export_items(s, fmt, output, columns, live_only, source_name):
     from scraper.products import export_items
     if columns is not None:
         raise Failure("--columns applies to the templates; an item export has every field of its source.")
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         export_items.check_source(conn, source_name)
         if output:
             summary = export_items.write_file(conn, fmt, output, source_name, live_only)
@@ -118,7 +118,7 @@ def _published(s, fmt, output, redact, live_only, source, since):
         except ValueError:
             raise Failure(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-25 or 2026-11-25T02:00:00Z).") \
                 from None
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         if fmt == "warc":
             from scraper.products import warc
             if os.path.isdir(output):
@@ -177,14 +177,14 @@ def search_cmd(ctx, query, limit, as_json, source_name):
         scraper search 'node_types:googleSheets' --json | jq '.[].id'
         scraper search jazz          # templates and every catalogue source's items
     """
-    s = _settings(ctx)
+    s = command_settings(ctx)
     if source_name is not None:
-        with _existing_db(s) as conn:
+        with existing_db(s) as conn:
             results = search.query_items(conn, source_name, query, limit)
         click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json
                    else search.render_items(source_name, query, results))
         return
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         found = search.everything(conn, query, limit, with_total=not as_json)
     if as_json:
         click.echo(json.dumps((found["templates"] or []) + found["items"], indent=2, ensure_ascii=False))
@@ -207,8 +207,8 @@ def stats_cmd(ctx, as_json):
         scraper stats --json | jq '.node_types[:10]'
     """
     from scraper.products import scope, stats
-    s = _settings(ctx)
-    with _existing_db(s) as conn:
+    s = command_settings(ctx)
+    with existing_db(s) as conn:
         report = stats.report(conn)
         report["sources"] = stats.sources(conn)
         n8n = scope.of(conn, s).n8n
@@ -230,10 +230,7 @@ def report_cmd(ctx, output, run_id):
         scraper report --run 3 -o run3.html
     """
     from scraper.products import report
-    s = _settings(ctx)
-    with stops_cleanly("report"), _existing_db(s) as conn:
+    s = command_settings(ctx)
+    with stops_cleanly("report"), existing_db(s) as conn:
         size = report.write(conn, output, time.time(), run_id, settings=s)
     click.echo(logs.stamped(f"wrote the report to {output} ({size / 1024:.0f} KB)."), err=True)
-
-
-COMMANDS = (export_cmd, search_cmd, stats_cmd, report_cmd,)

@@ -8,7 +8,7 @@ import time
 import click
 
 from scraper.base import logs
-from scraper.cli.common import CLEAR_SCREEN, WATCH_EVERY_S, _existing_db, _settings
+from scraper.cli.common import CLEAR_SCREEN, WATCH_EVERY_S, command_settings, existing_db
 
 
 @click.command("status")
@@ -26,7 +26,7 @@ def status_cmd(ctx, as_json, watch):
         scraper status --watch
     """
     from scraper.products import status
-    s = _settings(ctx)
+    s = command_settings(ctx)
     if not watch:
         report = _status_report(s)
         click.echo(json.dumps(report, indent=2) if as_json else status.render(report))
@@ -49,7 +49,7 @@ def _status_report(s):
     from scraper.db import runstate, store
     from scraper.db.queue import Queue
     from scraper.products import status
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         now = store.clock(conn)
         return status.report(Queue(conn), now, runstate.current(conn, s.lock_path, now),
                              runstate.runs(conn, s.lock_path, now), settings=s)
@@ -71,8 +71,8 @@ def failures_cmd(ctx, as_json, limit):
     """
     from scraper.db.queue import Queue
     from scraper.products import failures
-    s = _settings(ctx)
-    with _existing_db(s) as conn:
+    s = command_settings(ctx)
+    with existing_db(s) as conn:
         rows = failures.listing(conn, limit, with_time=not as_json)
         total = sum(n for st, n in Queue(conn).counts().items() if st in ("failed", "invalid"))
     click.echo(json.dumps(rows, indent=2) if as_json else failures.render(rows, total))
@@ -93,9 +93,9 @@ def sources_cmd(ctx, as_json):
     """
     from scraper.db import store
     from scraper.products import sources
-    s = _settings(ctx)
+    s = command_settings(ctx)
     if os.path.exists(s.db_path):
-        with _existing_db(s) as conn:
+        with existing_db(s) as conn:
             rows = sources.report(conn, s, time.time())
     else:   # nothing walked yet: the file alone (a read never creates a database)
         conn = store.connect(":memory:")
@@ -103,6 +103,3 @@ def sources_cmd(ctx, as_json):
         rows = sources.report(conn, s, time.time())
         conn.close()
     click.echo(json.dumps(rows, indent=2) if as_json else sources.render(rows))
-
-
-COMMANDS = (status_cmd, failures_cmd, sources_cmd,)

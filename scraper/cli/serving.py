@@ -10,7 +10,7 @@ import signal
 import click
 
 from scraper.base.errors import Stopped
-from scraper.cli.common import SIGNAL_CODES, SIGNAL_NAMES, Failure, _existing_db, _settings, raising_on_signals
+from scraper.cli.common import SIGNAL_CODES, SIGNAL_NAMES, Failure, command_settings, existing_db, raising_on_signals
 
 log = logging.getLogger("scraper")
 
@@ -44,14 +44,14 @@ def mcp_cmd(ctx):
     Example:
         scraper --db /srv/scraper/jobs.db mcp
     """
-    s = _settings(ctx)
+    s = command_settings(ctx)
     try:
         import mcp  # noqa: F401 - only whether the extra is installed, before the server is built
 
         from scraper.products import mcpserver
     except ImportError:
         raise Failure("`scraper mcp` needs the MCP SDK: pip install 'scraper[mcp]'.") from None
-    with _existing_db(s):
+    with existing_db(s):
         pass                      # there, readable, its schema current: the tools open it read-only
     log.info("MCP server on stdio, read-only over %s", s.db_shown)
     for signum in SIGNAL_CODES:
@@ -85,7 +85,7 @@ def serve_cmd(ctx, host, port):
         scraper serve
         scraper serve --port 8080
     """
-    s = _settings(ctx)
+    s = command_settings(ctx)
     if s.postgres:
         raise Failure("`scraper serve` serves a SQLite file and --db is a PostgreSQL database; use `scraper mcp`, "
                       "which reads PostgreSQL too.")
@@ -95,7 +95,7 @@ def serve_cmd(ctx, host, port):
         from scraper.products import browse
     except ImportError:
         raise Failure("`scraper serve` needs Datasette: pip install 'scraper[serve]'.") from None
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         app = browse.app(s.db_path)
         undecided = browse.undecided(conn)
     if undecided:
@@ -117,6 +117,3 @@ def _check_free(host, port):
     except OSError as e:
         why = os.strerror(e.errno) if e.errno else str(e)
         raise Failure(f"cannot listen on {host}:{port} ({why}); choose another --port or --host.") from None
-
-
-COMMANDS = (mcp_cmd, serve_cmd)

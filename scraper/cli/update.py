@@ -6,10 +6,11 @@ import time
 
 import click
 
-from scraper.base import exitcodes, settings
+from scraper.base import exitcodes
 from scraper.base.errors import Stopped
-from scraper.cli.common import SIGNAL_NAMES, Failure, _existing_db, _health, _say, log, raising_on_signals
-from scraper.cli.jobs import HEALTH_OWNED, _check_source, run_cmd, run_settings, seed_cmd
+from scraper.cli.common import SIGNAL_NAMES, Failure, existing_db, health, log, raising_on_signals, say, setting_options
+from scraper.cli.run import HEALTH_OWNED, run_cmd, run_settings
+from scraper.cli.seed import check_source, seed_cmd
 
 # most serious first: a crashing pool, failed rows, a domain given up, a held lock, success
 SERIOUSNESS = (exitcodes.CRASHING, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED, exitcodes.OK)
@@ -40,8 +41,8 @@ def _outcome(call):
 
 def walk(ctx, run_options):
     """The walk step: every enabled source that is due (a bare `seed`: a source that is not due sends
-    nothing), with run's budget and timeouts; returns its exit code. `--source` limits the run only."""
-    names = {p.name for p in seed_cmd.params} - {"source_names"}
+    nothing), with run's budget and timeouts; returns its exit code."""
+    names = {p.name for p in seed_cmd.params} - {"source_names"}     # run's --source limits the run only
     shared = {k: v for k, v in run_options.items() if k in names}
     return _outcome(lambda: ctx.invoke(seed_cmd, **shared))
 
@@ -50,11 +51,11 @@ def retry_old_failures(s, retry_after_h, now):
     """The retry step: failed rows whose last failure is older than `retry_after_h` hours go back to
     pending (a 401/403 is not fetched again every 15 minutes)."""
     from scraper.db.queue import Queue
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         queue = Queue(conn)
         moved = queue.retry(("failed",), now, finished_before=now - retry_after_h * 3600)
         left = queue.counts()["failed"]
-    _say(f"moved {moved} failed job(s) back to pending; {left} that failed within {retry_after_h:g} h "
+    say(f"moved {moved} failed job(s) back to pending; {left} that failed within {retry_after_h:g} h "
          f"left for a later update.")
     return exitcodes.OK
 
@@ -67,12 +68,11 @@ def _update_options(command):
 
 @_update_options
 @click.command("update")
-@click.option("--retry-after", "retry_after_h", type=click.FloatRange(min=0), default=settings.RETRY_AFTER_H,
-              show_default=True, help="Retry only failed jobs whose last failure is older than this many hours.")
+@setting_options("retry_after")
 @click.pass_context
-def update_cmd(ctx, retry_after_h, **run_options):
+def update_cmd(ctx, **run_options):
     """The walk (new, changed and removed templates), then `retry --failed` for failures older than
-    --retry-after hours, then `run`, in one process: the command for cron. It takes every option of `run`.
+    retry_after hours, then `run`, in one process: the command for cron. It takes every option of `run`.
 
     Exit code: the most serious of its steps, in this order: 70, 1, 3, 75, 0. A usage error (2) stops it
     before anything runs; Ctrl-C/SIGTERM stop it at once (130/143). When the walk fails on a database that
@@ -83,17 +83,18 @@ def update_cmd(ctx, retry_after_h, **run_options):
     Example (cron):
         scraper update --workers 4 >> /var/log/scraper/scraper.log 2>&1
     """
-    s, adopt_urls = run_settings(ctx, **run_options)         # any usage error (2) before anything runs
+    flags = {k: v for k, v in run_options.items() if k not in ("run_sources", "adopt_urls")}
+    s = run_settings(ctx, run_options["run_sources"], flags)     # any usage error (2) before anything runs
     if os.path.exists(s.db_path):
-        _check_source(s, adopt_urls)
-    with _health(s, "update") as health:        # one start ping and one end ping for the whole update
+        check_source(s, run_options["adopt_urls"])
+    with health(s, "update") as pings:          # one start ping and one end ping for the whole update
         ctx.meta[HEALTH_OWNED] = True           # its run step sends none of its own
-        code, step = _steps(ctx, s, retry_after_h, run_options)
+        code, step = _steps(ctx, s, s.retry_after_h, {k: v for k, v in run_options.items() if k != "retry_after"})
         # success is every step's: naming one of them would say it alone decided
         line = ("update finished: exit 0, every step succeeded" if code == exitcodes.OK and step is None
                 else f"update finished: exit {code}, set by {step}")
         log.info("%s", line)
-        health.finished(code, line, _counts(s))
+        pings.finished(code, line, _counts(s))
     ctx.exit(code)
 
 
@@ -126,8 +127,6 @@ def _counts(s):
     from scraper.db.queue import Queue
     if not os.path.exists(s.db_path):
         return {}
-    with _existing_db(s) as conn:
+    with existing_db(s) as conn:
         return Queue(conn).counts()
 
-
-COMMANDS = (update_cmd,)

@@ -29,6 +29,20 @@ LEAN_FLAGS = (
 )
 NEEDS_BROWSER = "install Debian's chromium or set --browser-path"
 SLOT_WAIT_S = 0.2               # how often a worker without a browser slot looks again
+BUSY_PROCESS_MB = 40        # measured (2026-11): a python process once it has worked jobs (protego, the parsers):
+                            # 30-40 MB of PSS; the browsers are planned on it
+# Measured: a real 4-worker `auto` run with 2 browsers peaked at 977-1043 MB of PSS: the python processes
+# 181 MB, Chromium's processes about 210 MB a browser, and each browser's Playwright driver (node) about
+# 180 MB. So a browser costs about 390-430 MB with its driver; with 430, 4 workers under 1 GB get one
+# browser and the pool stays under its ceiling (2 browsers went over it under load).
+BROWSER_MB = 430
+
+
+def slots_for(memory_limit_mb, workers):
+    """How many browsers may be open at once in the pool: what fits under the memory limit once the
+    supervisor and the workers have their part, at least one, at most one per worker."""
+    room = memory_limit_mb - BUSY_PROCESS_MB * (workers + 1)
+    return max(1, min(workers, int(room // BROWSER_MB)))
 
 
 def find_browser(path):

@@ -164,7 +164,7 @@ def open_limiter(settings, rate_of=None):
     of a PostgreSQL database (`gcra.GcraLimiter`); NoLimiter with --no-limit. Each domain's budget is
     `settings.rate_for(domain)` unless `rate_of` says otherwise."""
     rate_of = rate_of or settings.rate_for
-    if not settings.limiter:
+    if settings.no_limit:
         return NoLimiter()
     if settings.postgres:
         from scraper.politeness.gcra import GcraLimiter

@@ -41,9 +41,10 @@ class Slot:
 
 
 class Supervisor:
-    def __init__(self, settings, out=sys.stderr, clock=SYSTEM):
+    def __init__(self, settings, out=sys.stderr, clock=SYSTEM, browserless=()):
         self.s = settings
         self.per_job = sites.requests_per_job(settings)    # requests a job sends to its domain (the ETA's floor)
+        self.browserless = browserless  # sources left out of this run: they need a browser none can start
         self.out = out
         self.clock = clock
         self.signals = []
@@ -191,10 +192,10 @@ class Supervisor:
                       "for the next run", domain, self.s.max_open_cycles, n)
         # a source that needs a browser none can start is left out of claims and of `_work_left`, as a
         # given-up domain is: its pending jobs wait for the next run, which is what exit 3 says
-        waiting = self.s.browserless and self.queue.work_left(None, sources=list(self.s.browserless))
+        waiting = self.browserless and self.queue.work_left(None, sources=list(self.browserless))
         if waiting:
             log.error("left the pending jobs of %s: %s needs a browser and none could be started",
-                      ", ".join(self.s.browserless), "it" if len(self.s.browserless) == 1 else "each")
+                      ", ".join(self.browserless), "it" if len(self.browserless) == 1 else "each")
         if left or waiting:
             return exitcodes.GAVE_UP
         return exitcodes.FAILED if self.queue.counts()["failed"] else exitcodes.OK
@@ -396,6 +397,7 @@ class Supervisor:
             log.info("progress %s%s", progress.line(p, width=0), note)
 
 
-def run(settings):
-    """`scraper run`: the exit code (RunLocked propagates, for the CLI to turn into 75)."""
-    return Supervisor(settings).run()
+def run(settings, browserless=()):
+    """`scraper run`: the exit code (RunLocked propagates, for the CLI to turn into 75); `browserless`: the
+    sources left out of `settings.run_sources` because they need a browser none can start (exit 3)."""
+    return Supervisor(settings, browserless=browserless).run()

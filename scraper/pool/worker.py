@@ -19,7 +19,7 @@ from scraper.db import politeness as politeness_rows
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
-from scraper.net import http
+from scraper.net import chromium, http
 from scraper.policy import retry
 from scraper.politeness import domain as politeness
 from scraper.politeness import rates
@@ -173,7 +173,8 @@ class Worker:
         if self.browser is None:
             self.browser = browser.BrowserFetcher(
                 browser.require(self.s.browser_path), user_agent=self.s.user_agent,
-                slots=browser.BrowserSlots(self.s.browser_lock_path, self.s.browser_slots))
+                slots=browser.BrowserSlots(self.s.browser_lock_path,
+                                           chromium.slots_for(self.s.memory_limit_mb, self.s.workers)))
         renew = lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)  # noqa: E731
         slot_wait_from = self.clock.monotonic()
 
