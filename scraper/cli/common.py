@@ -12,6 +12,7 @@ import click
 
 from scraper.base import exitcodes, logs, settings, sources
 from scraper.base.errors import ConfigError, Stopped
+from scraper.db import schema
 
 log = logging.getLogger("scraper")
 
@@ -212,7 +213,7 @@ def _record(s, at, kind, ok):
         return
     conn = store.connect(s.db_path)
     try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'notifications'").fetchone():
+        if schema.has_table(conn, "notifications"):
             store.record_notification(conn, at, kind, ok)
     finally:
         conn.close()

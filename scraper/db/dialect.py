@@ -11,8 +11,9 @@ comments are set aside first, so nothing inside them is touched. What it maps:
 - `INDEXED BY x`, `NOT INDEXED`, `COLLATE NOCASE` dropped (planner hints and SQLite's collation);
 - in DDL: `INTEGER PRIMARY KEY` -> an identity column, `INTEGER` -> `BIGINT`, `REAL` -> `DOUBLE PRECISION`,
   `BLOB` -> `BYTEA`.
-Functions PostgreSQL lacks (json_each, json_valid, json_type, json_extract, strftime, julianday, unixepoch,
-round(double, n), sum(boolean), the sqlite_master view) are created in the database instead: `SHIMS`.
+What differs in more than spelling (JSON, search, the catalogue) is not translated: each dialect has its
+own SQL for it (db/jsonsql.py, db/pgschema.py, db/schema.py), and nothing imitating SQLite is created in a
+PostgreSQL database.
 """
 
 import functools
@@ -176,81 +177,3 @@ def translate(sql, pk=None, ddl=False):
         return text.replace("%", "%%")
 
     return re.sub(r"\x00(\d+|sep)\x00", restore, code)
-
-
-# Functions and a view that SQLite has and PostgreSQL lacks, created in the database's own schema (the
-# migrations' first step on PostgreSQL, replaced on every upgrade). JSON is stored as TEXT, as in SQLite.
-SHIMS = r"""
-CREATE OR REPLACE FUNCTION json_valid(t text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN
-    IF t IS NULL THEN RETURN NULL; END IF;
-    PERFORM t::jsonb;
-    RETURN true;
-EXCEPTION WHEN others THEN
-    RETURN false;
-END $$;
-CREATE OR REPLACE FUNCTION _sqlite_json_type(j jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE jsonb_typeof(j) WHEN 'string' THEN 'text' WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb
-        THEN 'true' ELSE 'false' END) WHEN 'number' THEN (CASE WHEN j::text ~ '^-?[0-9]+$' THEN 'integer'
-        ELSE 'real' END) ELSE jsonb_typeof(j) END
-$$;
-CREATE OR REPLACE FUNCTION json_type(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN json_valid(t) THEN _sqlite_json_type(t::jsonb) END
-$$;
-CREATE OR REPLACE FUNCTION _sqlite_json_value(j jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE jsonb_typeof(j) WHEN 'string' THEN j #>> '{}' WHEN 'null' THEN NULL
-        WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN '1' ELSE '0' END) ELSE j::text END
-$$;
-CREATE OR REPLACE FUNCTION json_each(t text) RETURNS TABLE (key text, value text, type text)
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT (e.ord - 1)::text, _sqlite_json_value(e.v), _sqlite_json_type(e.v)
-    FROM jsonb_array_elements(CASE WHEN json_type(t) = 'array' THEN t::jsonb ELSE '[]'::jsonb END)
-        WITH ORDINALITY AS e(v, ord)
-    UNION ALL
-    SELECT o.k, _sqlite_json_value(o.v), _sqlite_json_type(o.v)
-    FROM jsonb_each(CASE WHEN json_type(t) = 'object' THEN t::jsonb ELSE '{}'::jsonb END) AS o(k, v)
-$$;
-CREATE OR REPLACE FUNCTION json_array_length(t text) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN json_type(t) = 'array' THEN jsonb_array_length(t::jsonb)::bigint
-                WHEN json_valid(t) THEN 0 END
-$$;
-CREATE OR REPLACE FUNCTION json_extract(t text, path text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN json_valid(t) THEN _sqlite_json_value(t::jsonb #> string_to_array(
-        regexp_replace(regexp_replace(substr(path, 2), '\[(\d+)\]', '.\1', 'g'), '^\.', ''), '.')) END
-$$;
-CREATE OR REPLACE FUNCTION round(x double precision, n integer) RETURNS double precision
-LANGUAGE sql IMMUTABLE AS $$ SELECT round(x::numeric, n)::double precision $$;
-CREATE OR REPLACE FUNCTION _sqlite_ts(t text) RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN t = 'now' THEN clock_timestamp()
-                WHEN t ~ '^-?[0-9.]+$' THEN to_timestamp(t::double precision)
-                ELSE (CASE WHEN t ~ '(Z|[+-][0-9:]+)$' THEN t::timestamptz ELSE (t || 'Z')::timestamptz END) END
-$$;
-CREATE OR REPLACE FUNCTION unixepoch(t text) RETURNS bigint LANGUAGE sql STABLE AS $$
-    SELECT floor(extract(epoch from _sqlite_ts(t)))::bigint
-$$;
-CREATE OR REPLACE FUNCTION julianday(t text) RETURNS double precision LANGUAGE sql STABLE AS $$
-    SELECT extract(epoch from _sqlite_ts(t))::double precision / 86400.0 + 2440587.5
-$$;
-CREATE OR REPLACE FUNCTION strftime(fmt text, t text) RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN fmt = '%s' THEN floor(extract(epoch from _sqlite_ts(t)))::bigint::text
-        ELSE to_char(_sqlite_ts(t) AT TIME ZONE 'UTC', replace(replace(replace(replace(replace(replace(
-            replace(fmt, '%Y', 'YYYY'), '%m', 'MM'), '%d', 'DD'), '%H', 'HH24'), '%M', 'MI'), '%S', 'SS'),
-            '%W', 'IW')) END
-$$;
-CREATE OR REPLACE FUNCTION datetime(t text) RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT to_char(_sqlite_ts(t) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-$$;
-CREATE OR REPLACE FUNCTION _sqlite_bool_sum(s bigint, b boolean) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
-    SELECT COALESCE(s, 0) + CASE WHEN b THEN 1 ELSE 0 END
-$$;
-DO $$ BEGIN
-    CREATE AGGREGATE sum(boolean) (SFUNC = _sqlite_bool_sum, STYPE = bigint);
-EXCEPTION WHEN duplicate_function THEN NULL;
-END $$;
-CREATE OR REPLACE VIEW sqlite_master AS
-    SELECT 'table'::text AS type, table_name::text AS name, table_name::text AS tbl_name, NULL::text AS sql
-    FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'
-    UNION ALL
-    SELECT 'index', indexname::text, tablename::text, indexdef::text FROM pg_indexes
-    WHERE schemaname = current_schema();
-"""

@@ -27,8 +27,6 @@ WRITE_LOCK = 0x5C4A9E01      # the advisory lock that stands for SQLite's one wr
 MIGRATE_LOCK = 0x5C4A9E02
 CONNECT_TIMEOUT_S = 10
 CLOCK_RESYNC_S = 5.0         # how often the offset to the database's clock is measured again
-_PRAGMA_TYPES = {"bigint": "INTEGER", "integer": "INTEGER", "double precision": "REAL", "text": "TEXT",
-                 "bytea": "BLOB", "boolean": "INTEGER", "tsvector": "TSVECTOR"}
 
 
 class Row(tuple):
@@ -228,18 +226,6 @@ class Connection:
     def _pragma(self, sql):
         body = sql.strip().rstrip(";")[6:].strip()
         name = body.split("(")[0].split("=")[0].strip().lower()
-        if name == "table_info":   # generated columns left out, as SQLite's table_info does
-            table = body.split("(", 1)[1].rstrip(")").strip().strip("'\"")
-            rows = self.raw(
-                """SELECT ordinal_position - 1 AS cid, column_name::text AS name, data_type::text AS type,
-                          (is_nullable = 'NO')::int AS notnull, column_default::text AS dflt_value, 0 AS pk
-                   FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s
-                       AND is_generated = 'NEVER'
-                   ORDER BY ordinal_position""", (table,)).fetchall()
-            names = {"cid": 0, "name": 1, "type": 2, "notnull": 3, "dflt_value": 4, "pk": 5}
-            cls = type("Row", (Row,), {"_names": names, "__slots__": ()})
-            return _Rows([cls((r[0], r[1], _PRAGMA_TYPES.get(r[2], r[2].upper()), r[3], r[4], r[5]))
-                          for r in rows])
         if name == "user_version":
             return _Rows([(schema_version(self),)])
         return _Rows([])    # journal_mode, busy_timeout, synchronous ...: SQLite's business only
@@ -338,8 +324,9 @@ def _skipped(statement):
 
 
 def migrate(conn, migrations, extra):
-    """Apply the migrations this database has not seen (each translated; `extra[i]`, PostgreSQL's own
-    addition, right after migration i), all in one transaction; returns the schema version."""
+    """Apply the migrations this database has not seen (each translated, or in PostgreSQL's own spelling
+    where pgschema.OWN_SPELLING has one; `extra[i]`, PostgreSQL's own addition, right after migration i),
+    all in one transaction; returns the schema version."""
     target = len(migrations)
     if schema_version(conn) >= target:
         return target
@@ -349,12 +336,14 @@ def migrate(conn, migrations, extra):
         conn.raw("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
         conn.raw("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         version = schema_version(conn)
-        if version < target:
-            conn.raw(dialect.SHIMS)
         for number in range(version, target):
-            for statement in store._statements(migrations[number]):
-                if not _skipped(statement):
-                    conn.raw(dialect.translate(statement, ddl=True), ())
+            if number in pgschema.OWN_SPELLING:
+                for statement in pgschema.OWN_SPELLING[number]:
+                    conn.raw(statement)
+            else:
+                for statement in store._statements(migrations[number]):
+                    if not _skipped(statement):
+                        conn.raw(dialect.translate(statement, ddl=True), ())
             for statement in extra.get(number, ()):
                 conn.raw(statement)
         conn.raw("DELETE FROM schema_version")

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from scraper.base.errors import ConfigError
+from scraper.db import schema
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
@@ -48,7 +49,7 @@ TRANSCRIPTS = "transcripts"    # not a column of workflows: gathered from templa
 
 def table_columns(conn):
     """The exported columns: those of `workflows` in table order (but the bookkeeping), then `transcripts`."""
-    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)") if r[1] not in (VERDICT, SAVED)] + [TRANSCRIPTS]
+    return [c for c in schema.column_names(conn, "workflows") if c not in (VERDICT, SAVED)] + [TRANSCRIPTS]
 
 
 def choose_columns(conn, wanted, fmt=None):
@@ -141,7 +142,7 @@ def write_file(conn, fmt, path, columns=None, redact=True, live_only=False):
             os.close(fd)
             columns = columns or table_columns(conn)
             summary = Summary()
-            types = {r[1]: r[2] for r in conn.execute("PRAGMA table_info(workflows)")}
+            types = dict(schema.columns(conn, "workflows"))
             # the workflow stays JSON text in Parquet: no need to decode it
             source = _prepared(rows(conn, columns, live_only, verdict=True), redact, summary, decode=True,
                                keep_text=("workflow",))

@@ -11,6 +11,7 @@ import json
 import os
 
 from scraper.base.errors import ConfigError
+from scraper.db.store import is_postgres
 from scraper.products.export import FORMATS, Summary, fit_cell, neutralise
 
 BASE = ("source", "key", "url", "version", "first_seen_at", "last_seen_at", "removed_at")
@@ -27,6 +28,17 @@ def check_source(conn, source):
 
 def fields(conn, source):
     """The record's fields across the source's items, sorted."""
+    if is_postgres(conn):
+        # the records are JSON objects written by the mirror; read in Python, where text that is not JSON
+        # cannot fail the statement (PostgreSQL's ::jsonb would)
+        names = set()
+        for (record,) in conn.execute("SELECT record FROM items WHERE source = ?", (source,)):
+            try:
+                doc = json.loads(record)
+            except ValueError:
+                continue
+            names.update(doc if isinstance(doc, dict) else ())
+        return sorted(names)
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT j.key FROM items AS i, json_each(i.record) AS j WHERE i.source = ? ORDER BY j.key",
         (source,))]

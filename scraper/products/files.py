@@ -21,6 +21,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from scraper.base.errors import ConfigError
+from scraper.db import schema
 from scraper.policy import redact as redaction
 
 INDEX, README = "index.json", "README.md"
@@ -81,7 +82,7 @@ def templates(conn):
     """Live templates with a workflow, in id order, one at a time: (id, name, version, categories, node
     types, workflow JSON text, URL of the latest stored page or None, the row's redaction verdict, paid,
     price, purchase URL, hollow)."""
-    has_url = any(r[1] == "url" for r in conn.execute("PRAGMA table_info(answers)"))
+    has_url = "url" in schema.column_names(conn, "answers")
     page = ("(SELECT a.url FROM answers AS a WHERE a.template_id = w.id AND a.kind = 'page' "
             "ORDER BY a.version DESC LIMIT 1)") if has_url else "NULL"
     yield from conn.execute(

@@ -14,7 +14,7 @@ import tempfile
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
-from scraper.db import fetchlearn, store
+from scraper.db import fetchlearn, jsonsql, store
 from scraper.products import stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
@@ -123,8 +123,8 @@ def _run_figures(conn, r):
         end = conn.execute("SELECT MAX(at) FROM (SELECT at FROM requests WHERE run_id = ? "
                            "UNION ALL SELECT at FROM run_jobs WHERE run_id = ?)", (run_id, run_id)).fetchone()[0]
         end = max(end or start, start)
-    req = conn.execute("""SELECT COUNT(*), SUM(kind = 'ok'), SUM(kind = 'http_429') FROM requests
-                          WHERE run_id = ?""", (run_id,)).fetchone()
+    req = conn.execute(f"""SELECT COUNT(*), {jsonsql.count_if("kind = 'ok'")}, {jsonsql.count_if("kind = 'http_429'")}
+                           FROM requests WHERE run_id = ?""", (run_id,)).fetchone()
     ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE run_id = ? ORDER BY ms", (run_id,))]
     done = conn.execute("SELECT COUNT(*) FROM run_jobs WHERE run_id = ? AND status = 'done'", (run_id,)).fetchone()[0]
     duration = max(end - start, 0.0)
