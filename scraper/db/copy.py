@@ -50,7 +50,7 @@ def _copy_table(src, dst, table, columns, batch):
     names = ", ".join(f'"{c}"' for c in columns)
     cur = src.execute(f'SELECT {names} FROM "{table}"')
     n = 0
-    with dst._raw.cursor().copy(f'COPY "{table}" ({names}) FROM STDIN') as sink:
+    with dst.copy(f'COPY "{table}" ({names}) FROM STDIN') as sink:
         while True:
             chunk = cur.fetchmany(batch)
             if not chunk:

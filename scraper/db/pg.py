@@ -44,11 +44,22 @@ class Row(tuple):
         return list(self._names)
 
 
+_ROW_CLASSES: dict = {}      # one Row class per list of column names, made once
+
+
 def _row_factory(cursor):
-    if cursor.description is None:
+    """Rows of `cursor`'s result as Row (by position and by name); the class is looked up from the result's
+    column names read from libpq directly (psycopg's `description` makes an object per column each time)."""
+    res = cursor.pgresult
+    if res is None or not res.nfields:
         return tuple
-    names = {c.name: i for i, c in enumerate(cursor.description)}
-    cls = type("Row", (Row,), {"_names": names, "__slots__": ()})
+    key = tuple(res.fname(i) for i in range(res.nfields))
+    if None in key:          # COPY's result: no rows to make
+        return tuple
+    cls = _ROW_CLASSES.get(key)
+    if cls is None:
+        names = {n.decode(): i for i, n in enumerate(key)}
+        cls = _ROW_CLASSES[key] = type("Row", (Row,), {"_names": names, "__slots__": ()})
     return cls
 
 
@@ -65,17 +76,22 @@ class Cursor:
     def __init__(self, conn, cur):
         self._conn, self._cur = conn, cur
 
+    def _rows(self):
+        # whether the statement returned rows, asked of libpq (psycopg's `description` builds objects)
+        res = self._cur.pgresult
+        return res is not None and res.nfields > 0
+
     def fetchone(self):
-        return self._cur.fetchone() if self._cur.description is not None else None
+        return self._cur.fetchone() if self._rows() else None
 
     def fetchall(self):
-        return self._cur.fetchall() if self._cur.description is not None else []
+        return self._cur.fetchall() if self._rows() else []
 
     def fetchmany(self, size=1):
-        return self._cur.fetchmany(size) if self._cur.description is not None else []
+        return self._cur.fetchmany(size) if self._rows() else []
 
     def __iter__(self):
-        return iter(self.fetchall()) if self._cur.description is not None else iter(())
+        return iter(self.fetchall())
 
     @property
     def rowcount(self):
@@ -123,8 +139,9 @@ class Connection:
 
         self.url = redact_db_url(url)
         try:
-            self._raw = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
-                                        connect_timeout=CONNECT_TIMEOUT_S, row_factory=_row_factory)
+            # server-side binding: a statement run five times is prepared once and planned no more
+            self._raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                        row_factory=_row_factory)
         except psycopg.Error as e:
             raise ConfigError(unreachable(url, e)) from None
         for name, loader in (("numeric", _Number), ("bool", _Bool), ("json", _Text), ("jsonb", _Text)):
@@ -132,6 +149,7 @@ class Connection:
         self.total_changes = 0
         self._pks = {}
         self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
+        self._owed = None            # (statement, params) of a BEGIN not sent yet
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -144,14 +162,8 @@ class Connection:
         return self._run(self._translate(sql), params)
 
     def executemany(self, sql, seq):
-        import psycopg
         rows = [tuple(p) for p in seq]
-        cur = self._raw.cursor()
-        try:
-            if rows:
-                cur.executemany(self._translate(sql), rows)
-        except psycopg.Error as e:
-            raise _sqlite_error(e) from e
+        cur = self._send(self._translate(sql), rows, many=True) if rows else self._raw.cursor()
         self.total_changes += max(0, cur.rowcount)
         return Cursor(self, cur)
 
@@ -167,14 +179,29 @@ class Connection:
             pk = self.primary_key(sql.split()[4].split("(")[0])
         return dialect.translate(sql, pk)
 
-    def _run(self, sql, params=()):
+    def _send(self, sql, params, many=False):
+        """Run one statement; a BEGIN still owed (`begin`) goes with it in one round trip (a pipeline)."""
         import psycopg
         cur = self._raw.cursor()
         try:
-            cur.execute(sql, tuple(params) if not isinstance(params, dict) else params)
+            if self._owed is None:
+                (cur.executemany if many else cur.execute)(sql, params)
+                return cur
+            owed, self._owed = self._owed, None
+            if sql.strip().upper() in ("COMMIT", "ROLLBACK", "END"):
+                return cur           # a transaction that ran nothing: nothing to begin or end
+            with self._raw.pipeline():
+                for statement, args in owed:
+                    self._raw.execute(statement, args)
+                (cur.executemany if many else cur.execute)(sql, params)
         except psycopg.Error as e:
             raise _sqlite_error(e) from e
-        if cur.description is None and cur.rowcount > 0:
+        return cur
+
+    def _run(self, sql, params=()):
+        cur = self._send(sql, tuple(params) if not isinstance(params, dict) else params)
+        res = cur.pgresult
+        if (res is None or not res.nfields) and cur.rowcount > 0:
             self.total_changes += cur.rowcount
         elif cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"):
             self.total_changes += cur.rowcount   # with RETURNING
@@ -182,21 +209,30 @@ class Connection:
 
     def raw(self, sql, params=None):
         """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
-        import psycopg
-        cur = self._raw.cursor()
-        try:
-            cur.execute(sql, params)
-        except psycopg.Error as e:
-            raise _sqlite_error(e) from e
+        cur = self._send(sql, params)
         if cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"):
             self.total_changes += cur.rowcount
         return Cursor(self, cur)
+
+    def _pay_owed(self):
+        """Send a BEGIN still owed on its own (before what cannot carry it: COPY, a named cursor)."""
+        if self._owed is not None:
+            owed, self._owed = self._owed, None
+            for statement, args in owed:
+                self._raw.execute(statement, args)
+
+    def copy(self, sql):
+        """psycopg's COPY ... FROM STDIN (`with conn.copy(sql) as sink: sink.write_row(row)`), in the
+        transaction begun, if any."""
+        self._pay_owed()
+        return self._raw.cursor().copy(sql)
 
     def stream(self, sql, params=(), size=500):
         """Dicts of a SELECT, `size` rows at a time through a server-side cursor (a whole table is never
         in memory; sqlite_utils' `query` does the same on SQLite)."""
         import psycopg
         try:
+            self._pay_owed()
             with self._raw.cursor(name=f"scraper_stream_{id(self)}", withhold=True) as cur:
                 cur.itersize = size
                 cur.execute(dialect.translate(sql), tuple(params))
@@ -206,10 +242,9 @@ class Connection:
             raise _sqlite_error(e) from e
 
     def begin(self, shared=False):
-        """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE)."""
-        self.raw("BEGIN")
-        if not shared:
-            self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE). Both are sent
+        with the transaction's first statement, in the same round trip."""
+        self._owed = [("BEGIN", None)] + ([] if shared else [("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))])
         return Cursor(self, self._raw.cursor())
 
     def primary_key(self, table):
@@ -235,7 +270,7 @@ class Connection:
     @property
     def in_transaction(self):
         from psycopg.pq import TransactionStatus
-        return self._raw.info.transaction_status != TransactionStatus.IDLE
+        return self._owed is not None or self._raw.info.transaction_status != TransactionStatus.IDLE
 
     def commit(self):
         if self.in_transaction:

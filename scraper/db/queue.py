@@ -83,15 +83,24 @@ class Queue:
         `sources` (levels of source names, first level first: `claims.source_levels`) limits the claim to
         those sources and, among the domains it may take from, prefers a job of the first level that has one."""
         self._levels = sources
+        base, base_args = "1 = 1", []
+        if sites is not None:
+            base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
+        if not demands and is_postgres(self.conn):
+            # one statement, one round trip: every domain with a row that is not closed, or paused, takes
+            # no ordinary job (breaker.admits says so of each such row); the UPDATE is atomic alone.
+            # Without a job, the whole claim below looks for a probe.
+            job = self._claim_where(
+                self.conn, f"{base} AND domain NOT IN (SELECT domain FROM domains WHERE state != 'closed' "
+                           "OR paused_until > ?)", [*base_args, now], worker, now, lease_s)
+            if job is not None:
+                return job
         with transaction(self.conn, shared=True) as c:
             blocked, probes = self._blocked_domains(c, now)
             if probes and is_postgres(c):
                 # only one claimer may turn a domain half-open: wait for the write lock, then look again
                 c.execute("SELECT pg_advisory_xact_lock(?)", (pg_write_lock(),))
                 blocked, probes = self._blocked_domains(c, now)
-            base, base_args = "1 = 1", []
-            if sites is not None:
-                base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
             job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
             for domain in probes:
                 if job is not None:
