@@ -71,30 +71,40 @@ def _sqlite_error(e):
 
 
 class Cursor:
-    """What a statement gave: rows, rowcount, lastrowid."""
+    """What a statement gave: rows, rowcount, lastrowid. Inside a transaction its statement may still be in
+    the pipeline: asking for its rows or its count waits for the answers sent so far (one round trip)."""
 
     def __init__(self, conn, cur):
         self._conn, self._cur = conn, cur
 
     def _rows(self):
         # whether the statement returned rows, asked of libpq (psycopg's `description` builds objects)
+        self._conn.settle()
         res = self._cur.pgresult
         return res is not None and res.nfields > 0
 
+    def _fetch(self, how, *args):
+        import psycopg
+        try:
+            return getattr(self._cur, how)(*args) if self._rows() else None
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from e
+
     def fetchone(self):
-        return self._cur.fetchone() if self._rows() else None
+        return self._fetch("fetchone")
 
     def fetchall(self):
-        return self._cur.fetchall() if self._rows() else []
+        return self._fetch("fetchall") or []
 
     def fetchmany(self, size=1):
-        return self._cur.fetchmany(size) if self._rows() else []
+        return self._fetch("fetchmany", size) or []
 
     def __iter__(self):
         return iter(self.fetchall())
 
     @property
     def rowcount(self):
+        self._conn.settle()
         return self._cur.rowcount
 
     @property
@@ -105,7 +115,7 @@ class Cursor:
     def lastrowid(self):
         """The id the last INSERT made in this session (its identity column), like SQLite's rowid."""
         try:
-            return self._conn._raw.execute("SELECT lastval()").fetchone()[0]
+            return self._conn.raw("SELECT lastval()").fetchone()[0]
         except Exception:
             return None
 
@@ -146,10 +156,11 @@ class Connection:
             raise ConfigError(unreachable(url, e)) from None
         for name, loader in (("numeric", _Number), ("bool", _Bool), ("json", _Text), ("jsonb", _Text)):
             self._raw.adapters.register_loader(name, loader)
-        self.total_changes = 0
+        self._total_changes = 0
+        self._changed = []           # cursors whose changed rows are not counted yet
+        self._pipe = self._pipe_cm = None    # the pipeline of the transaction under way (and its context)
         self._pks = {}
         self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
-        self._owed = None            # (statement, params) of a BEGIN not sent yet
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -157,15 +168,22 @@ class Connection:
         head = sql.lstrip()[:24].upper()
         if head.startswith("BEGIN"):
             return self.begin(shared=not any(w in head for w in ("IMMEDIATE", "EXCLUSIVE")))
+        if head.startswith(("COMMIT", "END")):
+            self.commit()
+            return _Rows([])
+        if head.startswith("ROLLBACK"):
+            self.rollback()
+            return _Rows([])
         if head.startswith("PRAGMA"):
             return self._pragma(sql)
-        return self._run(self._translate(sql), params)
+        return self._send(self._translate(sql), tuple(params) if not isinstance(params, dict) else params,
+                          counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"))
 
     def executemany(self, sql, seq):
         rows = [tuple(p) for p in seq]
-        cur = self._send(self._translate(sql), rows, many=True) if rows else self._raw.cursor()
-        self.total_changes += max(0, cur.rowcount)
-        return Cursor(self, cur)
+        if not rows:
+            return _Rows([])
+        return self._send(self._translate(sql), rows, many=True, counted=True)
 
     def executescript(self, script):
         from scraper.db import store
@@ -179,52 +197,61 @@ class Connection:
             pk = self.primary_key(sql.split()[4].split("(")[0])
         return dialect.translate(sql, pk)
 
-    def _send(self, sql, params, many=False):
-        """Run one statement; a BEGIN still owed (`begin`) goes with it in one round trip (a pipeline)."""
+    def raw(self, sql, params=None):
+        """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
+        return self._send(sql, params, counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"))
+
+    def _send(self, sql, params, many=False, counted=False):
+        """Run one statement. In a transaction it joins the pipeline: sent at once, its answer read when
+        someone asks for it, or at COMMIT, so a transaction costs a round trip per answer awaited, not per
+        statement. Its rows changed count in `total_changes` when `counted`."""
         import psycopg
         cur = self._raw.cursor()
         try:
-            if self._owed is None:
-                (cur.executemany if many else cur.execute)(sql, params)
-                return cur
-            owed, self._owed = self._owed, None
-            if sql.strip().upper() in ("COMMIT", "ROLLBACK", "END"):
-                return cur           # a transaction that ran nothing: nothing to begin or end
-            with self._raw.pipeline():
-                for statement, args in owed:
-                    self._raw.execute(statement, args)
-                (cur.executemany if many else cur.execute)(sql, params)
+            (cur.executemany if many else cur.execute)(sql, params)
         except psycopg.Error as e:
             raise _sqlite_error(e) from e
-        return cur
-
-    def _run(self, sql, params=()):
-        cur = self._send(sql, tuple(params) if not isinstance(params, dict) else params)
-        res = cur.pgresult
-        if (res is None or not res.nfields) and cur.rowcount > 0:
-            self.total_changes += cur.rowcount
-        elif cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"):
-            self.total_changes += cur.rowcount   # with RETURNING
+        if counted:
+            self._changed.append(cur)
+            if self._pipe is None:
+                self.settle()
         return Cursor(self, cur)
 
-    def raw(self, sql, params=None):
-        """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
-        cur = self._send(sql, params)
-        if cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"):
-            self.total_changes += cur.rowcount
-        return Cursor(self, cur)
+    def settle(self):
+        """Wait for the answers of the statements sent in the pipeline so far (their errors raised here)."""
+        import psycopg
+        if self._pipe is not None:
+            try:
+                self._pipe.sync()
+            except psycopg.Error as e:
+                raise _sqlite_error(e) from e
+        for cur in self._changed:
+            self._total_changes += max(0, cur.rowcount)
+        self._changed.clear()
 
-    def _pay_owed(self):
-        """Send a BEGIN still owed on its own (before what cannot carry it: COPY, a named cursor)."""
-        if self._owed is not None:
-            owed, self._owed = self._owed, None
-            for statement, args in owed:
-                self._raw.execute(statement, args)
+    @property
+    def total_changes(self):
+        """Rows inserted, updated or deleted by this connection so far (sqlite3's counter)."""
+        self.settle()
+        return self._total_changes
+
+    def _leave_pipeline(self):
+        """Settle and leave the pipeline; the transaction goes on without it (COPY, a named cursor)."""
+        if self._pipe is not None:
+            cm, self._pipe = self._pipe_cm, None
+            try:
+                cm.__exit__(None, None, None)
+            except Exception as e:
+                import psycopg
+                if isinstance(e, psycopg.Error):
+                    raise _sqlite_error(e) from e
+                raise
+            self.settle()
 
     def copy(self, sql):
         """psycopg's COPY ... FROM STDIN (`with conn.copy(sql) as sink: sink.write_row(row)`), in the
         transaction begun, if any."""
-        self._pay_owed()
+        self._leave_pipeline()
         return self._raw.cursor().copy(sql)
 
     def stream(self, sql, params=(), size=500):
@@ -232,7 +259,7 @@ class Connection:
         in memory; sqlite_utils' `query` does the same on SQLite)."""
         import psycopg
         try:
-            self._pay_owed()
+            self._leave_pipeline()
             with self._raw.cursor(name=f"scraper_stream_{id(self)}", withhold=True) as cur:
                 cur.itersize = size
                 cur.execute(dialect.translate(sql), tuple(params))
@@ -242,10 +269,14 @@ class Connection:
             raise _sqlite_error(e) from e
 
     def begin(self, shared=False):
-        """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE). Both are sent
-        with the transaction's first statement, in the same round trip."""
-        self._owed = [("BEGIN", None)] + ([] if shared else [("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))])
-        return Cursor(self, self._raw.cursor())
+        """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE). The transaction
+        runs in a pipeline (`_send`): BEGIN goes with its first statement, COMMIT with its last."""
+        self._pipe_cm = self._raw.pipeline()
+        self._pipe = self._pipe_cm.__enter__()
+        self.raw("BEGIN")
+        if not shared:
+            self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        return _Rows([])
 
     def primary_key(self, table):
         """The primary key's columns of `table`, comma-separated (cached)."""
@@ -270,14 +301,24 @@ class Connection:
     @property
     def in_transaction(self):
         from psycopg.pq import TransactionStatus
-        return self._owed is not None or self._raw.info.transaction_status != TransactionStatus.IDLE
+        return self._pipe is not None or self._raw.info.transaction_status != TransactionStatus.IDLE
 
     def commit(self):
         if self.in_transaction:
             self.raw("COMMIT")
+            self._leave_pipeline()
 
     def rollback(self):
-        if self.in_transaction:
+        """Undo the transaction; an error still waiting in the pipeline is the reason, not news."""
+        import psycopg
+        if self._pipe is not None:
+            cm, self._pipe = self._pipe_cm, None
+            try:
+                cm.__exit__(None, None, None)
+            except psycopg.Error:
+                pass
+            self._changed.clear()
+        if self._raw.info.transaction_status != 0:      # not IDLE
             self.raw("ROLLBACK")
 
     def cursor(self):
