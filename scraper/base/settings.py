@@ -320,6 +320,9 @@ def check_db_path(path):
     folder = os.path.dirname(os.path.abspath(path))
     _check(os.path.isdir(folder), f"the database folder {folder} does not exist.")
     _check(not os.path.isdir(path), f"the database path {path} is a folder, not a file.")
+    # a database to be made in a folder that cannot be written (an existing one may still be read there)
+    _check(os.path.exists(path) or (os.access(folder, os.W_OK | os.X_OK) and _creatable(folder)),
+           f"cannot open the database {path}: the folder {folder} cannot be written (permission denied).")
     if os.path.exists(path):
         try:
             with open(path, "rb") as f:
@@ -332,6 +335,16 @@ def check_db_path(path):
 def _check_url(what, url):
     parts = urlsplit(url)
     _check(parts.scheme in ("http", "https") and bool(parts.hostname), f"the {what} {url!r} is not an http(s) URL.")
+
+
+def _creatable(folder):
+    """Whether a file can be made in `folder` (os.access trusts the mode bits, which root ignores)."""
+    import tempfile
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def _check(ok, sentence):

@@ -34,14 +34,40 @@ def connect(path):
             return pg.Connection(path)
         except ImportError:
             raise ConfigError("a PostgreSQL database URL needs psycopg: pip install 'scraper[postgres]'.") from None
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError as e:
+        raise unopenable(path, e) from None
     # NORMAL under WAL loses at most the last commits on power loss, never consistency
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def unopenable(path, error):
+    """One sentence for a database file SQLite cannot open or create: where, and why when the folder says."""
+    import os
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        why = f"the folder {folder} does not exist"
+    elif not os.access(folder, os.W_OK | os.X_OK) or not _creatable(folder):
+        why = f"the folder {folder} cannot be written (SQLite keeps its journal beside the file)"
+    else:
+        why = str(error)
+    return ConfigError(f"cannot open the database {path}: {why}.")
+
+
+def _creatable(folder):
+    """Whether a file can be made in `folder` (os.access trusts the mode bits, which root ignores)."""
+    import tempfile
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def read_only(path, time_limit_s):
