@@ -4,19 +4,29 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
-from scraper.db import claims
-from scraper.db.jobrows import (  # noqa: F401 - add_jobs and DEFAULT_SOURCE are this module's public names too
-    DEFAULT_SOURCE,
-    _breaker_of,
-    _bump,
-    _with_source,
-    add_jobs,
-    pg_write_lock,
-)
+from scraper.db import claims, counters, domains
 from scraper.db.store import JOB_STATUSES, is_postgres, transaction
 from scraper.policy import breaker, fairness
 
 SEED_BATCH = 5_000
+DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources existed is its
+
+
+def add_jobs(c, rows, now, priority=0, source=DEFAULT_SOURCE):
+    """Queue (key, site, url, domain[, source]) rows inside the caller's transaction (a row without its
+    source gets `source`); known keys are left as they are. Returns how many were new."""
+    before = c.total_changes
+    c.executemany(
+        "INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(*with_source(row, source), priority, now, now) for row in rows],
+    )
+    return c.total_changes - before
+
+
+def with_source(row, source=DEFAULT_SOURCE):
+    """(key, site, url, domain, source): a row of four gets `source`."""
+    return tuple(row) if len(row) == 5 else (*row, source)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +59,7 @@ class Queue:
         new = known = 0
         batch = []
         for row in rows:
-            batch.append((*_with_source(row), now, now))
+            batch.append((*with_source(row), now, now))
             if len(batch) >= SEED_BATCH:
                 n = self._insert(batch)
                 new, known, batch = new + n, known + len(batch) - n, []
@@ -99,7 +109,8 @@ class Queue:
             blocked, probes = self._blocked_domains(c, now)
             if probes and is_postgres(c):
                 # only one claimer may turn a domain half-open: wait for the write lock, then look again
-                c.execute("SELECT pg_advisory_xact_lock(?)", (pg_write_lock(),))
+                from scraper.db import pg
+                c.execute("SELECT pg_advisory_xact_lock(?)", (pg.WRITE_LOCK,))
                 blocked, probes = self._blocked_domains(c, now)
             job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
             for domain in probes:
@@ -134,7 +145,7 @@ class Queue:
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
         blocked, probes = [], []
         for r in c.execute("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?", (now,)):
-            verdict = breaker.admits(_breaker_of(r), now)
+            verdict = breaker.admits(domains.breaker_of(r), now)
             if verdict != "yes":
                 blocked.append(r["domain"])
             if verdict == "probe":
@@ -214,7 +225,7 @@ class Queue:
             )
             if cur.rowcount != 1:
                 return False
-            _bump(c, "error:" + kind)
+            counters.bump(c, "error:" + kind)
             if finished is not None:
                 self._record(c, job, status, now)
             if write is not None:
@@ -251,7 +262,7 @@ class Queue:
                 [max_attempts, max_attempts, now, now, *workers],
             ).fetchall()
             if rows:
-                _bump(c, "error:abandoned", len(rows))
+                counters.bump(c, "error:abandoned", len(rows))
         failed = sum(1 for r in rows if r[0] == "failed")
         return len(rows) - failed, failed
 
@@ -321,7 +332,7 @@ class Queue:
             return before, after
 
     def domains(self):
-        return {r["domain"]: _breaker_of(r) for r in self.conn.execute("SELECT * FROM domains ORDER BY domain")}
+        return domains.every_breaker(self.conn)
 
     def new_run(self, now):
         """Give domains a previous run gave up another chance; returns their names."""
@@ -354,22 +365,11 @@ class Queue:
 
     @staticmethod
     def _breaker(c, domain):
-        row = c.execute("SELECT * FROM domains WHERE domain = ?", (domain,)).fetchone()
-        return breaker.Breaker() if row is None else _breaker_of(row)
+        return domains.read_breaker(c, domain)
 
     @staticmethod
     def _save_breaker(c, domain, b, now):
-        c.execute(
-            """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at,
-                                   open_cycles, gave_up, opened_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-               ON CONFLICT (domain) DO UPDATE SET state = excluded.state, failures = excluded.failures,
-                   open_until = excluded.open_until, probe_until = excluded.probe_until,
-                   paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at,
-                   open_cycles = excluded.open_cycles, gave_up = excluded.gave_up, opened_at = excluded.opened_at""",
-            (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now,
-             b.open_cycles, int(b.gave_up), b.opened_at),
-        )
+        domains.save_breaker(c, domain, b, now)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -398,7 +398,7 @@ class Queue:
         return out
 
     def counters(self):
-        return dict(self.conn.execute("SELECT name, value FROM counters"))
+        return counters.every(self.conn)
 
 
 if TYPE_CHECKING:
