@@ -1,10 +1,10 @@
 """The jobs table as a queue: seed, claim with a lease, finish, retry later, hand back, count."""
 
-import dataclasses
 import time
 from typing import TYPE_CHECKING
 
 from scraper.db import claims, counters, domains
+from scraper.db.backend import Job
 from scraper.db.store import JOB_STATUSES, is_postgres, transaction
 from scraper.policy import breaker, fairness
 
@@ -27,18 +27,6 @@ def add_jobs(c, rows, now, priority=0, source=DEFAULT_SOURCE):
 def with_source(row, source=DEFAULT_SOURCE):
     """(key, site, url, domain, source): a row of four gets `source`."""
     return tuple(row) if len(row) == 5 else (*row, source)
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-    id: int
-    key: str
-    site: str
-    url: str
-    domain: str
-    attempts: int       # including the current one
-    probe: bool = False  # this job tests a half-open domain
-    source: str = "n8n"  # the source (sources file) whose walk or job found it
 
 
 class Queue:

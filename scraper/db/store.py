@@ -48,26 +48,13 @@ def connect(path):
 
 
 def unopenable(path, error):
-    """One sentence for a database file SQLite cannot open or create: where, and why when the folder says."""
+    """One sentence for a database file SQLite cannot open or create (settings.check_db_path has said
+    already what it can of a new file's folder; this is for an existing file in a folder gone read-only)."""
     import os
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        why = f"the folder {folder} does not exist"
-    elif not os.access(folder, os.W_OK | os.X_OK) or not _creatable(folder):
-        why = f"the folder {folder} cannot be written (SQLite keeps its journal beside the file)"
-    else:
-        why = str(error)
+    why = (f"the folder {folder} cannot be written (SQLite keeps its journal beside the file)"
+           if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK) else str(error))
     return ConfigError(f"cannot open the database {path}: {why}.")
-
-
-def _creatable(folder):
-    """Whether a file can be made in `folder` (os.access trusts the mode bits, which root ignores)."""
-    import tempfile
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
 
 
 def read_only(path, time_limit_s):

@@ -3,9 +3,7 @@
 
 from scraper.base.clock import SYSTEM
 from scraper.db import slots, store
-from scraper.politeness.limiter import wait_for_slot
-
-RATE_TTL_S = 1.0            # a domain's rate is read again this often (as the SQLite limiter does)
+from scraper.politeness.limiter import RateReads, wait_for_slot
 
 
 class GcraLimiter:
@@ -13,30 +11,25 @@ class GcraLimiter:
     its own connection, so a slot is never taken inside another transaction."""
 
     def __init__(self, db_url, rate_per_s, burst, rate_of=None, clock=SYSTEM):
-        """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S, as `DomainLimiter` does
+        """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S (`RateReads`), as in `DomainLimiter`
         (robots.txt and the adaptive slow-down change a domain's rate during a run)."""
         self._conn = store.open_db(db_url)    # the schema first: a first seed walks before it stores
         self._default = slots.gcra(rate_per_s, burst)
-        self._rate_of = rate_of
+        self._reads = RateReads(rate_of, clock)
         self._known = {}
-        self._read_at = {}
         self._clock = clock
 
     def refresh(self, domain):
         """Read the domain's rate again before the next slot (it was just changed in this process)."""
-        self._read_at.pop(domain, None)
+        self._reads.forget(domain)
 
     def _params(self, domain):
         params = self._known.get(domain)
-        stale = self._rate_of is not None and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
-        if params is None or stale:
+        if params is None or self._reads.due(domain):
             if params is None:
                 slots.ensure(self._conn, domain)
-            params = self._default
-            if self._rate_of is not None:
-                params = slots.gcra(*self._rate_of(domain))
-                self._read_at[domain] = self._clock.monotonic()
-            self._known[domain] = params
+            own = self._reads.read(domain)
+            params = self._known[domain] = self._default if own is None else slots.gcra(*own)
         return params
 
     def wait_s(self, domain):

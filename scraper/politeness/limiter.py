@@ -70,34 +70,30 @@ class DomainLimiter:
         Every process checks the shared log against the rates it read; as they all read the same row,
         a lowered rate holds across processes within RATE_TTL_S."""
         self.rates = rates_for(rate_per_s, burst)
-        self._rate_of = rate_of
+        self._reads = RateReads(rate_of, clock)
         self._lock = _Flock(path + ".lock")
         with self._lock:
             self._conn = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False, timeout=30)
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
         self._buckets = {}
-        self._read_at = {}          # domain -> when its rate was last read
         self._clock = clock
         self._admitted = 0
 
     def refresh(self, domain):
         """Read the domain's rate again before the next slot (it was just changed in this process)."""
-        self._read_at.pop(domain, None)
+        self._reads.forget(domain)
 
     def _bucket(self, domain):
         bucket = self._buckets.get(domain)
-        stale = self._rate_of is not None and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
-        if bucket is None or stale:
+        if bucket is None or self._reads.due(domain):
             table = "rate_" + re.sub(r"[^A-Za-z0-9_]", "_", domain)  # interpolated into SQL by pyrate
             if bucket is None:
                 self._conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
                 self._conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
                 self._conn.commit()
-            rates = self.rates
-            if self._rate_of is not None:
-                rates = rates_for(*self._rate_of(domain))
-                self._read_at[domain] = self._clock.monotonic()
+            own = self._reads.read(domain)
+            rates = self.rates if own is None else rates_for(*own)
             if bucket is None or _key(rates) != _key(bucket.rates):
                 bucket = self._buckets[domain] = SQLiteBucket(rates, self._conn, table)
         return bucket
@@ -186,3 +182,31 @@ class NoLimiter:
 
     def close(self):
         pass
+
+
+class RateReads:
+    """Each domain's own rate (`rate_of(domain) -> (rate_per_s, burst)`, or None: the default for all),
+    read again every RATE_TTL_S on the injected clock: robots.txt and the adaptive slow-down change it during
+    a run, and every process reading the same row within RATE_TTL_S makes a lowered rate hold across them.
+    Both limiters keep their rates through it."""
+
+    def __init__(self, rate_of, clock):
+        self._rate_of = rate_of
+        self._clock = clock
+        self._read_at = {}          # domain -> when its rate was last read
+
+    def forget(self, domain):
+        """Read the domain's rate again before its next slot (it was just changed in this process)."""
+        self._read_at.pop(domain, None)
+
+    def due(self, domain):
+        """Whether the domain's rate should be read again now."""
+        return (self._rate_of is not None
+                and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S)
+
+    def read(self, domain):
+        """The domain's (rate_per_s, burst), or None when there is one rate for all."""
+        if self._rate_of is None:
+            return None
+        self._read_at[domain] = self._clock.monotonic()
+        return self._rate_of(domain)
