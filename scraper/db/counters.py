@@ -1,7 +1,9 @@
 """The `counters` table: all-time event counters (errors by kind, 429s), so a status read is one SELECT."""
 
+from scraper.db.backend import Conn
 
-def bump(c, name, by=1):
+
+def bump(c: Conn, name: str, by: int = 1) -> None:
     """Add `by` to counter `name` (inside the caller's transaction)."""
     c.execute(
         "INSERT INTO counters (name, value) VALUES (?, ?) "
@@ -10,6 +12,6 @@ def bump(c, name, by=1):
     )
 
 
-def every(conn):
+def every(conn: Conn) -> dict[str, int]:
     """{name: value} of every counter."""
     return dict(conn.execute("SELECT name, value FROM counters"))

@@ -1,18 +1,21 @@
 """The jobs table as a queue: seed, claim with a lease, finish, retry later, hand back, count."""
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from scraper.db import claims, counters, domains
-from scraper.db.backend import Job
+from scraper.db.backend import Conn, Job, Writer
 from scraper.db.store import JOB_STATUSES, is_postgres, transaction
 from scraper.policy import breaker, fairness
+from scraper.policy.breaker import Breaker
 
 SEED_BATCH = 5_000
 DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources existed is its
 
 
-def add_jobs(c, rows, now, priority=0, source=DEFAULT_SOURCE):
+def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int = 0,
+             source: str = DEFAULT_SOURCE) -> int:
     """Queue (key, site, url, domain[, source]) rows inside the caller's transaction (a row without its
     source gets `source`); known keys are left as they are. Returns how many were new."""
     before = c.total_changes
@@ -24,7 +27,7 @@ def add_jobs(c, rows, now, priority=0, source=DEFAULT_SOURCE):
     return c.total_changes - before
 
 
-def with_source(row, source=DEFAULT_SOURCE):
+def with_source(row: Sequence[str], source: str = DEFAULT_SOURCE) -> tuple[str, ...]:
     """(key, site, url, domain, source): a row of four gets `source`."""
     return tuple(row) if len(row) == 5 else (*row, source)
 
@@ -32,14 +35,14 @@ def with_source(row, source=DEFAULT_SOURCE):
 class Queue:
     """All job-state changes go through here; each is one short transaction."""
 
-    def __init__(self, conn, run_id=None):
+    def __init__(self, conn: Conn, run_id: int | None = None) -> None:
         self.conn = conn
+        self._levels: Sequence[Sequence[str]] | None = None
         self.run_id = run_id        # a run's workers record each job they finish under it (`run_jobs`)
-        self._levels = None
 
     # --- seeding -------------------------------------------------------------------------
 
-    def seed(self, rows, now=None):
+    def seed(self, rows: Iterable[Sequence[str]], now: float | None = None) -> tuple[int, int]:
         """Insert (key, site, url, domain[, source]) rows as pending; known keys are left as they are.
 
         Returns (new, known)."""
@@ -56,7 +59,7 @@ class Queue:
             new, known = new + n, known + len(batch) - n
         return new, known
 
-    def _insert(self, batch):
+    def _insert(self, batch: list[tuple[Any, ...]]) -> int:
         with transaction(self.conn) as c:
             before = c.total_changes
             c.executemany(
@@ -68,7 +71,9 @@ class Queue:
 
     # --- claiming ------------------------------------------------------------------------
 
-    def claim(self, worker, now, lease_s, sites=None, demands=None, workers=1, sources=None):
+    def claim(self, worker: str, now: float, lease_s: float, sites: Sequence[str] | None = None,
+              demands: dict[str, Any] | None = None, workers: int = 1,
+              sources: Sequence[Sequence[str]] | None = None) -> Job | None:
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
@@ -110,7 +115,8 @@ class Queue:
                     self._save_breaker(c, domain, breaker.on_probe(self._breaker(c, domain), now, lease_s), now)
             return job
 
-    def _claim_fair(self, c, base, base_args, blocked, demands, workers, worker, now, lease_s):
+    def _claim_fair(self, c: Conn, base: str, base_args: list[Any], blocked: list[str], demands: dict[str, Any],
+                    workers: int, worker: str, now: float, lease_s: float) -> Job | None:
         in_flight = self.in_flight(c) if demands else {}
         open_demands = {d: v for d, v in demands.items() if d not in blocked}
         p = fairness.plan(open_demands, in_flight, workers)
@@ -124,12 +130,12 @@ class Queue:
             job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)
         return job
 
-    def in_flight(self, c=None):
+    def in_flight(self, c: Conn | None = None) -> dict[str, int]:
         """{domain: jobs running}."""
         return dict((c or self.conn).execute(
             "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
 
-    def _blocked_domains(self, c, now):
+    def _blocked_domains(self, c: Conn, now: float) -> tuple[list[str], list[str]]:
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
         blocked, probes = [], []
         for r in c.execute("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?", (now,)):
@@ -143,7 +149,8 @@ class Queue:
     # On PostgreSQL claims run side by side: SKIP LOCKED (in the pick) passes over a row another claim is
     # taking, and `status = 'pending'` is checked again on the locked row (READ COMMITTED), so no job is
     # taken twice.
-    def _claim_where(self, c, where, args, worker, now, lease_s, probe=False):
+    def _claim_where(self, c: Conn, where: str, args: list[Any], worker: str, now: float, lease_s: float,
+                     probe: bool = False) -> Job | None:
         for pick, pick_args in claims.picks(self._levels, where, args, now, postgres=is_postgres(c)):
             job = self._take(c, pick, pick_args, worker, now, lease_s, probe)
             if job is not None:
@@ -151,7 +158,8 @@ class Queue:
         return None
 
     @staticmethod
-    def _take(c, pick, pick_args, worker, now, lease_s, probe):
+    def _take(c: Conn, pick: str, pick_args: list[Any], worker: str, now: float, lease_s: float,
+              probe: bool) -> Job | None:
         row = c.execute(
             f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
                     started_at = ?, updated_at = ?
@@ -159,9 +167,9 @@ class Queue:
                 RETURNING id, key, site, url, domain, attempts, source""",
             [worker, now + lease_s, now, now, *pick_args],
         ).fetchone()
-        return None if row is None else Job(*row[:6], probe=probe, source=row[6])
+        return None if row is None else Job(row[0], row[1], row[2], row[3], row[4], row[5], probe=probe, source=row[6])
 
-    def heartbeat(self, job, worker, now, lease_s):
+    def heartbeat(self, job: Job, worker: str, now: float, lease_s: float) -> bool:
         """Extend the lease; False when the job is no longer ours (it was taken back)."""
         with transaction(self.conn, shared=True) as c:
             cur = c.execute(
@@ -172,7 +180,8 @@ class Queue:
 
     # --- finishing -----------------------------------------------------------------------
 
-    def complete(self, job, worker, now, duration_ms, write=None, http_status=200):
+    def complete(self, job: Job, worker: str, now: float, duration_ms: int, write: Writer | None = None,
+                 http_status: int = 200) -> bool:
         """Mark the job done and run `write(conn)` (the result) in the same transaction.
 
         Returns False, writing nothing, when the lease was lost to another worker."""
@@ -190,14 +199,15 @@ class Queue:
                 write(c)
             return True
 
-    def _record(self, c, job, status, now):
+    def _record(self, c: Conn, job: Job, status: str, now: float) -> None:
         """The run's own record of a job it finished (what `report` counts, whatever happens later)."""
         if self.run_id is not None:
             c.execute("INSERT INTO run_jobs (run_id, job_id, status, at) VALUES (?, ?, ?, ?)",
                       (self.run_id, job.id, status, now))
 
-    def fail(self, job, worker, now, status, kind, message, http_status=None, available_at=None, duration_ms=None,
-             counted=True, write=None):
+    def fail(self, job: Job, worker: str, now: float, status: str, kind: str, message: str,
+             http_status: int | None = None, available_at: float | None = None, duration_ms: int | None = None,
+             counted: bool = True, write: Writer | None = None) -> bool:
         """Record a failed attempt: `status` is pending (retry at `available_at`), failed or invalid.
         With `counted=False` the attempt is given back (a 429 is the domain's, not the job's); `write(conn)`
         runs in the same transaction (a confirmed removal)."""
@@ -220,7 +230,7 @@ class Queue:
                 write(c)
             return True
 
-    def release(self, job, worker, now):
+    def release(self, job: Job, worker: str, now: float) -> bool:
         """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted."""
         with transaction(self.conn, shared=True) as c:
             cur = c.execute(
@@ -231,7 +241,7 @@ class Queue:
             )
             return cur.rowcount == 1
 
-    def abandon(self, now, workers, max_attempts):
+    def abandon(self, now: float, workers: Sequence[str], max_attempts: int) -> tuple[int, int]:
         """Take back the running rows of `workers` that died holding them: the attempt counts (the job
         may be what killed them); after `max_attempts` the row ends failed, `abandoned`.
 
@@ -254,14 +264,15 @@ class Queue:
         failed = sum(1 for r in rows if r[0] == "failed")
         return len(rows) - failed, failed
 
-    def expired_holders(self, now):
+    def expired_holders(self, now: float) -> list[str]:
         """Names of the workers holding a running job whose lease has run out."""
         return [r[0] for r in self.conn.execute(
             "SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?", (now,))]
 
-    def requeue(self, now, workers=None, expired=False):
+    def requeue(self, now: float, workers: Sequence[str] | None = None, expired: bool = False) -> int:
         """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
         given) every running row. Their attempt is not counted: a clean hand-back (stop, recycle)."""
+        args: list[Any]
         if workers is not None:
             marks = ",".join("?" * len(workers))
             where, args = f"worker IN ({marks})", list(workers)
@@ -280,7 +291,8 @@ class Queue:
             )
             return cur.rowcount
 
-    def retry(self, statuses, now=None, finished_before=None):
+    def retry(self, statuses: Sequence[str], now: float | None = None,
+              finished_before: float | None = None) -> int:
         """Move rows of `statuses` back to pending with attempts reset; returns how many. `finished_before`:
         only rows whose last attempt ended before that time (`update --retry-after`)."""
         now = time.time() if now is None else now
@@ -295,7 +307,7 @@ class Queue:
             )
             return cur.rowcount
 
-    def refetch(self, keys, now):
+    def refetch(self, keys: Iterable[str | tuple[str, float]], now: float) -> int:
         """Queue finished jobs of `keys` again, attempts reset (a sync or a refresh); a job that is pending
         or running already is left alone. `keys` is a list of keys, or of (key, available_at) to order
         the claims. Returns how many were queued."""
@@ -311,7 +323,8 @@ class Queue:
 
     # --- domains -------------------------------------------------------------------------
 
-    def update_domain(self, domain, change, now):
+    def update_domain(self, domain: str, change: Callable[[Breaker], Breaker],
+                      now: float) -> tuple[Breaker, Breaker]:
         """Apply `change(Breaker) -> Breaker` to the domain's row atomically; returns (before, after)."""
         with transaction(self.conn) as c:
             before = self._breaker(c, domain)
@@ -319,24 +332,24 @@ class Queue:
             self._save_breaker(c, domain, after, now)
             return before, after
 
-    def domains(self):
+    def domains(self) -> dict[str, Breaker]:
         return domains.every_breaker(self.conn)
 
-    def new_run(self, now):
+    def new_run(self, now: float) -> list[str]:
         """Give domains a previous run gave up another chance; returns their names."""
         names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up != 0")]
         for name in names:
             self.update_domain(name, breaker.on_new_run, now)
         return names
 
-    def given_up(self):
+    def given_up(self) -> dict[str, int]:
         """{domain: pending jobs} of the domains this run gave up."""
         return dict(self.conn.execute(
             """SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
                WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))
 
-    def work_left(self, sites=None, sources=None):
+    def work_left(self, sites: Sequence[str] | None = None, sources: Sequence[str] | None = None) -> bool:
         """True while a job (of `sites` and `sources`, default all) runs, or a pending one belongs to a
         domain that was not given up."""
         where, args = "", []
@@ -352,40 +365,40 @@ class Queue:
         ).fetchone()[0])
 
     @staticmethod
-    def _breaker(c, domain):
+    def _breaker(c: Conn, domain: str) -> Breaker:
         return domains.read_breaker(c, domain)
 
     @staticmethod
-    def _save_breaker(c, domain, b, now):
+    def _save_breaker(c: Conn, domain: str, b: Breaker, now: float) -> None:
         domains.save_breaker(c, domain, b, now)
 
     # --- reading -------------------------------------------------------------------------
 
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         """Rows per status (every status present, zero when none)."""
         counts = dict.fromkeys(JOB_STATUSES, 0)
         for status, n in self.conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status"):
             counts[status] = n
         return counts
 
-    def run_counts(self, run_id):
+    def run_counts(self, run_id: int) -> dict[str, int]:
         """What run `run_id` itself finished: {done, failed, invalid}."""
         counts = dict.fromkeys(("done", "failed", "invalid"), 0)
         counts.update(self.conn.execute("SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status",
                                         (run_id,)).fetchall())
         return counts
 
-    def finished_since(self, since):
+    def finished_since(self, since: float) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).fetchone()[0]
 
-    def counts_by_site(self):
+    def counts_by_site(self) -> dict[str, dict[str, int]]:
         """{site: {status: rows}} (every status present, zero when none)."""
-        out = {}
+        out: dict[str, dict[str, int]] = {}
         for site, status, n in self.conn.execute("SELECT site, status, COUNT(*) FROM jobs GROUP BY site, status"):
             out.setdefault(site, dict.fromkeys(JOB_STATUSES, 0))[status] = n
         return out
 
-    def counters(self):
+    def counters(self) -> dict[str, int]:
         return counters.every(self.conn)
 
 
