@@ -159,7 +159,6 @@ class Connection:
         self._total_changes = 0
         self._changed = []           # cursors whose changed rows are not counted yet
         self._pipe = self._pipe_cm = None    # the pipeline of the transaction under way (and its context)
-        self._pks = {}
         self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
 
     # --- statements ----------------------------------------------------------------------------
@@ -191,11 +190,7 @@ class Connection:
             self.execute(statement)
 
     def _translate(self, sql):
-        head = sql.lstrip()[:40].upper()
-        pk = None
-        if head.startswith("INSERT OR REPLACE"):
-            pk = self.primary_key(sql.split()[4].split("(")[0])
-        return dialect.translate(sql, pk)
+        return dialect.translate(sql)
 
     def raw(self, sql, params=None):
         """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
@@ -277,17 +272,6 @@ class Connection:
         if not shared:
             self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         return _Rows([])
-
-    def primary_key(self, table):
-        """The primary key's columns of `table`, comma-separated (cached)."""
-        pk = self._pks.get(table)
-        if pk is None:
-            rows = self.raw(
-                """SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
-                   AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary
-                   ORDER BY array_position(i.indkey, a.attnum)""", (table,)).fetchall()
-            pk = self._pks[table] = ", ".join(r[0] for r in rows)
-        return pk or None
 
     def _pragma(self, sql):
         body = sql.strip().rstrip(";")[6:].strip()
