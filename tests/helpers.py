@@ -21,7 +21,7 @@ from responses import matchers
 
 from scraper import cli
 from scraper.base import logs
-from scraper.db import store
+from scraper.db import schema, store
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, load_json
 
@@ -299,7 +299,7 @@ def served_mirror(path, copies=0):
         base = n8n.extract(detail_body(ids[1]), "2026-11-02T00:00:00+00:00")
         for k in range(copies):
             store.upsert(conn, "workflows", dict(base, id=900_000 + k, name=f"Copy {k} of {base['name']}"), "id")
-        if any(r[1] == "paid" for r in conn.execute("PRAGMA table_info(workflows)")):    # schema 17 on
+        if "paid" in schema.column_names(conn, "workflows"):    # schema 17 on
             conn.execute("UPDATE workflows SET paid = 0")
             conn.execute("UPDATE workflows SET paid = 1, price = 19.0, purchase_url = ? WHERE id = ?",
                          ("https://shop.test/template", ids[2]))

@@ -261,3 +261,82 @@ def test_two_seeds_of_one_source_at_once_walk_it_once(pg_url, tmp_path):
     assert "events: walked" not in second.stderr + second.stdout
     assert first.returncode == 0 and "events: walked (complete" in err + out, err[-2000:]
     assert rows(pg_url, "SELECT COUNT(*) AS n FROM source_walks WHERE source = 'events'")[0]["n"] == 1
+
+
+# --- nothing imitating SQLite (issue 27) -------------------------------------------------------------
+
+def own_objects(url):
+    """What the database's schema holds besides tables and indexes: {kind: sorted names}."""
+    conn = store.connect(url)
+    try:
+        def names(sql):
+            return sorted(r[0] for r in conn.raw(sql).fetchall())
+        return {
+            "functions": names("""SELECT p.proname || ':' || format_type(p.prorettype, NULL) FROM pg_proc p
+                                  JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()"""),
+            "views": names("SELECT viewname::text FROM pg_views WHERE schemaname = current_schema()"),
+            "triggers": names("""SELECT t.tgname::text FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+                                 JOIN pg_namespace n ON n.oid = c.relnamespace
+                                 WHERE n.nspname = current_schema() AND NOT t.tgisinternal"""),
+            "other": names("""SELECT c.relname || ':' || c.relkind::text FROM pg_class c
+                              JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()
+                                AND c.relkind NOT IN ('r', 'i', 'S', 'v', 't')"""),
+        }
+    finally:
+        conn.close()
+
+
+def test_migrate_to_a_new_database_creates_only_the_projects_own_objects(tmp_path, pg_url):
+    sqlite_db = tmp_path / "jobs.db"
+    store.open_db(str(sqlite_db)).close()
+    result = invoke(sqlite_db, "migrate", "--to", pg_url)
+    assert result.exit_code == 0, result.output
+    found = own_objects(pg_url)
+    # trigger functions only: no json_each, json_valid, round or sum(boolean) look-alike, no helper
+    assert found["functions"] == ["scraper_items_search:trigger", "scraper_search_trigger:trigger"]
+    assert found["views"] == ["templates"]           # the project's own view; no sqlite_master
+    assert found["triggers"] == ["items_search_row", "workflows_search_link", "workflows_search_row",
+                                 "workflows_search_transcript"]
+    assert found["other"] == []
+
+
+def test_an_older_database_loses_its_sqlite_look_alikes_on_upgrade(pg_migrated_url):
+    conn = store.connect(pg_migrated_url)
+    try:
+        # what schema 20 held: SQLite's function names and catalogue, made to answer SQLite's SQL
+        conn.raw("CREATE FUNCTION json_valid(t text) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$")
+        conn.raw("CREATE FUNCTION _sqlite_bool_sum(s bigint, b boolean) RETURNS bigint LANGUAGE sql "
+                 "AS $$ SELECT s + b::int $$")
+        conn.raw("CREATE AGGREGATE sum(boolean) (SFUNC = _sqlite_bool_sum, STYPE = bigint)")
+        conn.raw("CREATE VIEW sqlite_master AS SELECT 'table'::text AS type")
+        conn.raw("UPDATE schema_version SET version = 20")
+        assert store.migrate(conn) == store.SCHEMA_VERSION
+    finally:
+        conn.close()
+    found = own_objects(pg_migrated_url)
+    assert found["functions"] == ["scraper_items_search:trigger", "scraper_search_trigger:trigger"]
+    assert found["views"] == ["templates"]
+
+
+def test_the_templates_view_reads_the_verdict_as_sqlite_does(tmp_path, pg_migrated_url):
+    """Migration 21's two spellings of `templates` agree row for row, with a verdict that is not JSON."""
+    row = {"name": "n", "description": "d", "explainer": "e", "workflow": "{}", "version": 1}
+    verdicts = [(1, None), (None, json.dumps({"rules": 1, "count": 1, "columns": {"description": "[redacted]"}})),
+                (None, json.dumps({"rules": 2, "columns": {}})), (None, "not json"), (None, '{"broken'),
+                (None, json.dumps({"rules": 1, "columns": {"workflow": "a\u0000b"}})), (None, None)]
+    out = []
+    for db in (str(tmp_path / "jobs.db"), pg_migrated_url):
+        conn = store.open_db(db)
+        try:
+            for i, (clean, saved) in enumerate(verdicts, 1):
+                conn.execute("INSERT INTO workflows (id, name, description, explainer, workflow, version, "
+                             "clean_at_rules, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             (i, *row.values(), clean, saved))
+            out.append([tuple(r) for r in conn.execute(
+                "SELECT id, url, description, explainer, workflow FROM templates ORDER BY id").fetchall()])
+        finally:
+            conn.close()
+    # the one difference: a saved form jsonb cannot hold (a NUL) is withheld on PostgreSQL
+    assert out[0][:5] == out[1][:5] and out[0][6] == out[1][6]
+    assert out[0][1][2] == "[redacted]" and out[0][2][2] is None and out[0][3][2] is None
+    assert out[1][5][2:] == (None, None, None)

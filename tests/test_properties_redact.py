@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of scraper/policy/redact.py: nothing with a credential's shape survives,
+"""Property-based tests (hypothesis) of scraper/policy/redact/: nothing with a credential's shape survives,
 and nothing else changes (structure, keys, other values), the count being the number of values replaced."""
 
 import copy
@@ -75,7 +75,7 @@ def planted_text(draw, max_tokens=3):
 
 
 def _normal_key(k):
-    return redact._norm(k) not in redact.SECRET_KEYS and k not in ("pinData", "name", "value")
+    return redact.norm(k) not in redact.SECRET_KEYS and k not in ("pinData", "name", "value")
 
 
 plain_keys = st.text(ALNUM[:52] + "_", min_size=1, max_size=12).filter(_normal_key)

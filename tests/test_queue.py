@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from scraper.db import store
+from scraper.db import schema, store
 from scraper.db.queue import Queue
 from scraper.policy import breaker
 
@@ -53,8 +53,7 @@ def template_id(job):
 def test_open_db_migrates_to_the_schema_version(db):
     conn = store.open_db(db)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION >= 1
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"jobs", "workflows", "domains", "runs", "counters"} <= tables
+    assert {"jobs", "workflows", "domains", "runs", "counters"} <= schema.tables(conn)
     if not store.is_postgres(conn):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()

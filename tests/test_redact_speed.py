@@ -8,18 +8,19 @@ import json
 import pytest
 
 from scraper.policy import redact
+from scraper.policy.redact import patterns, rules
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, MAX_TEMPLATES, Corpus
 
 
 def _old_text(s):
     """`text()` as it was before the fast path: the quick regex, then the whole pattern."""
-    if (not isinstance(s, str) or not s or redact._QUICK_RE.search(s.lower()) is None
-            or redact._ANY_RE.search(s) is None):
+    if (not isinstance(s, str) or not s or patterns.QUICK_RE.search(s.lower()) is None
+            or patterns.ANY_RE.search(s) is None):
         return s, 0
-    s, n = redact._replace_group(redact._TOKEN_RE, 0, "any", s)
-    for pattern, group, sure in redact._PARTS:
-        s, k = redact._replace_group(pattern, group, sure, s)
+    s, n = rules.replace_group(patterns.TOKEN_RE, 0, "any", s)
+    for pattern, group, sure in patterns.PART_RES:
+        s, k = rules.replace_group(pattern, group, sure, s)
         n += k
     return s, n
 

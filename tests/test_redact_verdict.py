@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from scraper.db import store
 from scraper.policy import redact
+from scraper.policy.redact import verdicts
 from scraper.products import export, files
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, MAX_TEMPLATES, Corpus
@@ -105,8 +106,9 @@ def test_a_verdict_of_other_rules_is_not_trusted(mirror, tmp_path, monkeypatch):
     """Rules that changed (a new RULES_VERSION) redact every row again, whatever was stored."""
     assert redact.restore({}, json.dumps({"rules": redact.RULES_VERSION + 1, "values": 1, "columns": {}})) is None
     summary = export.write_file(mirror, "jsonl", str(tmp_path / "now.jsonl"))
-    monkeypatch.setattr(redact, "RULES_VERSION", redact.RULES_VERSION + 1)
-    monkeypatch.setattr(redact, "text", lambda s: (s + "!", 1) if isinstance(s, str) and s else (s, 0))
+    for holder in (redact, verdicts):
+        monkeypatch.setattr(holder, "RULES_VERSION", redact.RULES_VERSION + 1)
+    monkeypatch.setattr(verdicts, "text", lambda s: (s + "!", 1) if isinstance(s, str) and s else (s, 0))
     later = export.write_file(mirror, "jsonl", str(tmp_path / "later.jsonl"))
     assert later.redacted_rows > summary.redacted_rows
 

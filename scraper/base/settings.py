@@ -322,6 +322,9 @@ def check_db_path(path):
     folder = os.path.dirname(os.path.abspath(path))
     _check(os.path.isdir(folder), f"the database folder {folder} does not exist.")
     _check(not os.path.isdir(path), f"the database path {path} is a folder, not a file.")
+    # a database to be made in a folder that cannot be written (an existing one may still be read there)
+    _check(os.path.exists(path) or (os.access(folder, os.W_OK | os.X_OK) and _creatable(folder)),
+           f"cannot open the database {path}: the folder {folder} cannot be written (permission denied).")
     if os.path.exists(path):
         try:
             with open(path, "rb") as f:
@@ -329,6 +332,16 @@ def check_db_path(path):
         except OSError as e:
             raise ConfigError(f"the database {path} cannot be read ({e.strerror}).") from e
         _check(head in (b"", SQLITE_HEADER), f"{path} is not a SQLite database.")
+
+
+def _creatable(folder):
+    """Whether a file can be made in `folder` (os.access trusts the mode bits, which root ignores)."""
+    import tempfile
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def _check(ok, sentence):

@@ -14,6 +14,7 @@ import click
 from scraper.base import config, exitcodes, logs, settings
 from scraper.base.config import METAVARS, parse_set
 from scraper.base.errors import ConfigError, Stopped
+from scraper.db import schema
 
 log = logging.getLogger("scraper")
 
@@ -291,7 +292,7 @@ def _record(s, at, kind, ok):
         return
     conn = store.connect(s.db_path)
     try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'notifications'").fetchone():
+        if schema.has_table(conn, "notifications"):
             store.record_notification(conn, at, kind, ok)
     finally:
         conn.close()

@@ -10,33 +10,31 @@ mypy checks these protocols strictly, and that the SQLite modules conform (see t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 Row = Any            # a row of a backend's cursor: indexable by position and by column name
+Conn = Any           # a connection: sqlite3.Connection, or db.pg.Connection, which takes the same calls
 Writer = Callable[[Any], object]   # `write(conn)`: a result written in the transaction that ends a job
 
 
-class JobRef(Protocol):
-    """A claimed job, as a worker holds it."""
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A claimed job, as a worker holds it (the same on both backends)."""
 
-    @property
-    def id(self) -> int: ...
-    @property
-    def key(self) -> str: ...
-    @property
-    def site(self) -> str: ...
-    @property
-    def url(self) -> str: ...
-    @property
-    def domain(self) -> str: ...
-    @property
-    def attempts(self) -> int: ...
-    @property
-    def probe(self) -> bool: ...
-    @property
-    def source(self) -> str: ...
+    id: int
+    key: str
+    site: str
+    url: str
+    domain: str
+    attempts: int           # including the current one
+    probe: bool = False     # this job tests a half-open domain
+    source: str = "n8n"     # the source (sources file) whose walk or job found it
+
+
+JobRef = Job
 
 
 class JobQueue(Protocol):
@@ -55,9 +53,10 @@ class JobQueue(Protocol):
              http_status: int | None = None, available_at: float | None = None, duration_ms: int | None = None,
              counted: bool = True, write: Writer | None = None) -> bool: ...
     def release(self, job: JobRef, worker: str, now: float) -> bool: ...
-    def abandon(self, now: float, workers: Iterable[str], max_attempts: int) -> int: ...
-    def requeue(self, now: float, workers: Iterable[str] | None = None, expired: bool = False) -> int: ...
-    def retry(self, statuses: Iterable[str], now: float | None = None) -> int: ...
+    # (taken back to pending, ended failed)
+    def abandon(self, now: float, workers: Sequence[str], max_attempts: int) -> tuple[int, int]: ...
+    def requeue(self, now: float, workers: Sequence[str] | None = None, expired: bool = False) -> int: ...
+    def retry(self, statuses: Sequence[str], now: float | None = None) -> int: ...
     def update_domain(self, domain: str, change: Callable[[Any], Any], now: float) -> Any: ...
     def work_left(self, sites: Sequence[str] | None = None, sources: Sequence[str] | None = None) -> bool: ...
     def counts(self) -> dict[str, int]: ...

@@ -4,6 +4,8 @@ Kept apart from `Queue.claim` (which decides which domains may be asked, in whic
 questions change separately. Each pick is a subquery giving one id; `Queue._take` runs it inside its UPDATE.
 """
 
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 # The one order of claims among the jobs a claim may take (served by the claim indexes): child jobs
 # (priority 1) first, then the longest-waiting. Fairness between domains decides which domains may be
@@ -12,9 +14,9 @@ CLAIM_ORDER = "priority DESC, available_at, id"
 SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"    # PostgreSQL: claims side by side pass over a row being taken
 
 
-def source_levels(sources):
+def source_levels(sources: Iterable[Any]) -> list[list[str]]:
     """[[names of priority 1], [names of priority 2], ...] of `sources` (base.sources.Source), for claims."""
-    levels = {}
+    levels: dict[int, list[str]] = {}
     for s in sorted(sources, key=lambda s: (s.priority, s.name)):
         levels.setdefault(s.priority, []).append(s.name)
     return list(levels.values())
@@ -22,7 +24,8 @@ def source_levels(sources):
 
 # Without ANALYZE statistics SQLite prefers jobs_status and sorts every pending row (measured: 176 ms
 # a claim at 1M pending); the claim index reads rows in claim order and stops at the first (56 us).
-def picks(levels, where, args, now, postgres=False):
+def picks(levels: Sequence[Sequence[str]] | None, where: str, args: Sequence[Any], now: float,
+          postgres: bool = False) -> Iterator[tuple[str, list[Any]]]:
     """(sql, args) of the picks to try in turn: without `levels` one over every row (index jobs_claim);
     with them one per priority level, the first level first. One source's rows are read from its own
     index (jobs_claim_source) in claim order, a lookup rather than a sort; a level of several sources

@@ -3,16 +3,14 @@
 It is a rewrite of the few spellings the two engines disagree on, not a parser: string literals and
 comments are set aside first, so nothing inside them is touched. What it maps:
 - `?` placeholders -> `%s` (and a literal `%` -> `%%`, as psycopg wants);
-- `INSERT OR IGNORE` -> `... ON CONFLICT DO NOTHING`; `INSERT OR REPLACE` -> `... ON CONFLICT (pk) DO UPDATE`
-  (the primary key comes from the caller, which reads it from the catalogue);
-- scalar `MAX(a, b)`/`MIN(a, b)` -> `GREATEST`/`LEAST`; `IFNULL` -> `COALESCE`; `group_concat` ->
-  `string_agg`; `json_object`/`json_group_array` -> `json_build_object`/`json_agg`; `LIKE` -> `ILIKE`
-  (SQLite's LIKE ignores ASCII case); `GLOB 'p'` -> `~ 'regex'`; `LIMIT -1` -> `LIMIT ALL`; `==` -> `=`;
-- `INDEXED BY x`, `NOT INDEXED`, `COLLATE NOCASE` dropped (planner hints and SQLite's collation);
+- `INSERT OR IGNORE` -> `... ON CONFLICT DO NOTHING`; a bare column in `DO UPDATE SET` named by its table;
+- scalar `MAX(a, b)`/`MIN(a, b)` -> `GREATEST`/`LEAST`; `group_concat` -> `string_agg`; `LIKE` -> `ILIKE`
+  (SQLite's LIKE ignores ASCII case); `GLOB 'p'` -> `~ 'regex'`; `INDEXED BY x` dropped (a planner hint);
 - in DDL: `INTEGER PRIMARY KEY` -> an identity column, `INTEGER` -> `BIGINT`, `REAL` -> `DOUBLE PRECISION`,
   `BLOB` -> `BYTEA`.
-Functions PostgreSQL lacks (json_each, json_valid, json_type, json_extract, strftime, julianday, unixepoch,
-round(double, n), sum(boolean), the sqlite_master view) are created in the database instead: `SHIMS`.
+What differs in more than spelling (JSON, search, the catalogue) is not translated: each dialect has its
+own SQL for it (db/jsonsql.py, db/pgschema.py, db/schema.py), and nothing imitating SQLite is created in a
+PostgreSQL database. Every rule has a golden test (tests/test_dialect.py); a rule no statement needs is deleted.
 """
 
 import functools
@@ -24,16 +22,8 @@ _MARKED = re.compile(r"\x00(\d+)\x00")
 
 _SIMPLE = [
     (re.compile(r"\bINDEXED\s+BY\s+\w+", re.I), ""),
-    (re.compile(r"\bNOT\s+INDEXED\b", re.I), ""),
-    (re.compile(r"\bCOLLATE\s+NOCASE\b", re.I), ""),
-    (re.compile(r"\bIFNULL\s*\(", re.I), "COALESCE("),
-    (re.compile(r"\bjson_object\s*\(", re.I), "json_build_object("),
-    (re.compile(r"\bjson_group_array\s*\(", re.I), "json_agg("),
-    (re.compile(r"(?<![<>!=])==(?!=)"), "="),
     (re.compile(r"\bNOT\s+LIKE\b", re.I), "NOT ILIKE"),
     (re.compile(r"(?<!NOT )\bLIKE\b", re.I), "ILIKE"),
-    (re.compile(r"\bLIMIT\s+-1\b", re.I), "LIMIT ALL"),
-    (re.compile(r"\bAS\s+REAL\b", re.I), "AS DOUBLE PRECISION"),
 ]
 _DDL = [
     (re.compile(r"\bINTEGER\s+PRIMARY\s+KEY(\s+AUTOINCREMENT)?", re.I),
@@ -42,7 +32,7 @@ _DDL = [
     (re.compile(r"\bREAL\b", re.I), "DOUBLE PRECISION"),
     (re.compile(r"\bBLOB\b", re.I), "BYTEA"),
 ]
-_INSERT_OR = re.compile(r"^\s*INSERT\s+OR\s+(IGNORE|REPLACE)\s+INTO\s+(\w+)\s*(\(([^)]*)\))?", re.I)
+_INSERT_OR = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\s+(\w+)\s*(\(([^)]*)\))?", re.I)
 _RETURNING = re.compile(r"\bRETURNING\b", re.I)
 _INSERT = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)\s*\(([^)]*)\)", re.I)
 _DO_UPDATE = re.compile(r"\bDO\s+UPDATE\s+SET\b", re.I)
@@ -135,8 +125,8 @@ def _calls(code):
 
 
 @functools.lru_cache(maxsize=2048)
-def translate(sql, pk=None, ddl=False):
-    """PostgreSQL's spelling of `sql` (SQLite's). `pk` names the conflict target of an INSERT OR REPLACE."""
+def translate(sql, ddl=False):
+    """PostgreSQL's spelling of `sql` (SQLite's); `ddl`: a migration's statement (the column types too)."""
     literals = []
 
     def keep(m):
@@ -148,15 +138,9 @@ def translate(sql, pk=None, ddl=False):
     conflict = None
     m = _INSERT_OR.match(code)
     if m:
-        verb, table, cols = m.group(1).upper(), m.group(2), m.group(4)
+        table, cols = m.group(1), m.group(3)
         code = code[:m.start()] + f"INSERT INTO {table}" + (f" ({cols})" if cols is not None else "") + code[m.end():]
-        if verb == "IGNORE" or not cols or not pk:
-            conflict = " ON CONFLICT DO NOTHING"
-        else:
-            names = [c.strip() for c in cols.split(",")]
-            keys = [k.strip() for k in pk.split(",")]
-            sets = ", ".join(f"{c} = excluded.{c}" for c in names if c not in keys) or f"{keys[0]} = excluded.{keys[0]}"
-            conflict = f" ON CONFLICT ({pk}) DO UPDATE SET {sets}"
+        conflict = " ON CONFLICT DO NOTHING"
     for pattern, repl in _DDL if ddl else ():
         code = pattern.sub(repl, code)
     for pattern, repl in _SIMPLE:
@@ -176,81 +160,3 @@ def translate(sql, pk=None, ddl=False):
         return text.replace("%", "%%")
 
     return re.sub(r"\x00(\d+|sep)\x00", restore, code)
-
-
-# Functions and a view that SQLite has and PostgreSQL lacks, created in the database's own schema (the
-# migrations' first step on PostgreSQL, replaced on every upgrade). JSON is stored as TEXT, as in SQLite.
-SHIMS = r"""
-CREATE OR REPLACE FUNCTION json_valid(t text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN
-    IF t IS NULL THEN RETURN NULL; END IF;
-    PERFORM t::jsonb;
-    RETURN true;
-EXCEPTION WHEN others THEN
-    RETURN false;
-END $$;
-CREATE OR REPLACE FUNCTION _sqlite_json_type(j jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE jsonb_typeof(j) WHEN 'string' THEN 'text' WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb
-        THEN 'true' ELSE 'false' END) WHEN 'number' THEN (CASE WHEN j::text ~ '^-?[0-9]+$' THEN 'integer'
-        ELSE 'real' END) ELSE jsonb_typeof(j) END
-$$;
-CREATE OR REPLACE FUNCTION json_type(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN json_valid(t) THEN _sqlite_json_type(t::jsonb) END
-$$;
-CREATE OR REPLACE FUNCTION _sqlite_json_value(j jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE jsonb_typeof(j) WHEN 'string' THEN j #>> '{}' WHEN 'null' THEN NULL
-        WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN '1' ELSE '0' END) ELSE j::text END
-$$;
-CREATE OR REPLACE FUNCTION json_each(t text) RETURNS TABLE (key text, value text, type text)
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT (e.ord - 1)::text, _sqlite_json_value(e.v), _sqlite_json_type(e.v)
-    FROM jsonb_array_elements(CASE WHEN json_type(t) = 'array' THEN t::jsonb ELSE '[]'::jsonb END)
-        WITH ORDINALITY AS e(v, ord)
-    UNION ALL
-    SELECT o.k, _sqlite_json_value(o.v), _sqlite_json_type(o.v)
-    FROM jsonb_each(CASE WHEN json_type(t) = 'object' THEN t::jsonb ELSE '{}'::jsonb END) AS o(k, v)
-$$;
-CREATE OR REPLACE FUNCTION json_array_length(t text) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN json_type(t) = 'array' THEN jsonb_array_length(t::jsonb)::bigint
-                WHEN json_valid(t) THEN 0 END
-$$;
-CREATE OR REPLACE FUNCTION json_extract(t text, path text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN json_valid(t) THEN _sqlite_json_value(t::jsonb #> string_to_array(
-        regexp_replace(regexp_replace(substr(path, 2), '\[(\d+)\]', '.\1', 'g'), '^\.', ''), '.')) END
-$$;
-CREATE OR REPLACE FUNCTION round(x double precision, n integer) RETURNS double precision
-LANGUAGE sql IMMUTABLE AS $$ SELECT round(x::numeric, n)::double precision $$;
-CREATE OR REPLACE FUNCTION _sqlite_ts(t text) RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN t = 'now' THEN clock_timestamp()
-                WHEN t ~ '^-?[0-9.]+$' THEN to_timestamp(t::double precision)
-                ELSE (CASE WHEN t ~ '(Z|[+-][0-9:]+)$' THEN t::timestamptz ELSE (t || 'Z')::timestamptz END) END
-$$;
-CREATE OR REPLACE FUNCTION unixepoch(t text) RETURNS bigint LANGUAGE sql STABLE AS $$
-    SELECT floor(extract(epoch from _sqlite_ts(t)))::bigint
-$$;
-CREATE OR REPLACE FUNCTION julianday(t text) RETURNS double precision LANGUAGE sql STABLE AS $$
-    SELECT extract(epoch from _sqlite_ts(t))::double precision / 86400.0 + 2440587.5
-$$;
-CREATE OR REPLACE FUNCTION strftime(fmt text, t text) RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN fmt = '%s' THEN floor(extract(epoch from _sqlite_ts(t)))::bigint::text
-        ELSE to_char(_sqlite_ts(t) AT TIME ZONE 'UTC', replace(replace(replace(replace(replace(replace(
-            replace(fmt, '%Y', 'YYYY'), '%m', 'MM'), '%d', 'DD'), '%H', 'HH24'), '%M', 'MI'), '%S', 'SS'),
-            '%W', 'IW')) END
-$$;
-CREATE OR REPLACE FUNCTION datetime(t text) RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT to_char(_sqlite_ts(t) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-$$;
-CREATE OR REPLACE FUNCTION _sqlite_bool_sum(s bigint, b boolean) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
-    SELECT COALESCE(s, 0) + CASE WHEN b THEN 1 ELSE 0 END
-$$;
-DO $$ BEGIN
-    CREATE AGGREGATE sum(boolean) (SFUNC = _sqlite_bool_sum, STYPE = bigint);
-EXCEPTION WHEN duplicate_function THEN NULL;
-END $$;
-CREATE OR REPLACE VIEW sqlite_master AS
-    SELECT 'table'::text AS type, table_name::text AS name, table_name::text AS tbl_name, NULL::text AS sql
-    FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'
-    UNION ALL
-    SELECT 'index', indexname::text, tablename::text, indexdef::text FROM pg_indexes
-    WHERE schemaname = current_schema();
-"""

@@ -5,6 +5,28 @@ them). A shipped migration is never edited: a change of schema is a new entry at
 
 from scraper.db.schema_mirror import MIRROR_CORE
 
+# migration 19's view, in SQLite's spelling; migration 21 makes it again, unchanged here (PostgreSQL's own
+# spelling is in db/pgschema.py)
+TEMPLATES_VIEW = """
+    CREATE VIEW templates AS
+    SELECT w.id, w.name, w.author,
+           coalesce((SELECT s.site_url FROM source AS s WHERE s.id = 1), 'https://n8n.io') || '/workflows/' || w.id
+               AS url,
+           w.categories, w.node_types, w.node_count, w.total_views, w.created_at, w.quality_score,
+           CASE WHEN w.clean_at_rules = 1 THEN w.description
+                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
+                THEN coalesce(json_extract(w.redacted, '$.columns.description'), w.description) END AS description,
+           CASE WHEN w.clean_at_rules = 1 THEN w.explainer
+                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
+                THEN coalesce(json_extract(w.redacted, '$.columns.explainer'), w.explainer) END AS explainer,
+           CASE WHEN w.clean_at_rules = 1 THEN w.workflow
+                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
+                THEN coalesce(json_extract(w.redacted, '$.columns.workflow'), w.workflow) END AS workflow,
+           w.version, w.first_seen_at, w.last_seen_at, w.removed_at, w.fetched_at,
+           w.paid, w.price, w.purchase_url, w.hollow
+    FROM workflows AS w;
+"""
+
 # Each entry moves the schema from version i to i+1; never edit one that has shipped, add another.
 MIGRATIONS = [
     """
@@ -399,29 +421,15 @@ MIGRATIONS = [
     # (migration 16): as stored when clean under rules version 1, else its saved redacted form; NULL when
     # not decided under version 1 (a row stored before migration 16 until `reextract`). A new rules
     # version needs a new migration replacing this view (tests/test_serve.py checks that they agree).
-    """
-    CREATE VIEW templates AS
-    SELECT w.id, w.name, w.author,
-           coalesce((SELECT s.site_url FROM source AS s WHERE s.id = 1), 'https://n8n.io') || '/workflows/' || w.id
-               AS url,
-           w.categories, w.node_types, w.node_count, w.total_views, w.created_at, w.quality_score,
-           CASE WHEN w.clean_at_rules = 1 THEN w.description
-                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
-                THEN coalesce(json_extract(w.redacted, '$.columns.description'), w.description) END AS description,
-           CASE WHEN w.clean_at_rules = 1 THEN w.explainer
-                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
-                THEN coalesce(json_extract(w.redacted, '$.columns.explainer'), w.explainer) END AS explainer,
-           CASE WHEN w.clean_at_rules = 1 THEN w.workflow
-                WHEN json_valid(w.redacted) AND CAST(json_extract(w.redacted, '$.rules') AS INTEGER) = 1
-                THEN coalesce(json_extract(w.redacted, '$.columns.workflow'), w.workflow) END AS workflow,
-           w.version, w.first_seen_at, w.last_seen_at, w.removed_at, w.fetched_at,
-           w.paid, w.price, w.purchase_url, w.hollow
-    FROM workflows AS w;
-    """,
+    TEMPLATES_VIEW,
     # 20: each listed template's price and purchase URL as last walked (issue 28), so that a template
     # fetched after the walk that listed it gets them in the same transaction as its row
     """
     ALTER TABLE listing ADD COLUMN price REAL;
     ALTER TABLE listing ADD COLUMN purchase_url TEXT;
     """,
+    # 21 (issue 27): `templates` in each dialect's own spelling. On SQLite it is migration 19's view again;
+    # on PostgreSQL (db/pgschema.py) it reads the verdict with jsonb instead of the SQLite look-alike
+    # functions migrations up to 20 installed there, which it drops with the `sqlite_master` view.
+    "DROP VIEW IF EXISTS templates;\n" + TEMPLATES_VIEW,
 ]

@@ -27,8 +27,6 @@ WRITE_LOCK = 0x5C4A9E01      # the advisory lock that stands for SQLite's one wr
 MIGRATE_LOCK = 0x5C4A9E02
 CONNECT_TIMEOUT_S = 10
 CLOCK_RESYNC_S = 5.0         # how often the offset to the database's clock is measured again
-_PRAGMA_TYPES = {"bigint": "INTEGER", "integer": "INTEGER", "double precision": "REAL", "text": "TEXT",
-                 "bytea": "BLOB", "boolean": "INTEGER", "tsvector": "TSVECTOR"}
 
 
 class Row(tuple):
@@ -46,11 +44,22 @@ class Row(tuple):
         return list(self._names)
 
 
+_ROW_CLASSES: dict = {}      # one Row class per list of column names, made once
+
+
 def _row_factory(cursor):
-    if cursor.description is None:
+    """Rows of `cursor`'s result as Row (by position and by name); the class is looked up from the result's
+    column names read from libpq directly (psycopg's `description` makes an object per column each time)."""
+    res = cursor.pgresult
+    if res is None or not res.nfields:
         return tuple
-    names = {c.name: i for i, c in enumerate(cursor.description)}
-    cls = type("Row", (Row,), {"_names": names, "__slots__": ()})
+    key = tuple(res.fname(i) for i in range(res.nfields))
+    if None in key:          # COPY's result: no rows to make
+        return tuple
+    cls = _ROW_CLASSES.get(key)
+    if cls is None:
+        names = {n.decode(): i for i, n in enumerate(key)}
+        cls = _ROW_CLASSES[key] = type("Row", (Row,), {"_names": names, "__slots__": ()})
     return cls
 
 
@@ -62,25 +71,40 @@ def _sqlite_error(e):
 
 
 class Cursor:
-    """What a statement gave: rows, rowcount, lastrowid."""
+    """What a statement gave: rows, rowcount, lastrowid. Inside a transaction its statement may still be in
+    the pipeline: asking for its rows or its count waits for the answers sent so far (one round trip)."""
 
     def __init__(self, conn, cur):
         self._conn, self._cur = conn, cur
 
+    def _rows(self):
+        # whether the statement returned rows, asked of libpq (psycopg's `description` builds objects)
+        self._conn.settle()
+        res = self._cur.pgresult
+        return res is not None and res.nfields > 0
+
+    def _fetch(self, how, *args):
+        import psycopg
+        try:
+            return getattr(self._cur, how)(*args) if self._rows() else None
+        except psycopg.Error as e:
+            raise _sqlite_error(e) from e
+
     def fetchone(self):
-        return self._cur.fetchone() if self._cur.description is not None else None
+        return self._fetch("fetchone")
 
     def fetchall(self):
-        return self._cur.fetchall() if self._cur.description is not None else []
+        return self._fetch("fetchall") or []
 
     def fetchmany(self, size=1):
-        return self._cur.fetchmany(size) if self._cur.description is not None else []
+        return self._fetch("fetchmany", size) or []
 
     def __iter__(self):
-        return iter(self.fetchall()) if self._cur.description is not None else iter(())
+        return iter(self.fetchall())
 
     @property
     def rowcount(self):
+        self._conn.settle()
         return self._cur.rowcount
 
     @property
@@ -91,7 +115,7 @@ class Cursor:
     def lastrowid(self):
         """The id the last INSERT made in this session (its identity column), like SQLite's rowid."""
         try:
-            return self._conn._raw.execute("SELECT lastval()").fetchone()[0]
+            return self._conn.raw("SELECT lastval()").fetchone()[0]
         except Exception:
             return None
 
@@ -125,14 +149,16 @@ class Connection:
 
         self.url = redact_db_url(url)
         try:
-            self._raw = psycopg.connect(url, autocommit=True, cursor_factory=psycopg.ClientCursor,
-                                        connect_timeout=CONNECT_TIMEOUT_S, row_factory=_row_factory)
+            # server-side binding: a statement run five times is prepared once and planned no more
+            self._raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                        row_factory=_row_factory)
         except psycopg.Error as e:
             raise ConfigError(unreachable(url, e)) from None
         for name, loader in (("numeric", _Number), ("bool", _Bool), ("json", _Text), ("jsonb", _Text)):
             self._raw.adapters.register_loader(name, loader)
-        self.total_changes = 0
-        self._pks = {}
+        self._total_changes = 0
+        self._changed = []           # cursors whose changed rows are not counted yet
+        self._pipe = self._pipe_cm = None    # the pipeline of the transaction under way (and its context)
         self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
 
     # --- statements ----------------------------------------------------------------------------
@@ -141,21 +167,22 @@ class Connection:
         head = sql.lstrip()[:24].upper()
         if head.startswith("BEGIN"):
             return self.begin(shared=not any(w in head for w in ("IMMEDIATE", "EXCLUSIVE")))
+        if head.startswith(("COMMIT", "END")):
+            self.commit()
+            return _Rows([])
+        if head.startswith("ROLLBACK"):
+            self.rollback()
+            return _Rows([])
         if head.startswith("PRAGMA"):
             return self._pragma(sql)
-        return self._run(self._translate(sql), params)
+        return self._send(self._translate(sql), tuple(params) if not isinstance(params, dict) else params,
+                          counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"))
 
     def executemany(self, sql, seq):
-        import psycopg
         rows = [tuple(p) for p in seq]
-        cur = self._raw.cursor()
-        try:
-            if rows:
-                cur.executemany(self._translate(sql), rows)
-        except psycopg.Error as e:
-            raise _sqlite_error(e) from e
-        self.total_changes += max(0, cur.rowcount)
-        return Cursor(self, cur)
+        if not rows:
+            return _Rows([])
+        return self._send(self._translate(sql), rows, many=True, counted=True)
 
     def executescript(self, script):
         from scraper.db import store
@@ -163,42 +190,71 @@ class Connection:
             self.execute(statement)
 
     def _translate(self, sql):
-        head = sql.lstrip()[:40].upper()
-        pk = None
-        if head.startswith("INSERT OR REPLACE"):
-            pk = self.primary_key(sql.split()[4].split("(")[0])
-        return dialect.translate(sql, pk)
-
-    def _run(self, sql, params=()):
-        import psycopg
-        cur = self._raw.cursor()
-        try:
-            cur.execute(sql, tuple(params) if not isinstance(params, dict) else params)
-        except psycopg.Error as e:
-            raise _sqlite_error(e) from e
-        if cur.description is None and cur.rowcount > 0:
-            self.total_changes += cur.rowcount
-        elif cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"):
-            self.total_changes += cur.rowcount   # with RETURNING
-        return Cursor(self, cur)
+        return dialect.translate(sql)
 
     def raw(self, sql, params=None):
         """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
+        return self._send(sql, params, counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"))
+
+    def _send(self, sql, params, many=False, counted=False):
+        """Run one statement. In a transaction it joins the pipeline: sent at once, its answer read when
+        someone asks for it, or at COMMIT, so a transaction costs a round trip per answer awaited, not per
+        statement. Its rows changed count in `total_changes` when `counted`."""
         import psycopg
         cur = self._raw.cursor()
         try:
-            cur.execute(sql, params)
+            (cur.executemany if many else cur.execute)(sql, params)
         except psycopg.Error as e:
             raise _sqlite_error(e) from e
-        if cur.rowcount > 0 and sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"):
-            self.total_changes += cur.rowcount
+        if counted:
+            self._changed.append(cur)
+            if self._pipe is None:
+                self.settle()
         return Cursor(self, cur)
+
+    def settle(self):
+        """Wait for the answers of the statements sent in the pipeline so far (their errors raised here)."""
+        import psycopg
+        if self._pipe is not None:
+            try:
+                self._pipe.sync()
+            except psycopg.Error as e:
+                raise _sqlite_error(e) from e
+        for cur in self._changed:
+            self._total_changes += max(0, cur.rowcount)
+        self._changed.clear()
+
+    @property
+    def total_changes(self):
+        """Rows inserted, updated or deleted by this connection so far (sqlite3's counter)."""
+        self.settle()
+        return self._total_changes
+
+    def _leave_pipeline(self):
+        """Settle and leave the pipeline; the transaction goes on without it (COPY, a named cursor)."""
+        if self._pipe is not None:
+            cm, self._pipe = self._pipe_cm, None
+            try:
+                cm.__exit__(None, None, None)
+            except Exception as e:
+                import psycopg
+                if isinstance(e, psycopg.Error):
+                    raise _sqlite_error(e) from e
+                raise
+            self.settle()
+
+    def copy(self, sql):
+        """psycopg's COPY ... FROM STDIN (`with conn.copy(sql) as sink: sink.write_row(row)`), in the
+        transaction begun, if any."""
+        self._leave_pipeline()
+        return self._raw.cursor().copy(sql)
 
     def stream(self, sql, params=(), size=500):
         """Dicts of a SELECT, `size` rows at a time through a server-side cursor (a whole table is never
         in memory; sqlite_utils' `query` does the same on SQLite)."""
         import psycopg
         try:
+            self._leave_pipeline()
             with self._raw.cursor(name=f"scraper_stream_{id(self)}", withhold=True) as cur:
                 cur.itersize = size
                 cur.execute(dialect.translate(sql), tuple(params))
@@ -208,38 +264,18 @@ class Connection:
             raise _sqlite_error(e) from e
 
     def begin(self, shared=False):
-        """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE)."""
+        """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE). The transaction
+        runs in a pipeline (`_send`): BEGIN goes with its first statement, COMMIT with its last."""
+        self._pipe_cm = self._raw.pipeline()
+        self._pipe = self._pipe_cm.__enter__()
         self.raw("BEGIN")
         if not shared:
             self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-        return Cursor(self, self._raw.cursor())
-
-    def primary_key(self, table):
-        """The primary key's columns of `table`, comma-separated (cached)."""
-        pk = self._pks.get(table)
-        if pk is None:
-            rows = self.raw(
-                """SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
-                   AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary
-                   ORDER BY array_position(i.indkey, a.attnum)""", (table,)).fetchall()
-            pk = self._pks[table] = ", ".join(r[0] for r in rows)
-        return pk or None
+        return _Rows([])
 
     def _pragma(self, sql):
         body = sql.strip().rstrip(";")[6:].strip()
         name = body.split("(")[0].split("=")[0].strip().lower()
-        if name == "table_info":   # generated columns left out, as SQLite's table_info does
-            table = body.split("(", 1)[1].rstrip(")").strip().strip("'\"")
-            rows = self.raw(
-                """SELECT ordinal_position - 1 AS cid, column_name::text AS name, data_type::text AS type,
-                          (is_nullable = 'NO')::int AS notnull, column_default::text AS dflt_value, 0 AS pk
-                   FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s
-                       AND is_generated = 'NEVER'
-                   ORDER BY ordinal_position""", (table,)).fetchall()
-            names = {"cid": 0, "name": 1, "type": 2, "notnull": 3, "dflt_value": 4, "pk": 5}
-            cls = type("Row", (Row,), {"_names": names, "__slots__": ()})
-            return _Rows([cls((r[0], r[1], _PRAGMA_TYPES.get(r[2], r[2].upper()), r[3], r[4], r[5]))
-                          for r in rows])
         if name == "user_version":
             return _Rows([(schema_version(self),)])
         return _Rows([])    # journal_mode, busy_timeout, synchronous ...: SQLite's business only
@@ -249,14 +285,24 @@ class Connection:
     @property
     def in_transaction(self):
         from psycopg.pq import TransactionStatus
-        return self._raw.info.transaction_status != TransactionStatus.IDLE
+        return self._pipe is not None or self._raw.info.transaction_status != TransactionStatus.IDLE
 
     def commit(self):
         if self.in_transaction:
             self.raw("COMMIT")
+            self._leave_pipeline()
 
     def rollback(self):
-        if self.in_transaction:
+        """Undo the transaction; an error still waiting in the pipeline is the reason, not news."""
+        import psycopg
+        if self._pipe is not None:
+            cm, self._pipe = self._pipe_cm, None
+            try:
+                cm.__exit__(None, None, None)
+            except psycopg.Error:
+                pass
+            self._changed.clear()
+        if self._raw.info.transaction_status != 0:      # not IDLE
             self.raw("ROLLBACK")
 
     def cursor(self):
@@ -338,8 +384,9 @@ def _skipped(statement):
 
 
 def migrate(conn, migrations, extra):
-    """Apply the migrations this database has not seen (each translated; `extra[i]`, PostgreSQL's own
-    addition, right after migration i), all in one transaction; returns the schema version."""
+    """Apply the migrations this database has not seen (each translated, or in PostgreSQL's own spelling
+    where pgschema.OWN_SPELLING has one; `extra[i]`, PostgreSQL's own addition, right after migration i),
+    all in one transaction; returns the schema version."""
     target = len(migrations)
     if schema_version(conn) >= target:
         return target
@@ -349,12 +396,14 @@ def migrate(conn, migrations, extra):
         conn.raw("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
         conn.raw("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         version = schema_version(conn)
-        if version < target:
-            conn.raw(dialect.SHIMS)
         for number in range(version, target):
-            for statement in store._statements(migrations[number]):
-                if not _skipped(statement):
-                    conn.raw(dialect.translate(statement, ddl=True), ())
+            if number in pgschema.OWN_SPELLING:
+                for statement in pgschema.OWN_SPELLING[number]:
+                    conn.raw(statement)
+            else:
+                for statement in store._statements(migrations[number]):
+                    if not _skipped(statement):
+                        conn.raw(dialect.translate(statement, ddl=True), ())
             for statement in extra.get(number, ()):
                 conn.raw(statement)
         conn.raw("DELETE FROM schema_version")

@@ -1,5 +1,12 @@
-"""PostgreSQL's own additions to the migrations (`pg.migrate` runs `EXTRA_MIGRATIONS[i]` right after
-migration i): the PostgreSQL form of what SQLite does with FTS5, whose statements are skipped there.
+"""PostgreSQL's own spelling of the migrations, beside SQLite's (db/migrations.py):
+- `OWN_SPELLING[i]` stands for migration i where the two dialects differ in more than mechanics (JSON read
+  with jsonb, not with SQLite's json_each); `pg.migrate` runs it as written instead of translating;
+- `EXTRA_MIGRATIONS[i]` runs right after migration i: the PostgreSQL form of what SQLite does with FTS5,
+  whose statements are skipped there.
+
+Nothing here imitates SQLite: the database holds the project's tables, indexes, triggers and trigger
+functions only (migrations up to 20 also installed look-alikes of SQLite's functions and a `sqlite_master`
+view; migration 21 drops them).
 
 - Templates (`search`): `workflows_tsv`, one weighted `tsvector` per template, GIN-indexed and kept in
   step by triggers on `workflows`, `transcripts` and `template_videos` in the writer's own transaction,
@@ -8,6 +15,8 @@ migration i): the PostgreSQL form of what SQLite does with FTS5, whose statement
 - Catalogue items (`search --source`): `items.search_tsv`, generated from the record: name A,
   description B, every string of the record D (as `items_fts`: name, description, text).
 """
+
+from scraper.db import jsonsql
 
 # the text of one template's transcripts, as workflows_fts.transcripts holds it
 TRANSCRIPTS_TEXT = """(SELECT string_agg(t.text, ' ' ORDER BY t.video_id) FROM template_videos tv
@@ -106,4 +115,145 @@ EXTRA_MIGRATIONS = {
     ],
     # migration 15 (index 14) is empty on SQLite: its FTS5 tables already hold items and transcripts
     14: TEMPLATE_SEARCH + ITEM_SEARCH,
+}
+
+# `workflows_tsv` rows of the templates in `ids` made again (in id order, so two writers refreshing the same
+# templates lock their rows in the same order); `{ids}` is an expression giving a BIGINT[]
+REFRESH = f"""INSERT INTO workflows_tsv (id, tsv)
+        SELECT w.id, {TEMPLATE_TSV} FROM workflows w WHERE w.id = ANY({{ids}}) ORDER BY w.id
+    ON CONFLICT (id) DO UPDATE SET tsv = EXCLUDED.tsv"""
+REFRESH_ALL = REFRESH.replace("w.id = ANY({ids})", "TRUE")
+
+# migration 3 (index 2): the transcripts tables, and the links of the templates stored before them
+TRANSCRIPTS = [
+    """CREATE TABLE transcripts (
+        video_id TEXT PRIMARY KEY,
+        language_code TEXT NOT NULL,
+        is_generated BIGINT NOT NULL CHECK (is_generated IN (0, 1)),
+        text TEXT NOT NULL,
+        segments TEXT NOT NULL,
+        fetched_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE template_videos (
+        template_id BIGINT NOT NULL,
+        video_id TEXT NOT NULL,
+        PRIMARY KEY (template_id, video_id)
+    )""",
+    "CREATE INDEX template_videos_video ON template_videos (video_id)",
+    "CREATE INDEX jobs_site ON jobs (site, status)",
+    """INSERT INTO template_videos (template_id, video_id)
+        SELECT w.id, v.value FROM workflows AS w, {} WHERE {}
+        ON CONFLICT DO NOTHING""".format(*jsonsql.list_strings(True, "w.videos", "v")),
+]
+
+# migration 19's view (db/migrations.TEMPLATES_VIEW) in PostgreSQL's words: the verdict's JSON read as
+# jsonb. `redacted` is written by store.upsert (json.dumps); text jsonb would refuse (a `\u0000` escape) or
+# that is not an object counts as no verdict, so the column stays NULL (withheld), never fails the view.
+def _redacted(column: str) -> str:
+    return (f"CASE WHEN w.clean_at_rules = 1 THEN w.{column} WHEN v.doc -> 'rules' = '1'::jsonb "
+            f"THEN coalesce(v.doc #>> '{{columns,{column}}}', w.{column}) END AS {column}")
+
+
+TEMPLATES_VIEW = [
+    "DROP VIEW IF EXISTS templates",
+    f"""CREATE VIEW templates AS
+    SELECT w.id, w.name, w.author,
+           coalesce((SELECT s.site_url FROM source AS s WHERE s.id = 1), 'https://n8n.io') || '/workflows/' || w.id
+               AS url,
+           w.categories, w.node_types, w.node_count, w.total_views, w.created_at, w.quality_score,
+           {_redacted("description")},
+           {_redacted("explainer")},
+           {_redacted("workflow")},
+           w.version, w.first_seen_at, w.last_seen_at, w.removed_at, w.fetched_at,
+           w.paid, w.price, w.purchase_url, w.hollow
+    FROM workflows AS w
+    LEFT JOIN LATERAL (SELECT CASE WHEN w.redacted LIKE '{{%}}' AND w.redacted !~ '{jsonsql.REFUSED_RE}'
+                                   THEN w.redacted::jsonb END AS doc) AS v ON TRUE""",
+]
+
+# what migrations up to 20 installed to make PostgreSQL answer SQLite's SQL; none is called any more
+SQLITE_LOOKALIKES = [
+    "DROP VIEW IF EXISTS sqlite_master",
+    "DROP AGGREGATE IF EXISTS sum(boolean)",
+    "DROP FUNCTION IF EXISTS _sqlite_bool_sum(bigint, boolean)",
+    "DROP FUNCTION IF EXISTS json_each(text)",
+    "DROP FUNCTION IF EXISTS json_array_length(text)",
+    "DROP FUNCTION IF EXISTS json_extract(text, text)",
+    "DROP FUNCTION IF EXISTS json_type(text)",
+    "DROP FUNCTION IF EXISTS json_valid(text)",
+    "DROP FUNCTION IF EXISTS _sqlite_json_type(jsonb)",
+    "DROP FUNCTION IF EXISTS _sqlite_json_value(jsonb)",
+    "DROP FUNCTION IF EXISTS round(double precision, integer)",
+    "DROP FUNCTION IF EXISTS unixepoch(text)",
+    "DROP FUNCTION IF EXISTS julianday(text)",
+    "DROP FUNCTION IF EXISTS strftime(text, text)",
+    "DROP FUNCTION IF EXISTS datetime(text)",
+    "DROP FUNCTION IF EXISTS _sqlite_ts(text)",
+]
+
+# Search without helper functions: the templates' refresh written into their trigger function, and the
+# items' tsvector kept by a trigger instead of a generated column over a function (which had to stay
+# IMMUTABLE and callable by anyone). Its text: every string of the record, name and description first.
+SEARCH_BY_TRIGGERS = [
+    f"""CREATE OR REPLACE FUNCTION scraper_search_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE ids BIGINT[];
+    BEGIN
+        IF TG_TABLE_NAME = 'workflows' THEN
+            IF TG_OP = 'DELETE' THEN
+                DELETE FROM workflows_tsv WHERE id = OLD.id;
+                RETURN NULL;
+            END IF;
+            ids := ARRAY[NEW.id];
+        ELSIF TG_TABLE_NAME = 'template_videos' THEN
+            IF TG_OP = 'DELETE' THEN
+                ids := ARRAY[OLD.template_id];
+            ELSE
+                ids := ARRAY[NEW.template_id];
+            END IF;
+        ELSIF TG_OP = 'DELETE' THEN
+            ids := ARRAY(SELECT template_id FROM template_videos WHERE video_id = OLD.video_id);
+        ELSIF TG_OP = 'UPDATE' THEN
+            ids := ARRAY(SELECT template_id FROM template_videos WHERE video_id IN (OLD.video_id, NEW.video_id));
+        ELSE
+            ids := ARRAY(SELECT template_id FROM template_videos WHERE video_id = NEW.video_id);
+        END IF;
+        {REFRESH.format(ids="ids")};
+        RETURN NULL;
+    END $$""",
+    "DROP FUNCTION IF EXISTS scraper_search_refresh(BIGINT[])",
+    "ALTER TABLE items ALTER COLUMN search_tsv DROP EXPRESSION IF EXISTS",
+    # a record that is not JSON jsonb takes (a NUL, NaN) is indexed as it is rather than failing the writer
+    """CREATE OR REPLACE FUNCTION scraper_items_search() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        doc jsonb;
+        name TEXT := '';
+        description TEXT := '';
+        everything TEXT := NEW.record;
+    BEGIN
+        BEGIN
+            doc := NEW.record::jsonb;
+            everything := coalesce((SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(doc, 'strict $.**') v
+                                    WHERE jsonb_typeof(v) = 'string'), '');
+            IF jsonb_typeof(doc) = 'object' THEN
+                name := coalesce(doc ->> 'name', '');
+                description := coalesce(doc ->> 'description', '');
+            END IF;
+        EXCEPTION WHEN others THEN
+            NULL;
+        END;
+        NEW.search_tsv := setweight(to_tsvector('english', name), 'A')
+            || setweight(to_tsvector('english', description), 'B')
+            || setweight(to_tsvector('english', everything), 'D');
+        RETURN NEW;
+    END $$""",
+    "DROP TRIGGER IF EXISTS items_search_row ON items",
+    """CREATE TRIGGER items_search_row BEFORE INSERT OR UPDATE OF record ON items
+           FOR EACH ROW EXECUTE FUNCTION scraper_items_search()""",
+    "DROP FUNCTION IF EXISTS scraper_item_text(TEXT, TEXT)",
+]
+
+OWN_SPELLING = {
+    2: TRANSCRIPTS,
+    18: TEMPLATES_VIEW,
+    20: TEMPLATES_VIEW + SQLITE_LOOKALIKES + SEARCH_BY_TRIGGERS,
 }

@@ -1,47 +1,48 @@
 """The jobs table as a queue: seed, claim with a lease, finish, retry later, hand back, count."""
 
-import dataclasses
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from scraper.db import claims
-from scraper.db.jobrows import (  # noqa: F401 - add_jobs and DEFAULT_SOURCE are this module's public names too
-    DEFAULT_SOURCE,
-    _breaker_of,
-    _bump,
-    _with_source,
-    add_jobs,
-    pg_write_lock,
-)
+from scraper.db import claims, counters, domains
+from scraper.db.backend import Conn, Job, Writer
 from scraper.db.store import JOB_STATUSES, is_postgres, transaction
 from scraper.policy import breaker, fairness
+from scraper.policy.breaker import Breaker
 
 SEED_BATCH = 5_000
+DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources existed is its
 
 
-@dataclasses.dataclass(frozen=True)
-class Job:
-    id: int
-    key: str
-    site: str
-    url: str
-    domain: str
-    attempts: int       # including the current one
-    probe: bool = False  # this job tests a half-open domain
-    source: str = "n8n"  # the source (sources file) whose walk or job found it
+def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int = 0,
+             source: str = DEFAULT_SOURCE) -> int:
+    """Queue (key, site, url, domain[, source]) rows inside the caller's transaction (a row without its
+    source gets `source`); known keys are left as they are. Returns how many were new."""
+    before = c.total_changes
+    c.executemany(
+        "INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(*with_source(row, source), priority, now, now) for row in rows],
+    )
+    return c.total_changes - before
+
+
+def with_source(row: Sequence[str], source: str = DEFAULT_SOURCE) -> tuple[str, ...]:
+    """(key, site, url, domain, source): a row of four gets `source`."""
+    return tuple(row) if len(row) == 5 else (*row, source)
 
 
 class Queue:
     """All job-state changes go through here; each is one short transaction."""
 
-    def __init__(self, conn, run_id=None):
+    def __init__(self, conn: Conn, run_id: int | None = None) -> None:
         self.conn = conn
+        self._levels: Sequence[Sequence[str]] | None = None
         self.run_id = run_id        # a run's workers record each job they finish under it (`run_jobs`)
-        self._levels = None
 
     # --- seeding -------------------------------------------------------------------------
 
-    def seed(self, rows, now=None):
+    def seed(self, rows: Iterable[Sequence[str]], now: float | None = None) -> tuple[int, int]:
         """Insert (key, site, url, domain[, source]) rows as pending; known keys are left as they are.
 
         Returns (new, known)."""
@@ -49,7 +50,7 @@ class Queue:
         new = known = 0
         batch = []
         for row in rows:
-            batch.append((*_with_source(row), now, now))
+            batch.append((*with_source(row), now, now))
             if len(batch) >= SEED_BATCH:
                 n = self._insert(batch)
                 new, known, batch = new + n, known + len(batch) - n, []
@@ -58,7 +59,7 @@ class Queue:
             new, known = new + n, known + len(batch) - n
         return new, known
 
-    def _insert(self, batch):
+    def _insert(self, batch: list[tuple[Any, ...]]) -> int:
         with transaction(self.conn) as c:
             before = c.total_changes
             c.executemany(
@@ -70,7 +71,9 @@ class Queue:
 
     # --- claiming ------------------------------------------------------------------------
 
-    def claim(self, worker, now, lease_s, sites=None, demands=None, workers=1, sources=None):
+    def claim(self, worker: str, now: float, lease_s: float, sites: Sequence[str] | None = None,
+              demands: dict[str, Any] | None = None, workers: int = 1,
+              sources: Sequence[Sequence[str]] | None = None) -> Job | None:
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
@@ -83,15 +86,25 @@ class Queue:
         `sources` (levels of source names, first level first: `claims.source_levels`) limits the claim to
         those sources and, among the domains it may take from, prefers a job of the first level that has one."""
         self._levels = sources
+        base, base_args = "1 = 1", []
+        if sites is not None:
+            base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
+        if not demands and is_postgres(self.conn):
+            # one statement, one round trip: every domain with a row that is not closed, or paused, takes
+            # no ordinary job (breaker.admits says so of each such row); the UPDATE is atomic alone.
+            # Without a job, the whole claim below looks for a probe.
+            job = self._claim_where(
+                self.conn, f"{base} AND domain NOT IN (SELECT domain FROM domains WHERE state != 'closed' "
+                           "OR paused_until > ?)", [*base_args, now], worker, now, lease_s)
+            if job is not None:
+                return job
         with transaction(self.conn, shared=True) as c:
             blocked, probes = self._blocked_domains(c, now)
             if probes and is_postgres(c):
                 # only one claimer may turn a domain half-open: wait for the write lock, then look again
-                c.execute("SELECT pg_advisory_xact_lock(?)", (pg_write_lock(),))
+                from scraper.db import pg
+                c.execute("SELECT pg_advisory_xact_lock(?)", (pg.WRITE_LOCK,))
                 blocked, probes = self._blocked_domains(c, now)
-            base, base_args = "1 = 1", []
-            if sites is not None:
-                base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
             job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
             for domain in probes:
                 if job is not None:
@@ -102,7 +115,8 @@ class Queue:
                     self._save_breaker(c, domain, breaker.on_probe(self._breaker(c, domain), now, lease_s), now)
             return job
 
-    def _claim_fair(self, c, base, base_args, blocked, demands, workers, worker, now, lease_s):
+    def _claim_fair(self, c: Conn, base: str, base_args: list[Any], blocked: list[str], demands: dict[str, Any],
+                    workers: int, worker: str, now: float, lease_s: float) -> Job | None:
         in_flight = self.in_flight(c) if demands else {}
         open_demands = {d: v for d, v in demands.items() if d not in blocked}
         p = fairness.plan(open_demands, in_flight, workers)
@@ -116,16 +130,16 @@ class Queue:
             job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)
         return job
 
-    def in_flight(self, c=None):
+    def in_flight(self, c: Conn | None = None) -> dict[str, int]:
         """{domain: jobs running}."""
         return dict((c or self.conn).execute(
             "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
 
-    def _blocked_domains(self, c, now):
+    def _blocked_domains(self, c: Conn, now: float) -> tuple[list[str], list[str]]:
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
         blocked, probes = [], []
         for r in c.execute("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?", (now,)):
-            verdict = breaker.admits(_breaker_of(r), now)
+            verdict = breaker.admits(domains.breaker_of(r), now)
             if verdict != "yes":
                 blocked.append(r["domain"])
             if verdict == "probe":
@@ -135,7 +149,8 @@ class Queue:
     # On PostgreSQL claims run side by side: SKIP LOCKED (in the pick) passes over a row another claim is
     # taking, and `status = 'pending'` is checked again on the locked row (READ COMMITTED), so no job is
     # taken twice.
-    def _claim_where(self, c, where, args, worker, now, lease_s, probe=False):
+    def _claim_where(self, c: Conn, where: str, args: list[Any], worker: str, now: float, lease_s: float,
+                     probe: bool = False) -> Job | None:
         for pick, pick_args in claims.picks(self._levels, where, args, now, postgres=is_postgres(c)):
             job = self._take(c, pick, pick_args, worker, now, lease_s, probe)
             if job is not None:
@@ -143,7 +158,8 @@ class Queue:
         return None
 
     @staticmethod
-    def _take(c, pick, pick_args, worker, now, lease_s, probe):
+    def _take(c: Conn, pick: str, pick_args: list[Any], worker: str, now: float, lease_s: float,
+              probe: bool) -> Job | None:
         row = c.execute(
             f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
                     started_at = ?, updated_at = ?
@@ -151,9 +167,9 @@ class Queue:
                 RETURNING id, key, site, url, domain, attempts, source""",
             [worker, now + lease_s, now, now, *pick_args],
         ).fetchone()
-        return None if row is None else Job(*row[:6], probe=probe, source=row[6])
+        return None if row is None else Job(row[0], row[1], row[2], row[3], row[4], row[5], probe=probe, source=row[6])
 
-    def heartbeat(self, job, worker, now, lease_s):
+    def heartbeat(self, job: Job, worker: str, now: float, lease_s: float) -> bool:
         """Extend the lease; False when the job is no longer ours (it was taken back)."""
         with transaction(self.conn, shared=True) as c:
             cur = c.execute(
@@ -164,7 +180,8 @@ class Queue:
 
     # --- finishing -----------------------------------------------------------------------
 
-    def complete(self, job, worker, now, duration_ms, write=None, http_status=200):
+    def complete(self, job: Job, worker: str, now: float, duration_ms: int, write: Writer | None = None,
+                 http_status: int = 200) -> bool:
         """Mark the job done and run `write(conn)` (the result) in the same transaction.
 
         Returns False, writing nothing, when the lease was lost to another worker."""
@@ -182,14 +199,15 @@ class Queue:
                 write(c)
             return True
 
-    def _record(self, c, job, status, now):
+    def _record(self, c: Conn, job: Job, status: str, now: float) -> None:
         """The run's own record of a job it finished (what `report` counts, whatever happens later)."""
         if self.run_id is not None:
             c.execute("INSERT INTO run_jobs (run_id, job_id, status, at) VALUES (?, ?, ?, ?)",
                       (self.run_id, job.id, status, now))
 
-    def fail(self, job, worker, now, status, kind, message, http_status=None, available_at=None, duration_ms=None,
-             counted=True, write=None):
+    def fail(self, job: Job, worker: str, now: float, status: str, kind: str, message: str,
+             http_status: int | None = None, available_at: float | None = None, duration_ms: int | None = None,
+             counted: bool = True, write: Writer | None = None) -> bool:
         """Record a failed attempt: `status` is pending (retry at `available_at`), failed or invalid.
         With `counted=False` the attempt is given back (a 429 is the domain's, not the job's); `write(conn)`
         runs in the same transaction (a confirmed removal)."""
@@ -205,14 +223,14 @@ class Queue:
             )
             if cur.rowcount != 1:
                 return False
-            _bump(c, "error:" + kind)
+            counters.bump(c, "error:" + kind)
             if finished is not None:
                 self._record(c, job, status, now)
             if write is not None:
                 write(c)
             return True
 
-    def release(self, job, worker, now, available_at=None):
+    def release(self, job: Job, worker: str, now: float, available_at: float | None = None) -> bool:
         """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted; claimable
         again from `available_at` when given (else at once)."""
         with transaction(self.conn, shared=True) as c:
@@ -224,7 +242,7 @@ class Queue:
             )
             return cur.rowcount == 1
 
-    def abandon(self, now, workers, max_attempts):
+    def abandon(self, now: float, workers: Sequence[str], max_attempts: int) -> tuple[int, int]:
         """Take back the running rows of `workers` that died holding them: the attempt counts (the job
         may be what killed them); after `max_attempts` the row ends failed, `abandoned`.
 
@@ -243,18 +261,19 @@ class Queue:
                 [max_attempts, max_attempts, now, now, *workers],
             ).fetchall()
             if rows:
-                _bump(c, "error:abandoned", len(rows))
+                counters.bump(c, "error:abandoned", len(rows))
         failed = sum(1 for r in rows if r[0] == "failed")
         return len(rows) - failed, failed
 
-    def expired_holders(self, now):
+    def expired_holders(self, now: float) -> list[str]:
         """Names of the workers holding a running job whose lease has run out."""
         return [r[0] for r in self.conn.execute(
             "SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?", (now,))]
 
-    def requeue(self, now, workers=None, expired=False):
+    def requeue(self, now: float, workers: Sequence[str] | None = None, expired: bool = False) -> int:
         """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
         given) every running row. Their attempt is not counted: a clean hand-back (stop, recycle)."""
+        args: list[Any]
         if workers is not None:
             marks = ",".join("?" * len(workers))
             where, args = f"worker IN ({marks})", list(workers)
@@ -273,7 +292,8 @@ class Queue:
             )
             return cur.rowcount
 
-    def retry(self, statuses, now=None, finished_before=None):
+    def retry(self, statuses: Sequence[str], now: float | None = None,
+              finished_before: float | None = None) -> int:
         """Move rows of `statuses` back to pending with attempts reset; returns how many. `finished_before`:
         only rows whose last attempt ended before that time (`update --retry-after`)."""
         now = time.time() if now is None else now
@@ -288,7 +308,7 @@ class Queue:
             )
             return cur.rowcount
 
-    def refetch(self, keys, now):
+    def refetch(self, keys: Iterable[str | tuple[str, float]], now: float) -> int:
         """Queue finished jobs of `keys` again, attempts reset (a sync or a refresh); a job that is pending
         or running already is left alone. `keys` is a list of keys, or of (key, available_at) to order
         the claims. Returns how many were queued."""
@@ -304,7 +324,8 @@ class Queue:
 
     # --- domains -------------------------------------------------------------------------
 
-    def update_domain(self, domain, change, now):
+    def update_domain(self, domain: str, change: Callable[[Breaker], Breaker],
+                      now: float) -> tuple[Breaker, Breaker]:
         """Apply `change(Breaker) -> Breaker` to the domain's row atomically; returns (before, after)."""
         with transaction(self.conn) as c:
             before = self._breaker(c, domain)
@@ -312,24 +333,24 @@ class Queue:
             self._save_breaker(c, domain, after, now)
             return before, after
 
-    def domains(self):
-        return {r["domain"]: _breaker_of(r) for r in self.conn.execute("SELECT * FROM domains ORDER BY domain")}
+    def domains(self) -> dict[str, Breaker]:
+        return domains.every_breaker(self.conn)
 
-    def new_run(self, now):
+    def new_run(self, now: float) -> list[str]:
         """Give domains a previous run gave up another chance; returns their names."""
         names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up != 0")]
         for name in names:
             self.update_domain(name, breaker.on_new_run, now)
         return names
 
-    def given_up(self):
+    def given_up(self) -> dict[str, int]:
         """{domain: pending jobs} of the domains this run gave up."""
         return dict(self.conn.execute(
             """SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
                WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))
 
-    def work_left(self, sites=None, sources=None):
+    def work_left(self, sites: Sequence[str] | None = None, sources: Sequence[str] | None = None) -> bool:
         """True while a job (of `sites` and `sources`, default all) runs, or a pending one belongs to a
         domain that was not given up."""
         where, args = "", []
@@ -345,52 +366,41 @@ class Queue:
         ).fetchone()[0])
 
     @staticmethod
-    def _breaker(c, domain):
-        row = c.execute("SELECT * FROM domains WHERE domain = ?", (domain,)).fetchone()
-        return breaker.Breaker() if row is None else _breaker_of(row)
+    def _breaker(c: Conn, domain: str) -> Breaker:
+        return domains.read_breaker(c, domain)
 
     @staticmethod
-    def _save_breaker(c, domain, b, now):
-        c.execute(
-            """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at,
-                                   open_cycles, gave_up, opened_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-               ON CONFLICT (domain) DO UPDATE SET state = excluded.state, failures = excluded.failures,
-                   open_until = excluded.open_until, probe_until = excluded.probe_until,
-                   paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at,
-                   open_cycles = excluded.open_cycles, gave_up = excluded.gave_up, opened_at = excluded.opened_at""",
-            (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now,
-             b.open_cycles, int(b.gave_up), b.opened_at),
-        )
+    def _save_breaker(c: Conn, domain: str, b: Breaker, now: float) -> None:
+        domains.save_breaker(c, domain, b, now)
 
     # --- reading -------------------------------------------------------------------------
 
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         """Rows per status (every status present, zero when none)."""
         counts = dict.fromkeys(JOB_STATUSES, 0)
         for status, n in self.conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status"):
             counts[status] = n
         return counts
 
-    def run_counts(self, run_id):
+    def run_counts(self, run_id: int) -> dict[str, int]:
         """What run `run_id` itself finished: {done, failed, invalid}."""
         counts = dict.fromkeys(("done", "failed", "invalid"), 0)
         counts.update(self.conn.execute("SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status",
                                         (run_id,)).fetchall())
         return counts
 
-    def finished_since(self, since):
+    def finished_since(self, since: float) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).fetchone()[0]
 
-    def counts_by_site(self):
+    def counts_by_site(self) -> dict[str, dict[str, int]]:
         """{site: {status: rows}} (every status present, zero when none)."""
-        out = {}
+        out: dict[str, dict[str, int]] = {}
         for site, status, n in self.conn.execute("SELECT site, status, COUNT(*) FROM jobs GROUP BY site, status"):
             out.setdefault(site, dict.fromkeys(JOB_STATUSES, 0))[status] = n
         return out
 
-    def counters(self):
-        return dict(self.conn.execute("SELECT name, value FROM counters"))
+    def counters(self) -> dict[str, int]:
+        return counters.every(self.conn)
 
 
 if TYPE_CHECKING:

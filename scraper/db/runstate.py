@@ -10,6 +10,7 @@ import time
 
 from scraper.base.errors import ConfigError, RunLocked
 from scraper.base.urls import is_db_url
+from scraper.db import schema
 
 RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
 RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
@@ -181,7 +182,7 @@ def check_readable(path):
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            schema.readable(conn)
         finally:
             conn.close()
     except sqlite3.DatabaseError as e:

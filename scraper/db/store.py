@@ -34,14 +34,27 @@ def connect(path):
             return pg.Connection(path)
         except ImportError:
             raise ConfigError("a PostgreSQL database URL needs psycopg: pip install 'scraper[postgres]'.") from None
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError as e:
+        raise unopenable(path, e) from None
     # NORMAL under WAL loses at most the last commits on power loss, never consistency
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def unopenable(path, error):
+    """One sentence for a database file SQLite cannot open or create (settings.check_db_path has said
+    already what it can of a new file's folder; this is for an existing file in a folder gone read-only)."""
+    import os
+    folder = os.path.dirname(os.path.abspath(path))
+    why = (f"the folder {folder} cannot be written (SQLite keeps its journal beside the file)"
+           if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK) else str(error))
+    return ConfigError(f"cannot open the database {path}: {why}.")
 
 
 def read_only(path, time_limit_s):

@@ -40,14 +40,6 @@ class WalkResult:
     left_out: int = 0         # page URLs of the site's host that `include`/`exclude` left out
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    new: list
-    changed: list
-    missing: list
-    restored: list
-
-
 def sitemap_urls(source, robots_sitemaps=None) -> list:
     """Which sitemaps to read: the source's `sitemaps`, else those its robots.txt names, else
     <site>/sitemap.xml."""
@@ -167,7 +159,7 @@ def plan(listed, complete, jobs, items):
             changed.append(path)
     missing = sorted(p for p, (_, removed_at, _) in items.items() if removed_at is None and p not in listed) \
         if complete else []
-    return Plan(new, changed, missing, restored)
+    return sync.Plan(new, changed, missing, restored)
 
 
 def read_robots(source, get, polite=None) -> list:

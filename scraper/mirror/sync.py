@@ -22,6 +22,9 @@ DAY_S = 86_400
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
+    """What a walk of a listing (n8n's, or a catalogue's sitemaps) found against the mirror: keys to fetch
+    as new, as changed, to confirm as removed (missing from a complete walk), and listed again."""
+
     new: list
     changed: list
     missing: list

@@ -5,8 +5,10 @@ request after (`answered`, `failed`). The rate slot lives in the shared limiter,
 breaker in the domain's row of the `domains` table (through the queue); the breaker's rules are the pure
 functions of `breaker`."""
 
+import dataclasses
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from scraper.base.clock import SYSTEM
 from scraper.base.errors import FetchError
@@ -24,6 +26,7 @@ OPENED = "opened"           # the breaker opened after the job was taken: send n
 
 
 
+@dataclasses.dataclass(eq=False)
 class Politeness:
     """One domain's politeness for one worker process (opened after the fork, like its limiter).
 
@@ -31,15 +34,14 @@ class Politeness:
     prefixes the log lines; `clock` (a `base.clock.Clock`) is read and waited on for the pauses;
     `stopping()` is true once the worker is asked to stop."""
 
-    def __init__(self, settings, domain, queue, limiter, name="", clock=SYSTEM, stopping=lambda: False):
-        self.s = settings
-        self.domain = domain
-        self.queue = queue
-        self.limiter = limiter
-        self.name = name
-        self.clock = clock
-        self.stopping = stopping
-        self.waited_s = 0.0     # spent waiting for the slot since the last request was logged (`take_waited`)
+    s: Any                  # the run's settings
+    domain: str
+    queue: Any
+    limiter: Any
+    name: str = ""
+    clock: Any = SYSTEM
+    stopping: Callable[[], bool] = lambda: False
+    waited_s: float = dataclasses.field(default=0.0, init=False)   # slot wait since the last logged request
 
     # --- before a request ----------------------------------------------------------------
 

@@ -1,55 +1,52 @@
 """The rate limiter of a PostgreSQL database: one GCRA reservation per domain in its `domains` row
 (`scraper.db.slots`), shared by every process on every machine. Same interface as `DomainLimiter`."""
 
-from scraper.base.clock import SYSTEM
-from scraper.db import slots, store
-from scraper.politeness.limiter import wait_for_slot
+from collections.abc import Callable
 
-RATE_TTL_S = 1.0            # a domain's rate is read again this often (as the SQLite limiter does)
+from scraper.base.clock import SYSTEM, Clock
+from scraper.db import slots, store
+from scraper.politeness.limiter import RateOf, RateReads, wait_for_slot
 
 
 class GcraLimiter:
     """`acquire(domain)` waits for the domain's slot. Open it inside the process that uses it: it holds
     its own connection, so a slot is never taken inside another transaction."""
 
-    def __init__(self, db_url, rate_per_s, burst, rate_of=None, clock=SYSTEM):
-        """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S, as `DomainLimiter` does
+    def __init__(self, db_url: str, rate_per_s: float, burst: int, rate_of: RateOf | None = None,
+                 clock: Clock = SYSTEM) -> None:
+        """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S (`RateReads`), as in `DomainLimiter`
         (robots.txt and the adaptive slow-down change a domain's rate during a run)."""
         self._conn = store.open_db(db_url)    # the schema first: a first seed walks before it stores
         self._default = slots.gcra(rate_per_s, burst)
-        self._rate_of = rate_of
-        self._known = {}
-        self._read_at = {}
+        self._reads = RateReads(rate_of, clock)
+        self._known: dict[str, tuple[float, float]] = {}
         self._clock = clock
 
-    def refresh(self, domain):
+    def refresh(self, domain: str) -> None:
         """Read the domain's rate again before the next slot (it was just changed in this process)."""
-        self._read_at.pop(domain, None)
+        self._reads.forget(domain)
 
-    def _params(self, domain):
+    def _params(self, domain: str) -> tuple[float, float]:
         params = self._known.get(domain)
-        stale = self._rate_of is not None and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
-        if params is None or stale:
+        if params is None or self._reads.due(domain):
             if params is None:
                 slots.ensure(self._conn, domain)
-            params = self._default
-            if self._rate_of is not None:
-                params = slots.gcra(*self._rate_of(domain))
-                self._read_at[domain] = self._clock.monotonic()
-            self._known[domain] = params
+            own = self._reads.read(domain)
+            params = self._known[domain] = self._default if own is None else slots.gcra(*own)
         return params
 
-    def wait_s(self, domain):
+    def wait_s(self, domain: str) -> float:
         return slots.wait(self._conn, domain, self._params(domain)[1])
 
-    def try_acquire(self, domain):
+    def try_acquire(self, domain: str) -> float:
         """Take one slot now: 0.0 when admitted, else the seconds until one may be free."""
         interval, tolerance = self._params(domain)
         return slots.take(self._conn, domain, interval, tolerance)
 
-    def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
+    def acquire(self, domain: str, timeout_s: float | None = None,
+                should_stop: Callable[[], bool] = lambda: False) -> bool:
         """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
         return wait_for_slot(lambda: self.try_acquire(domain), self._clock, timeout_s, should_stop)
 
-    def close(self):
+    def close(self) -> None:
         self._conn.close()

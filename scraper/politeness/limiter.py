@@ -16,17 +16,20 @@ import math
 import os
 import re
 import sqlite3
+from collections.abc import Callable
+from typing import Any
 
 from pyrate_limiter import Rate, RateItem, SQLiteBucket
 
-from scraper.base.clock import SYSTEM
+from scraper.base.clock import SYSTEM, Clock
 from scraper.policy import margin
 
 LEAK_EVERY = 200            # admissions between clean-ups of rows that left every window
+RateOf = Callable[[str], tuple[float, int]]     # a domain's (rate_per_s, burst)
 RATE_TTL_S = 1.0            # a domain's rate is read again this often: a lowered rate reaches every process
 
 
-def rates_for(rate_per_s, burst):
+def rates_for(rate_per_s: float, burst: int) -> list[Rate]:
     """Sliding-window rates that never exceed a token bucket of `rate_per_s` with `burst`.
 
     Part of the burst is kept back as a margin for the time between admission here and arrival
@@ -37,25 +40,24 @@ def rates_for(rate_per_s, burst):
     return [Rate(window_units, interval_ms)]
 
 
-def _key(rates):
+def _key(rates: list[Rate]) -> list[tuple[int, int]]:
     return [(r.limit, r.interval) for r in rates]
 
 
 class _Flock:
     """A cross-process lock on a file, blocking in the kernel."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
-    def __enter__(self):
+    def __enter__(self) -> "_Flock":
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
-        return False
 
-    def close(self):
+    def close(self) -> None:
         os.close(self.fd)
 
 
@@ -63,46 +65,43 @@ class DomainLimiter:
     """`acquire(domain)` waits for a slot in the domain's shared bucket. Open it inside the process
     that uses it (nothing here survives a fork)."""
 
-    def __init__(self, path, rate_per_s, burst, rate_of=None, clock=SYSTEM):
+    def __init__(self, path: str, rate_per_s: float, burst: int, rate_of: RateOf | None = None,
+                 clock: Clock = SYSTEM) -> None:
         """`rate_of(domain) -> (rate_per_s, burst)` gives a domain its own budget, read again every
         RATE_TTL_S (it may change during a run: robots.txt, the adaptive slow-down); else (rate_per_s, burst).
 
         Every process checks the shared log against the rates it read; as they all read the same row,
         a lowered rate holds across processes within RATE_TTL_S."""
         self.rates = rates_for(rate_per_s, burst)
-        self._rate_of = rate_of
+        self._reads = RateReads(rate_of, clock)
         self._lock = _Flock(path + ".lock")
         with self._lock:
             self._conn = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False, timeout=30)
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._buckets = {}
-        self._read_at = {}          # domain -> when its rate was last read
+        self._buckets: dict[str, SQLiteBucket] = {}
         self._clock = clock
         self._admitted = 0
 
-    def refresh(self, domain):
+    def refresh(self, domain: str) -> None:
         """Read the domain's rate again before the next slot (it was just changed in this process)."""
-        self._read_at.pop(domain, None)
+        self._reads.forget(domain)
 
-    def _bucket(self, domain):
+    def _bucket(self, domain: str) -> SQLiteBucket:
         bucket = self._buckets.get(domain)
-        stale = self._rate_of is not None and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S
-        if bucket is None or stale:
+        if bucket is None or self._reads.due(domain):
             table = "rate_" + re.sub(r"[^A-Za-z0-9_]", "_", domain)  # interpolated into SQL by pyrate
             if bucket is None:
                 self._conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
                 self._conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
                 self._conn.commit()
-            rates = self.rates
-            if self._rate_of is not None:
-                rates = rates_for(*self._rate_of(domain))
-                self._read_at[domain] = self._clock.monotonic()
+            own = self._reads.read(domain)
+            rates = self.rates if own is None else rates_for(*own)
             if bucket is None or _key(rates) != _key(bucket.rates):
                 bucket = self._buckets[domain] = SQLiteBucket(rates, self._conn, table)
         return bucket
 
-    def wait_s(self, domain):
+    def wait_s(self, domain: str) -> float:
         """Seconds until the domain's bucket has a slot (0.0: one is free now); takes nothing.
 
         Read from the shared log itself: pyrate's `waiting()` only knows this process's last refusal."""
@@ -118,12 +117,12 @@ class DomainLimiter:
                     wait_ms = max(wait_ms, row[0] + rate.interval - now)
             return wait_ms / 1000.0
 
-    def try_acquire(self, domain):
+    def try_acquire(self, domain: str) -> float:
         """Take one slot now: returns 0.0 when admitted, else the seconds until one may be free."""
         with self._lock:
             bucket = self._bucket(domain)
             item = RateItem(domain, bucket.now())    # stamped under the lock, just before it is stored
-            decision = bucket.put_decision(item)
+            decision: Any = bucket.put_decision(item)    # a Decision: this bucket is synchronous
             if decision.allowed:
                 self._admitted += 1
                 if self._admitted % LEAK_EVERY == 0:
@@ -132,16 +131,18 @@ class DomainLimiter:
         wait_ms = decision.retry_after_ms
         return max(0.001, (wait_ms if wait_ms is not None else 50) / 1000.0)
 
-    def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
+    def acquire(self, domain: str, timeout_s: float | None = None,
+                should_stop: Callable[[], bool] = lambda: False) -> bool:
         """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
         return wait_for_slot(lambda: self.try_acquire(domain), self._clock, timeout_s, should_stop)
 
-    def close(self):
+    def close(self) -> None:
         self._conn.close()
         self._lock.close()
 
 
-def wait_for_slot(try_acquire, clock, timeout_s=None, should_stop=lambda: False):
+def wait_for_slot(try_acquire: Callable[[], float], clock: Clock, timeout_s: float | None = None,
+                  should_stop: Callable[[], bool] = lambda: False) -> bool:
     """The acquire loop of both limiters: `try_acquire()` (0.0 admitted, else seconds to wait) until it
     admits; False when `timeout_s` passed on `clock` or `should_stop()` turned true first."""
     deadline = None if timeout_s is None else clock.monotonic() + timeout_s
@@ -159,7 +160,7 @@ def wait_for_slot(try_acquire, clock, timeout_s=None, should_stop=lambda: False)
         clock.sleep(min(wait, 0.25))   # short naps keep a stop request responsive
 
 
-def open_limiter(settings, rate_of=None):
+def open_limiter(settings: Any, rate_of: RateOf | None = None) -> Any:
     """The limiter of the settings' database: the file-backed buckets beside a SQLite file, the GCRA rows
     of a PostgreSQL database (`gcra.GcraLimiter`); NoLimiter with --no-limit. Each domain's budget is
     `settings.rate_for(domain)` unless `rate_of` says otherwise."""
@@ -175,14 +176,43 @@ def open_limiter(settings, rate_of=None):
 class NoLimiter:
     """The limiter when `--no-limit` is given (benchmarks of the queue alone)."""
 
-    def refresh(self, domain):
+    def refresh(self, domain: str) -> None:
         pass
 
-    def acquire(self, domain, timeout_s=None, should_stop=lambda: False):
+    def acquire(self, domain: str, timeout_s: float | None = None,
+                should_stop: Callable[[], bool] = lambda: False) -> bool:
         return not should_stop()
 
-    def wait_s(self, domain):
+    def wait_s(self, domain: str) -> float:
         return 0.0
 
-    def close(self):
+    def close(self) -> None:
         pass
+
+
+class RateReads:
+    """Each domain's own rate (`rate_of(domain) -> (rate_per_s, burst)`, or None: the default for all),
+    read again every RATE_TTL_S on the injected clock: robots.txt and the adaptive slow-down change it during
+    a run, and every process reading the same row within RATE_TTL_S makes a lowered rate hold across them.
+    Both limiters keep their rates through it."""
+
+    def __init__(self, rate_of: RateOf | None, clock: Clock) -> None:
+        self._rate_of = rate_of
+        self._clock = clock
+        self._read_at: dict[str, float] = {}     # domain -> when its rate was last read
+
+    def forget(self, domain: str) -> None:
+        """Read the domain's rate again before its next slot (it was just changed in this process)."""
+        self._read_at.pop(domain, None)
+
+    def due(self, domain: str) -> bool:
+        """Whether the domain's rate should be read again now."""
+        return (self._rate_of is not None
+                and self._clock.monotonic() - self._read_at.get(domain, -1e18) >= RATE_TTL_S)
+
+    def read(self, domain: str) -> tuple[float, int] | None:
+        """The domain's (rate_per_s, burst), or None when there is one rate for all."""
+        if self._rate_of is None:
+            return None
+        self._read_at[domain] = self._clock.monotonic()
+        return self._rate_of(domain)

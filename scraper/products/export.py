@@ -5,10 +5,11 @@ Each template carries the transcripts of its videos (tables template_videos and 
 
 import csv
 import json
-import os
 from dataclasses import dataclass
 
 from scraper.base.errors import ConfigError
+from scraper.db import schema
+from scraper.products import output
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 JSON_COLUMNS = ("categories", "node_types", "workflow", "images", "videos", "page_og")
@@ -48,7 +49,7 @@ TRANSCRIPTS = "transcripts"    # not a column of workflows: gathered from templa
 
 def table_columns(conn):
     """The exported columns: those of `workflows` in table order (but the bookkeeping), then `transcripts`."""
-    return [r[1] for r in conn.execute("PRAGMA table_info(workflows)") if r[1] not in (VERDICT, SAVED)] + [TRANSCRIPTS]
+    return [c for c in schema.column_names(conn, "workflows") if c not in (VERDICT, SAVED)] + [TRANSCRIPTS]
 
 
 def choose_columns(conn, wanted, fmt=None):
@@ -127,36 +128,21 @@ def write(conn, fmt, out, columns=None, redact=True, live_only=False):
 
 def write_file(conn, fmt, path, columns=None, redact=True, live_only=False):
     """Write to `path` through a temporary file beside it, so a reader never sees half an export."""
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ConfigError(f"the output folder {folder} does not exist.")
+    output.check_folder(path, "export")
     if fmt == "parquet":
         from scraper.products import parquet  # pyarrow is an optional extra: import it only when asked for
         parquet.require()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
-    try:
-        if fmt == "parquet":
-            os.close(fd)
+        with output.atomic_path(path, "export") as tmp:
             columns = columns or table_columns(conn)
             summary = Summary()
-            types = {r[1]: r[2] for r in conn.execute("PRAGMA table_info(workflows)")}
+            types = dict(schema.columns(conn, "workflows"))
             # the workflow stays JSON text in Parquet: no need to decode it
             source = _prepared(rows(conn, columns, live_only, verdict=True), redact, summary, decode=True,
                                keep_text=("workflow",))
             summary.bad_dates = parquet.write(source, tmp, columns, types)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-                summary = write(conn, fmt, out, columns, redact, live_only)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)     # mkstemp makes it 0600; an export is an ordinary file
-        os.replace(tmp, path)
         return summary
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with output.atomic(path, what="export") as out:
+        return write(conn, fmt, out, columns, redact, live_only)
 
 
 def neutralise(cell):

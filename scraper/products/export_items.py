@@ -8,9 +8,10 @@ Items are public pages, so nothing is redacted.
 
 import csv
 import json
-import os
 
 from scraper.base.errors import ConfigError
+from scraper.db.store import is_postgres
+from scraper.products import output
 from scraper.products.export import FORMATS, Summary, fit_cell, neutralise
 
 BASE = ("source", "key", "url", "version", "first_seen_at", "last_seen_at", "removed_at")
@@ -27,6 +28,17 @@ def check_source(conn, source):
 
 def fields(conn, source):
     """The record's fields across the source's items, sorted."""
+    if is_postgres(conn):
+        # the records are JSON objects written by the mirror; read in Python, where text that is not JSON
+        # cannot fail the statement (PostgreSQL's ::jsonb would)
+        names = set()
+        for (record,) in conn.execute("SELECT record FROM items WHERE source = ?", (source,)):
+            try:
+                doc = json.loads(record)
+            except ValueError:
+                continue
+            names.update(doc if isinstance(doc, dict) else ())
+        return sorted(names)
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT j.key FROM items AS i, json_each(i.record) AS j WHERE i.source = ? ORDER BY j.key",
         (source,))]
@@ -89,19 +101,13 @@ def write(conn, fmt, out, source, live_only=False):
 
 def write_file(conn, fmt, path, source, live_only=False):
     """Write to `path` through a temporary file beside it, so a reader never sees half an export."""
-    import tempfile
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}.")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ConfigError(f"the output folder {folder} does not exist.")
+    output.check_folder(path, "export")
     if fmt == "parquet":
         from scraper.products import parquet
         parquet.require()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
-    try:
-        if fmt == "parquet":
-            os.close(fd)
+        with output.atomic_path(path, "export") as tmp:
             names = fields(conn, source)
             columns = [*BASE, *(PREFIX + n for n in names)]
             summary = Summary()
@@ -111,14 +117,6 @@ def write_file(conn, fmt, path, source, live_only=False):
                     summary.rows += 1
                     yield flat(row, names)
             summary.bad_dates = parquet.write(counted(), tmp, columns, {"version": "INTEGER"})
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-                summary = write(conn, fmt, out, source, live_only)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
         return summary
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with output.atomic(path, what="export") as out:
+        return write(conn, fmt, out, source, live_only)

@@ -16,12 +16,13 @@ mirror, exports, commits DIR).
 import json
 import os
 import re
-import tempfile
 import unicodedata
 from dataclasses import dataclass, field
 
 from scraper.base.errors import ConfigError
+from scraper.db import schema
 from scraper.policy import redact as redaction
+from scraper.products import output
 
 INDEX, README = "index.json", "README.md"
 SLUG_MAX = 80
@@ -81,7 +82,7 @@ def templates(conn):
     """Live templates with a workflow, in id order, one at a time: (id, name, version, categories, node
     types, workflow JSON text, URL of the latest stored page or None, the row's redaction verdict, paid,
     price, purchase URL, hollow)."""
-    has_url = any(r[1] == "url" for r in conn.execute("PRAGMA table_info(answers)"))
+    has_url = "url" in schema.column_names(conn, "answers")
     page = ("(SELECT a.url FROM answers AS a WHERE a.template_id = w.id AND a.kind = 'page' "
             "ORDER BY a.version DESC LIMIT 1)") if has_url else "NULL"
     yield from conn.execute(
@@ -116,10 +117,8 @@ def write(conn, folder, redact=True, stop=lambda: None):
     a signal's name to end the export between two files."""
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise ConfigError(f"the output {folder} is a file, not a folder.")
-    try:
-        os.makedirs(folder, exist_ok=True)       # a new user's first export names a folder not made yet
-    except OSError as e:
-        raise ConfigError(f"the output folder {folder} cannot be created ({e.strerror}).") from e
+    output.make_folder(folder, "files export")       # a new user's first export names a folder not made yet
+    output.check_folder(os.path.join(folder, INDEX), "files export")
     summary = Summary()
     before = previous_files(folder)
     index = []
@@ -206,15 +205,5 @@ def _put(folder, fname, text, summary):
                 return
     except FileNotFoundError:
         pass
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    output.put(path, data, "files export")
     summary.written.append(fname)

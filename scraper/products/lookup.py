@@ -10,6 +10,7 @@ cannot be answered raises `NotFound` or `ConfigError` with one sentence that say
 import json
 
 from scraper.base.errors import ConfigError
+from scraper.db import jsonsql
 from scraper.db.store import is_postgres
 from scraper.mirror import answers, sync
 from scraper.mirror import items as item_rows
@@ -39,11 +40,6 @@ def site_url(conn, default):
 def page_url(site, template_id):
     # the site redirects /workflows/<id> to its slugged page (sites/n8n.page_url, which products may not import)
     return f"{site}/workflows/{template_id}"
-
-
-def _json_list(column):
-    # json_each fails on text that is not JSON: such a row matches nothing instead
-    return f"CASE WHEN json_valid({column}) THEN {column} ELSE '[]' END"
 
 
 def _paid(value):
@@ -100,13 +96,15 @@ def search_templates(conn, site, query="", nodes=(), category="", include_paid=T
     if query.strip():
         joins, params = _match(conn, query)
         order = "m.rank, w.id"
+    # text that is not a JSON list matches nothing (jsonsql guards it in each dialect)
+    node_each, node_where = jsonsql.list_strings(is_postgres(conn), "w.node_types")
     for node in nodes:
-        where.append(f"EXISTS (SELECT 1 FROM json_each({_json_list('w.node_types')}) j WHERE lower(j.value) = lower(?) "
-                     "OR lower(j.value) LIKE ?)")
+        where.append(f"EXISTS (SELECT 1 FROM {node_each} WHERE {node_where} AND (lower(j.value) = lower(?) "
+                     "OR lower(j.value) LIKE ?))")
         params += [node, "%." + node.lower()]
     if category.strip():
-        where.append(f"EXISTS (SELECT 1 FROM json_each({_json_list('w.categories')}) j "
-                     "WHERE lower(j.value) = lower(?))")
+        each, cond = jsonsql.list_strings(is_postgres(conn), "w.categories")
+        where.append(f"EXISTS (SELECT 1 FROM {each} WHERE {cond} AND lower(j.value) = lower(?))")
         params.append(category.strip())
     if not include_paid:
         where.append("(w.paid IS NULL OR w.paid = 0)")

@@ -1,6 +1,6 @@
 """`scraper search` on PostgreSQL: the same query syntax and answer as the FTS5 search, on weighted
 `tsvector`s with GIN indexes (db/pgschema: `workflows_tsv` for templates, transcripts included, kept by
-triggers; the generated `items.search_tsv` for catalogue items), ranked by `ts_rank` (negated: `rank`
+triggers; `items.search_tsv`, kept by a trigger, for catalogue items), ranked by `ts_rank` (negated: `rank`
 stays lower-is-better), with `ts_headline` snippets made only for the rows shown.
 
 The syntax: words (all must match), "a phrase", prefix*, NOT word, a OR b, column:word (the column's
@@ -116,16 +116,57 @@ def query_items(conn, source, text, limit, marks):
         WITH q AS (SELECT {expr} AS q),
         best AS (SELECT i.source, i.key, -ts_rank(i.search_tsv, q.q) AS rank FROM items i, q
                  WHERE i.source = %s AND i.search_tsv @@ q.q ORDER BY rank, i.key LIMIT %s)
-        SELECT i.source, i.key, i.url, i.record, ts_headline('english', scraper_item_text(i.record), q.q, %s),
-               best.rank
-        FROM best JOIN items i ON i.source = best.source AND i.key = best.key, q
+        SELECT i.source, i.key, i.url, i.record, best.rank
+        FROM best JOIN items i ON i.source = best.source AND i.key = best.key
         ORDER BY best.rank, i.key"""
     try:
-        found = conn.raw(sql, [*params, source, limit, _headline_options(marks)]).fetchall()
+        found = conn.raw(sql, [*params, source, limit]).fetchall()
+        # the snippets: ts_headline over the text the index was made of, for the rows shown only
+        snippets = [r[0] for r in conn.raw(
+            f"""SELECT ts_headline('english', t.text, q.q, %s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(text, n),
+                (SELECT {expr} AS q) AS q ORDER BY t.n""",
+            [_headline_options(marks), [item_text(r[3]) for r in found], *params]).fetchall()] if found else []
     except sqlite3.OperationalError as e:
         raise _fail(text, str(e)) from None
     return [{"key": f"{r[0]}:{r[1]}", "source": r[0], "url": r[2], "name": _name(r[3]),
-             "snippet": search.one_line(r[4]), "rank": round(r[5], 4)} for r in found]
+             "snippet": search.one_line(snippet), "rank": round(r[4], 4)}
+            for r, snippet in zip(found, snippets, strict=True)]
+
+
+# what jsonb refuses in a string or a key: NUL, half a surrogate pair
+_REFUSED = re.compile("[\x00\ud800-\udfff]")
+
+
+def _refuse_constant(name):
+    raise ValueError(name)
+
+
+def item_text(record):
+    """Every string of a record, as the items' trigger indexes it (db/pgschema: in jsonb's order, an
+    object's keys by length then bytes, depth first); the record as it is when jsonb would not take it."""
+    try:
+        doc = json.loads(record, parse_constant=_refuse_constant)
+    except ValueError:
+        return record
+    out = []
+
+    def walk(value):
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            if any(_REFUSED.search(key) for key in value):
+                raise ValueError("a key jsonb refuses")
+            for key in sorted(value, key=lambda k: (len(k.encode()), k.encode())):
+                walk(value[key])
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    try:
+        walk(doc)
+    except ValueError:
+        return record
+    return record if any(_REFUSED.search(text) for text in out) else " ".join(out)
 
 
 def _name(record):
@@ -143,5 +184,5 @@ def rebuild(conn):
     from scraper.db.store import transaction
     with transaction(conn) as c:
         c.raw("DELETE FROM workflows_tsv")
-        c.raw("SELECT scraper_search_refresh(ARRAY(SELECT id FROM workflows))")
+        c.raw(pgschema.REFRESH_ALL)
         return c.raw("SELECT COUNT(*) FROM workflows_tsv").fetchone()[0]

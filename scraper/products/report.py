@@ -9,13 +9,11 @@ import datetime
 import html
 import json
 import math
-import os
-import tempfile
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
-from scraper.db import fetchlearn, store
-from scraper.products import stats
+from scraper.db import fetchlearn, jsonsql, store
+from scraper.products import output, stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
 TOP_NODE_TYPES = 20
@@ -92,21 +90,9 @@ def notification_line(n):
 
 def write(conn, path, now, run_id=None, settings=None):
     """Write the report to `path` (through a temporary file and a rename); returns its size in bytes."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ConfigError(f"the output folder {folder} does not exist.")
+    output.check_folder(path, "report")
     page = render(gather(conn, now, run_id, settings)).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(page)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    output.put(path, page, "report")
     return len(page)
 
 
@@ -129,8 +115,9 @@ def _run_figures(conn, r):
                            "UNION ALL SELECT at FROM run_jobs WHERE run_id = ?)", (run_id, run_id)).fetchone()[0]
         end = max(end or start, start)
     # a robots.txt that answered 4xx (no rules) is an answer, not an error
-    req = conn.execute("""SELECT COUNT(*), SUM(kind IN ('ok', 'robots_4xx')), SUM(kind = 'http_429') FROM requests
-                          WHERE run_id = ?""", (run_id,)).fetchone()
+    req = conn.execute(f"""SELECT COUNT(*), {jsonsql.count_if("kind IN ('ok', 'robots_4xx')")},
+                           {jsonsql.count_if("kind = 'http_429'")} FROM requests WHERE run_id = ?""",
+                       (run_id,)).fetchone()
     ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE run_id = ? ORDER BY ms", (run_id,))]
     done = conn.execute("SELECT COUNT(*) FROM run_jobs WHERE run_id = ? AND status = 'done'", (run_id,)).fetchone()[0]
     duration = max(end - start, 0.0)

@@ -8,6 +8,7 @@ import html
 import sqlite3
 
 from scraper.base.errors import ConfigError
+from scraper.db import schema
 from scraper.db.store import is_postgres, transaction
 
 COLUMNS = ("name", "description", "explainer", "node_types", "categories", "author", "transcripts")
@@ -144,9 +145,8 @@ def rebuild(conn):
     if is_postgres(conn):
         from scraper.products import pgsearch
         return pgsearch.rebuild(conn)
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     transcripts = "NULL"
-    if {"transcripts", "template_videos"} <= tables:
+    if {"transcripts", "template_videos"} <= schema.tables(conn):
         transcripts = """(SELECT group_concat(t.text, ' ') FROM template_videos tv
                           JOIN transcripts t ON t.video_id = tv.video_id WHERE tv.template_id = w.id)"""
     with transaction(conn) as c:

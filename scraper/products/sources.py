@@ -2,7 +2,7 @@
 its jobs by status, its items (live, removed) and what its fetcher did (plain HTTP, the browser)."""
 
 from scraper.base.settings import YOUTUBE_BURST, YOUTUBE_DOMAIN, YOUTUBE_RATE_PER_S
-from scraper.db import fetchlearn
+from scraper.db import fetchlearn, schema
 from scraper.db import walklog as walks
 from scraper.db.store import JOB_STATUSES
 
@@ -51,7 +51,7 @@ def _items(conn, src):
     """{live, removed}: the n8n source's templates; a catalogue's rows of `items` (zeros before it exists)."""
     if src.kind == "n8n":
         sql, args = "SELECT removed_at IS NULL, COUNT(*) FROM workflows GROUP BY 1", ()
-    elif conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'items'").fetchone():
+    elif schema.has_table(conn, "items"):
         sql, args = "SELECT removed_at IS NULL, COUNT(*) FROM items WHERE source = ? GROUP BY 1", (src.name,)
     else:
         return {"live": 0, "removed": 0}

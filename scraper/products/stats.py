@@ -1,6 +1,9 @@
 """What `scraper stats` reports about the stored templates: node types, categories, authors, creation
 months, quality scores, videos and transcript coverage. Read-only queries over `workflows`."""
 
+from scraper.db import jsonsql, schema
+from scraper.db.store import is_postgres
+
 QUALITY_BIN = 10          # quality scores (0-100) are shown in bins of ten; the last one holds 90-100
 TEXT_TOP = 15             # rows of each ranking that the text shows (--json gives them all)
 
@@ -16,8 +19,8 @@ def report(conn):
     return {
         "templates": one("SELECT COUNT(*) FROM workflows"),
         # COUNT(DISTINCT id): a template counts once per type, however many nodes of it it has
-        "node_types": ranking(_each("node_types", "type"), "type"),
-        "categories": ranking(_each("categories", "category"), "category"),
+        "node_types": ranking(_each(conn, "node_types", "type"), "type"),
+        "categories": ranking(_each(conn, "categories", "category"), "category"),
         "authors": ranking("""SELECT author, COUNT(*) AS n FROM workflows WHERE author IS NOT NULL
                               GROUP BY author ORDER BY n DESC, author""", "author"),
         "created_per_month": [
@@ -29,10 +32,10 @@ def report(conn):
                                   OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*'"""),
         "quality_score": _quality(conn),
         "videos": {
-            "templates_with_videos": one("""SELECT COUNT(*) FROM workflows
-                                            WHERE json_valid(videos) AND json_array_length(videos) > 0"""),
-            "videos": one("""SELECT COUNT(DISTINCT j.value) FROM workflows w, json_each(w.videos) j
-                             WHERE json_valid(w.videos)"""),
+            "templates_with_videos": one(f"""SELECT COUNT(*) FROM workflows
+                                             WHERE {jsonsql.list_length(is_postgres(conn), 'videos')} > 0"""),
+            "videos": one("""SELECT COUNT(DISTINCT j.value) FROM workflows w, {}
+                             WHERE {}""".format(*jsonsql.list_strings(is_postgres(conn), "w.videos"))),
         },
         "transcripts": transcript_coverage(conn),
         # issue 28: paid templates (from the listing; unknown until a walk lists them) and hollow answers
@@ -42,12 +45,13 @@ def report(conn):
     }
 
 
-def _each(column, name, live_only=False):
+def _each(conn, column, name, live_only=False):
     """Templates per element of a JSON-list column, most used first, ties by name."""
     live = " AND w.removed_at IS NULL" if live_only else ""
+    each, where = jsonsql.list_strings(is_postgres(conn), f"w.{column}")
     return f"""SELECT j.value AS {name}, COUNT(DISTINCT w.id) AS n
-               FROM workflows w, json_each(w.{column}) j
-               WHERE json_valid(w.{column}) AND j.type = 'text'{live}
+               FROM workflows w, {each}
+               WHERE {where}{live}
                GROUP BY j.value ORDER BY n DESC, j.value"""
 
 
@@ -55,7 +59,7 @@ def top(conn, column, name, limit, live_only=False):
     """[{name: value, templates: n}]: the `limit` values of a JSON-list column (node_types, categories)
     used by the most templates (`live_only`: of those not removed)."""
     return [{name: r[0], "templates": r[1]}
-            for r in conn.execute(_each(column, name, live_only) + " LIMIT ?", (limit,))]
+            for r in conn.execute(_each(conn, column, name, live_only) + " LIMIT ?", (limit,))]
 
 
 def _quality(conn):
@@ -73,8 +77,7 @@ def _quality(conn):
 def transcript_coverage(conn):
     """How many linked videos and templates have a transcript; None while the transcripts tables
     (`transcripts`, `template_videos`) do not exist in this database."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"transcripts", "template_videos"} <= tables:
+    if not {"transcripts", "template_videos"} <= schema.tables(conn):
         return None
     def one(sql):
         return conn.execute(sql).fetchone()[0]

@@ -13,13 +13,13 @@ warcio is an optional extra (`pip install 'scraper[warc]'`): only this format ne
 import datetime
 import io
 import os
-import tempfile
 from dataclasses import dataclass
 from http import HTTPStatus
 
 from scraper import __version__
 from scraper.base.errors import ConfigError
 from scraper.mirror import versions
+from scraper.products import output
 
 RECONSTRUCTED_HEADER = "WARC-Scraper-Reconstructed"   # which fields an answer stored before schema 7 lacked
 
@@ -59,23 +59,11 @@ def write_file(conn, path, urls, source=None, since=None, live_only=False, now=N
     """Write the WARC to `path` (through a temporary file beside it); returns a Summary.
     `urls`: (api_url, site_url) for rebuilding the URLs of answers stored before they were kept."""
     require()
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ConfigError(f"the output folder {folder} does not exist.")
+    output.check_folder(path, "WARC export")
     versions.check_source(conn, source)         # before a file exists
     answers = versions.stored(conn, urls, source, since, live_only)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            summary = write(out, answers, os.path.basename(path))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-        return summary
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with output.atomic(path, binary=True, what="WARC export") as out:
+        return write(out, answers, os.path.basename(path))
 
 
 def write(out, answers, filename):

@@ -113,7 +113,7 @@ class Site(Protocol):
 
 
 class JobRef(Protocol):
-    """The job a site is asked to fetch (`scraper.db.queue.Job` is one)."""
+    """The job a site is asked to fetch (`scraper.db.backend.Job` is one)."""
 
     @property
     def key(self) -> str: ...

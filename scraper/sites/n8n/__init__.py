@@ -18,14 +18,14 @@ from scraper.sites import Result, Site, check_storable, children_of, unstorable,
 from scraper.sites.n8n.extract import (  # noqa: F401 - the package's public names
     SHAPE,
     STICKY_NOTE,
-    _is_int,
-    _load_json,
     explainer_text,
     extract,
     extract_page,
     find_images,
     find_videos,
     is_hollow,
+    is_int,
+    load_json,
     quality_score,
     sticky_notes,
 )
@@ -85,14 +85,14 @@ def parse_search_page(payload: bytes | str | dict) -> tuple[list[int], int]:
 
 def parse_search_entries(payload: bytes | str | dict) -> tuple[list[dict], int]:
     """(listing entries on this page, each with an integer `id`, totalWorkflows); ParseError if it is not one."""
-    data = _load_json(payload, "search page")
+    data = load_json(payload, "search page")
     if not isinstance(data, dict) or not isinstance(data.get("workflows"), list):
         raise ParseError("search page has no 'workflows' list")
     total = data.get("totalWorkflows")
-    if not _is_int(total):
+    if not is_int(total):
         raise ParseError("search page has no integer 'totalWorkflows'")
     for item in data["workflows"]:
-        if not isinstance(item, dict) or not _is_int(item.get("id")):
+        if not isinstance(item, dict) or not is_int(item.get("id")):
             raise ParseError(f"search page item without an integer id: {str(item)[:80]}")
     return data["workflows"], int(total)
 

@@ -31,7 +31,7 @@ _IMAGE_RE = re.compile(
 _FILE_ID_RE = re.compile(r"fileId:(\d+)$")  # n8n's markdown points at its own image[] entries this way
 
 
-def _load_json(payload: bytes | str | dict, what: str) -> Any:
+def load_json(payload: bytes | str | dict, what: str) -> Any:
     if isinstance(payload, dict):
         return payload
     try:
@@ -40,7 +40,7 @@ def _load_json(payload: bytes | str | dict, what: str) -> Any:
         raise ParseError(f"{what} is not valid JSON: {e}") from e
 
 
-def _is_int(value: object) -> TypeGuard[int]:
+def is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -141,13 +141,13 @@ def _names(items) -> list[str]:
 
 def extract(body: bytes | str, fetched_at: str) -> dict:
     """One `workflows` row from the answer of GET {api}/templates/workflows/{id}; ParseError if unusable."""
-    data = _load_json(body, "template answer")
+    data = load_json(body, "template answer")
     if not isinstance(data, dict):
         raise ParseError("template answer is not a JSON object")
     wf: Any = data.get("workflow")
     if not isinstance(wf, dict):
         raise ParseError("template answer has no 'workflow' object")
-    if not _is_int(wf.get("id")):
+    if not is_int(wf.get("id")):
         raise ParseError("template answer has no integer 'workflow.id'")
     if not isinstance(wf.get("name"), str):
         raise ParseError("template answer has no 'workflow.name'")
@@ -161,7 +161,7 @@ def extract(body: bytes | str, fetched_at: str) -> dict:
     info = info if isinstance(info, dict) else {}
     nodes = (inner or {}).get("nodes")
     inner_nodes = [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
-    node_count = info.get("nodeCount") if _is_int(info.get("nodeCount")) else len(inner_nodes)
+    node_count = info.get("nodeCount") if is_int(info.get("nodeCount")) else len(inner_nodes)
     node_types = info.get("nodeTypes") if isinstance(info.get("nodeTypes"), dict) else None
     if not node_types:
         node_types = {n["type"] for n in inner_nodes if isinstance(n.get("type"), str)}
@@ -188,7 +188,7 @@ def extract(body: bytes | str, fetched_at: str) -> dict:
         "node_count": node_count,
         "node_types": _json_text(sorted(node_types)),
         "workflow": None if inner is None else _json_text(inner),
-        "total_views": wf.get("totalViews") if _is_int(wf.get("totalViews")) else None,
+        "total_views": wf.get("totalViews") if is_int(wf.get("totalViews")) else None,
         "created_at": wf.get("createdAt") if isinstance(wf.get("createdAt"), str) else None,
         "images": _json_text(content["images"]),
         "videos": _json_text(content["videos"]),
@@ -279,8 +279,8 @@ def quality_score(row: dict[str, Any]) -> int:
     input, so adding notes, images or videos never lowers the score.
     """
     views, node_count = row.get("total_views"), row.get("node_count")
-    views = views if _is_int(views) else 0
-    node_count = node_count if _is_int(node_count) else 0
+    views = views if is_int(views) else 0
+    node_count = node_count if is_int(node_count) else 0
     description = len((row.get("description") or "").strip())
     notes = max(len(row.get("explainer") or "") - description, 0)
     points = [

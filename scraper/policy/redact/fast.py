@@ -3,20 +3,15 @@ values redacted; tests/test_redact_speed.py compares both over the stand-in's wh
 a regex call per string. Pure, like `redact`."""
 
 import bisect
-import re
 
-from scraper.policy.redact import (  # noqa: F401 - the rules are redact's
-    _ANY_RE,
-    _PART_PATTERNS,
-    _QUICK_RE,
-    _SECRET_NAME,
-    _TOKEN_RE,
+from scraper.policy.redact.patterns import ANY_RE, BY_LITERAL, ODD_CASE, QUICK_RE
+from scraper.policy.redact.rules import (
     PASSWORD_KEYS,
     SECRET_KEYS,
-    _keep_scheme,
-    _norm,
-    _secret_name,
+    keep_scheme,
     looks_secret,
+    norm,
+    secret_name,
     text,
     value,
 )
@@ -33,32 +28,6 @@ from scraper.policy.redact import (  # noqa: F401 - the rules are redact's
 #    case; any other string gets `text()`'s own test);
 # 3. nothing found: the workflow is returned as it is; else only the containers on the way to a change
 #    are copied.
-_QUICK_LITERALS = ("sk-", "sk_", "rk_", "apify", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "glpat", "xox",
-                   "akia", "aiza", "ya29", "hf_", "sg.", ":aa", "eyj", "-----begin", "bearer", "basic", "token",
-                   "://", "key", "secret", "pass", "pwd")
-_TOKEN_LITERALS = ("sk-", "sk_", "rk_", "apify", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "glpat", "xox",
-                   "akia", "aiza", "ya29", "hf_", "sg.", ":aa", "eyj", "-----begin")
-# `_ANY_RE`'s branches, each with {literal: where it can sit from the start of a match}: every match of the
-# branch holds one of its literals (in lower case) at one of those offsets, so the branch is tried only
-# there. The offsets are those of the literal in the names the pattern lists (`api_key`: "key" at 4).
-_BRANCHES = [
-    (_TOKEN_RE, {**dict.fromkeys(_TOKEN_LITERALS, (0,)), ":aa": (8, 9, 10)}),      # \d{8,10}:AA
-    (re.compile(_PART_PATTERNS[0][0], re.I), dict.fromkeys(("bearer", "basic", "token"), (0,))),
-    (re.compile(_PART_PATTERNS[1][0], re.I), {"://": (0,)}),
-    (re.compile(_PART_PATTERNS[2][0], re.I),     # [?&] then a name
-     {"key": (1, 4, 5), "token": (1, 5, 6, 7, 8), "secret": (1, 7, 8), "pass": (1,), "pwd": (1,)}),
-    (re.compile(_PART_PATTERNS[3][0], re.I), {"pass": (0,), "pwd": (0,)}),
-    (re.compile(_PART_PATTERNS[4][0], re.I),     # a name of _SECRET_NAME
-     {"key": (3, 4, 6, 7), "token": (0, 3, 4, 5, 6, 7, 8), "secret": (0, 3, 4, 6, 7), "pass": (0,)}),
-]
-# the same, by literal: {literal: [(branch, offset), ...]}
-_BY_LITERAL = {}
-for _pattern, _literals in _BRANCHES:
-    for _lit, _offsets in _literals.items():
-        _BY_LITERAL.setdefault(_lit, []).extend((_pattern, o) for o in _offsets)
-
-# characters that a case-insensitive pattern matches to an ASCII letter (İ ı ſ and the Kelvin sign)
-_ODD_CASE = ("\u0130", "\u0131", "\u017f", "\u212a")
 _SEP = "\x00"       # between joined strings: no literal holds it, so no literal is found across two strings
 
 
@@ -126,7 +95,7 @@ def _key_verdict(name):
     """Whether `name` (a str) is a secret's name (cached: a workflow repeats the same few hundred keys)."""
     v = _VERDICTS.get(name)
     if v is None:
-        v = _VERDICTS[name] = _norm(name) in SECRET_KEYS
+        v = _VERDICTS[name] = norm(name) in SECRET_KEYS
         if len(_VERDICTS) > 65_536:
             _VERDICTS.clear()
     return v
@@ -136,26 +105,26 @@ def _hot(strings):
     """The strings for which `text()` would do more than return them: step 2."""
     joined = _SEP.join(strings)
     low = joined.lower()
-    if len(low) == len(joined) and not any(c in joined for c in _ODD_CASE):
+    if len(low) == len(joined) and not any(c in joined for c in ODD_CASE):
         return _hot_in(strings, low)
     # rare: a character whose lower case is longer, or that matches an ASCII letter in another case
     plain = [s for s in strings if s.isascii()]
-    hot = {s for s in strings if not s.isascii() and _QUICK_RE.search(s.lower()) is not None
-           and _ANY_RE.search(s) is not None}
+    hot = {s for s in strings if not s.isascii() and QUICK_RE.search(s.lower()) is not None
+           and ANY_RE.search(s) is not None}
     return hot | _hot_in(plain, _SEP.join(plain).lower())
 
 
 def _hot_in(strings, low):
     """`_hot` of strings whose lower case `low` (joined by _SEP) keeps every character's position: one pass
     over `low` per literal; at each place it occurs, the branches it belongs to are tried where a match
-    could start (see `_matches`)."""
+    could start (see `matches`)."""
     hot = set()
     starts, at = [], 0
     for s in strings:
         starts.append(at)
         at += len(s) + 1
     ends = len(low)
-    for lit, tries in _BY_LITERAL.items():
+    for lit, tries in BY_LITERAL.items():
         i = low.find(lit)
         while i >= 0:
             k = bisect.bisect_right(starts, i) - 1
@@ -166,35 +135,6 @@ def _hot_in(strings, low):
             else:
                 i = low.find(lit, i + 1)
     return hot
-
-
-def _may_match(s):
-    """`_QUICK_RE.search(s.lower()) and _ANY_RE.search(s)`, found faster where it can be (see `_matches`)."""
-    low = s.lower()
-    if len(low) == len(s) and not any(c in s for c in _ODD_CASE):
-        return _matches(s, low)     # a branch's literal is one of the quick ones: the quick test is in it
-    return _QUICK_RE.search(low) is not None and _ANY_RE.search(s) is not None
-
-
-def _matches(s, s_low):
-    """Whether `_ANY_RE.search(s)` would match `s`, whose lower case `s_low` keeps every character's position
-    and holds no `_ODD_CASE` character: each branch is tried only at the offsets its literals allow (`match`
-    at a position sees the characters before it, as `search` does)."""
-    seen = {}
-    for pattern, literals in _BRANCHES:
-        for lit, offsets in literals.items():
-            at = seen.get(lit)
-            if at is None:
-                at, i = [], s_low.find(lit)
-                while i >= 0:
-                    at.append(i)
-                    i = s_low.find(lit, i + 1)
-                seen[lit] = at
-            for i in at:
-                for o in offsets:
-                    if i >= o and pattern.match(s, i - o) is not None:
-                        return True
-    return False
 
 
 def _apply(obj, hot):
@@ -217,7 +157,7 @@ def _apply(obj, hot):
     if t is not dict:
         return obj, 0
     out, n, changed = {}, 0, False
-    pair_is_secret = _secret_name(obj.get("name")) and isinstance(obj.get("value"), str)
+    pair_is_secret = secret_name(obj.get("name")) and isinstance(obj.get("value"), str)
     for key, item in obj.items():
         ti = type(item)
         if key == "pinData" and item:
@@ -225,9 +165,9 @@ def _apply(obj, hot):
             n += len(item) if ti is dict or ti is list else 1
             changed = True
         elif ti is str and (
-                (key == "value" and pair_is_secret and looks_secret(item, _norm(obj["name"]) in PASSWORD_KEYS))
-                or (_key_verdict(key) and looks_secret(item, _norm(key) in PASSWORD_KEYS))):
-            out[key] = _keep_scheme(item)
+                (key == "value" and pair_is_secret and looks_secret(item, norm(obj["name"]) in PASSWORD_KEYS))
+                or (_key_verdict(key) and looks_secret(item, norm(key) in PASSWORD_KEYS))):
+            out[key] = keep_scheme(item)
             n += 1
             changed = True
         elif (ti is str and item not in hot) or not (ti is str or ti is dict or ti is list):

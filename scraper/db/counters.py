@@ -1,0 +1,17 @@
+"""The `counters` table: all-time event counters (errors by kind, 429s), so a status read is one SELECT."""
+
+from scraper.db.backend import Conn
+
+
+def bump(c: Conn, name: str, by: int = 1) -> None:
+    """Add `by` to counter `name` (inside the caller's transaction)."""
+    c.execute(
+        "INSERT INTO counters (name, value) VALUES (?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+        (name, by),
+    )
+
+
+def every(conn: Conn) -> dict[str, int]:
+    """{name: value} of every counter."""
+    return dict(conn.execute("SELECT name, value FROM counters"))
