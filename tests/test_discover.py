@@ -222,3 +222,33 @@ def test_a_sitemap_robots_txt_disallows_is_not_read_and_said_in_one_sentence():
     with pytest.raises(ConfigError, match="no page URL found in the sitemaps"):
         discover.discover(discover.Options("https://site.test/", rate_per_s=1000.0), clock=FakeClock())
     assert [c.request.url for c in responses.calls] == ["https://site.test/robots.txt"]
+
+
+@responses.activate
+def test_hostile_answers_are_left_out_and_the_sound_pages_still_make_a_proposal():
+    """A sitemap that is not XML, a page that is not UTF-8, one announcing 1 GB, one whose JSON-LD has every
+    type wrong: each is left out with a log line, and the proposal is made from the pages that are sound."""
+    from scraper.mirror import discover
+    site = "https://site.test"
+    responses.add(responses.GET, f"{site}/robots.txt",
+                  body=f"User-agent: *\nAllow: /\nSitemap: {site}/a.xml\nSitemap: {site}/b.xml\n")
+    responses.add(responses.GET, f"{site}/a.xml", body=b"<urlset><url><loc>\xff\xfe not xml")
+    urls = [f"{site}/events/{kind}-{n}" for kind in ("latin1", "huge", "types", "ok") for n in range(3)]
+    responses.add(responses.GET, f"{site}/b.xml", body="<urlset xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'>"
+                  + "".join(f"<url><loc>{u}</loc></url>" for u in urls) + "</urlset>")
+    wrong = json.dumps({"@context": "https://schema.org", "@type": 5, "name": ["x"], "startDate": {"y": None}})
+    good = json.dumps({"@context": "https://schema.org", "@type": "Event", "name": "A", "startDate": "2026-12-01"})
+    for u in urls:
+        if "latin1" in u:
+            responses.add(responses.GET, u, body="<html><title>caf\xe9</title></html>".encode("latin-1"),
+                          content_type="text/html")
+        elif "huge" in u:
+            responses.add(responses.GET, u, body="x", headers={"Content-Length": str(2**30)})
+        else:
+            ld = wrong if "types" in u else good
+            responses.add(responses.GET, u, content_type="text/html; charset=utf-8",
+                          body=f'<html><script type="application/ld+json">{ld}</script></html>')
+    proposal = discover.discover(discover.Options(site + "/", rate_per_s=1000.0), clock=FakeClock())
+    text = infer.block(proposal)
+    source = sources.parse(tomllib.loads(text), "stdout")[0]
+    assert source.opt("type") == "Event" and len(responses.calls) <= 2 * 20
