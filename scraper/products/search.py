@@ -54,7 +54,7 @@ def query(conn, text, limit=LIMIT):
             ) from None
         raise
     # paid: null when no walk listed the template yet; hollow: its stored answer is the graph's shape only
-    return [{"id": r[0], "name": r[1], "snippet": _one_line(r[2]), "rank": round(r[3], 4),
+    return [{"id": r[0], "name": r[1], "snippet": one_line(r[2]), "rank": round(r[3], 4),
              "paid": None if r[4] is None else bool(r[4]), "hollow": bool(r[5])} for r in found]
 
 
@@ -87,7 +87,7 @@ def query_items(conn, source, text, limit=LIMIT):
             raise ConfigError(f"the search query {text!r} is not valid FTS5 syntax ({e}); put words with "
                               "punctuation in double quotes.") from None
         raise
-    return [{"key": f"{r[0]}:{r[1]}", "source": r[0], "url": r[2], "name": r[3], "snippet": _one_line(r[4]),
+    return [{"key": f"{r[0]}:{r[1]}", "source": r[0], "url": r[2], "name": r[3], "snippet": one_line(r[4]),
              "rank": round(r[5], 4)} for r in found]
 
 
@@ -172,11 +172,7 @@ def render(text, results, total):
     return "\n".join(lines)
 
 
-def _one_line(snippet):
+def one_line(snippet):
     """The snippet on one line, its HTML entities as the characters they stand for (n8n's descriptions are
     stored as served, `&gt;` for a Markdown quote; a snippet is read by people)."""
-    return one_line(snippet)
-
-
-def one_line(snippet):
     return " ".join(html.unescape(snippet or "").split())
