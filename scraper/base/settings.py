@@ -233,6 +233,11 @@ class Settings:
         """The politeness domain: both n8n hosts share one budget, keyed by the site's host."""
         return domain_of(self.site_url)
 
+    @functools.cached_property
+    def uses_proxies(self):
+        """Some proxy list is set (the run's or a source's): requests follow the pool, not HTTP(S)_PROXY."""
+        return bool(self.proxies or any(s.proxies for s in self.sources))
+
     @property
     def browser_deadline_s(self):
         """The deadline of one page in the browser: --browser-timeout, else --timeout."""

@@ -15,6 +15,7 @@ from scraper.base.errors import FetchError
 from scraper.base.proxies import DIRECT, ProxyUrl
 from scraper.db import proxies as rows
 from scraper.db.backend import Conn
+from scraper.net import http
 from scraper.policy import proxies as policy
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,6 @@ class Pool:
 
     def check(self, proxy: ProxyUrl) -> bool:
         """Probe `proxy_check_url` through `proxy`: good when it answers 2xx, else quarantined again."""
-        from scraper.net import http     # here: net.http imports nothing of the pool
         try:
             http.fetch(self.session, self.s.proxy_check_url, min(CHECK_TIMEOUT_S, self.s.timeout_s), CHECK_MAX_BYTES,
                        proxy=proxy)
