@@ -113,7 +113,7 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
                 status=resp.status_code,
                 retry_after=retry.parse_retry_after(resp.headers.get("Retry-After"), now()),
             )
-        return _read(resp, url, deadline, timeout_s, max_bytes, clock)
+        return _read(resp, url, deadline, timeout_s, max_bytes, clock, proxy if proxies else None)
     raise FetchError(retry.HTTP_4XX, f"more than {MAX_REDIRECTS} redirects", url=url)
 
 
@@ -124,7 +124,7 @@ def read_body(resp, url, deadline, timeout_s, max_bytes, clock=time.monotonic):
     return _read(resp, url, deadline, timeout_s, max_bytes, clock)
 
 
-def _read(resp, url, deadline, timeout_s, max_bytes, clock):
+def _read(resp, url, deadline, timeout_s, max_bytes, clock, proxy=None):
     """The decoded body, read chunk by chunk under the deadline and the size cap."""
     declared = resp.headers.get("Content-Length", "")
     if declared.isdigit() and "Content-Encoding" not in resp.headers and int(declared) > max_bytes:
@@ -152,7 +152,12 @@ def _read(resp, url, deadline, timeout_s, max_bytes, clock):
     except requests.RequestException as e:
         if not cut.is_set():
             resp.close()
-            raise FetchError(kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
+            kind = kind_of_exception(e)
+            if proxy is not None and kind == retry.NETWORK:
+                # the connection is the proxy's: a reset or a cut mid-body rotates, as Crawlee does
+                raise FetchError(retry.PROXY, f"proxy {proxy}: {type(e).__name__} mid-answer: {shown(str(e))}",
+                                 url=url) from e
+            raise FetchError(kind, f"{type(e).__name__}: {e}", url=url) from e
     finally:
         timer.cancel()
         timer.join()

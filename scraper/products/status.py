@@ -62,7 +62,22 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         **mirror_fields(queue.conn, _active(by_site.get("n8n"))),
         "last_notification": store.last_notification(queue.conn),
         "n8n": scope.n8n, "items": scope.items,
+        "proxies": proxies(queue.conn, now, settings),
     }
+
+
+def proxies(conn, now, settings=None):
+    """The proxy pool as `status --json` shows it: [{url, state, requests, failures, until, banned_domains}],
+    each URL as shown (credentials as ***): those of the settings, and any other the database has seen."""
+    from scraper.db import proxies as proxy_rows
+    listed = [] if settings is None else [str(p) for p in
+                                          (*settings.proxies, *(p for src in settings.sources for p in src.proxies))
+                                          if not p.direct]
+    health = proxy_rows.read(conn, listed or None) if listed else proxy_rows.read(conn)
+    return [{"url": url, "state": h.state, "requests": h.requests, "failures": h.failures,
+             "until": _when(h.until) if h.state != "good" else None,
+             "banned_domains": sorted(d for d, until in h.bans.items() if until > now)}
+            for url, h in sorted(health.items())]
 
 
 def grouped_counts(conn):
@@ -152,6 +167,19 @@ def render(r):
         learnt = ", ".join(f"{p['pattern']} {p['verdict']}" for p in f["patterns"])
         lines.append(f"fetch     {name}: {f['http']} page(s) by HTTP, {f['browser']} by browser, {f['rechecks']} "
                      f"re-check(s), {f['changes']} verdict change(s); {learnt}")
+    pool = r.get("proxies") or []
+    if pool:
+        states = {}
+        for p in pool:
+            states[p["state"]] = states.get(p["state"], 0) + 1
+        banned = sum(1 for p in pool if p["banned_domains"])
+        lines.append(f"proxies   {len(pool)}: " + ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+                     + (f"; {banned} banned for some domain" if banned else ""))
+        for p in pool:
+            extra = f" until {p['until']}" if p["until"] else ""
+            extra += f"; banned for {', '.join(p['banned_domains'])}" if p["banned_domains"] else ""
+            lines.append(f"proxy     {p['url']}: {p['state']}{extra}; {p['requests']} request(s), "
+                         f"{p['failures']} failure(s)")
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""

@@ -1,0 +1,165 @@
+"""Proxies (issue 29): real proxy servers on loopback (tinyproxy bound to its own outgoing 127.0.0.x, a
+dead port, hostile ones), real worker processes against the stand-in, which records each request's source
+address and answers 403 to a banned one. The pool's pure rules are tested with a driven clock."""
+
+import json
+import random
+
+import pytest
+
+from scraper.base import proxies, settings
+from scraper.base.errors import ConfigError
+from scraper.policy import proxies as policy
+from tests.helpers import in_process, jobs_in, rows, scraper
+
+SECRET = "pw-Secret-29"
+STANDIN_DOMAIN = "127.0.0.1"    # the stand-in's politeness domain (an address is its own domain)
+
+
+def seeded(standin, tmp_path, templates, **options):
+    """A stand-in and a database seeded from it directly, then the stand-in's counters zeroed: what the
+    test counts is the run's traffic only."""
+    site = standin(templates=templates, **options)
+    db = tmp_path / "jobs.db"
+    in_process(site, db, "seed", "--from-search", check=0)
+    site.reset()
+    return site, db
+
+
+def status_of(site, db, env):
+    done = in_process(site, db, "status", "--json", check=0, env=env)
+    assert SECRET not in done.stdout
+    return {p["url"]: p for p in json.loads(done.stdout)["proxies"]}, done.stdout
+
+
+# --- configuration -----------------------------------------------------------------------------------------
+
+def test_a_proxy_url_shows_no_credentials_anywhere_and_keeps_them_for_the_connection():
+    p = proxies.parse("http://user:${PW}@127.0.0.1:3128", {"PW": SECRET})
+    assert str(p) == "http://***:***@127.0.0.1:3128" and p.secret == f"http://user:{SECRET}@127.0.0.1:3128"
+    assert json.dumps([p]) == '["http://***:***@127.0.0.1:3128"]' and SECRET not in repr(p)
+    with pytest.raises(ValueError, match=r"names \$\{NOPE\}") as e:
+        proxies.parse("http://u:${NOPE}@h:1", {})
+    with pytest.raises(ConfigError) as e:
+        settings.build(proxies=f"ftp://u:{SECRET}@h:1")
+    assert SECRET not in str(e.value) and "***:***" in str(e.value)
+    s = settings.build(proxies=f"http://u:{SECRET}@127.0.0.1:1,direct, socks5://127.0.0.2:1080")
+    assert [str(x) for x in s.proxies] == ["http://***:***@127.0.0.1:1", "direct", "socks5://127.0.0.2:1080"]
+    assert s.uses_proxies and s.proxies[0].secret.endswith(f"{SECRET}@127.0.0.1:1")
+
+
+def test_a_source_s_own_proxies_win_and_are_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROXY_PW", SECRET)
+    path = tmp_path / "sources.toml"
+    path.write_text('[[source]]\nname = "shop"\nkind = "catalogue"\nsite = "http://127.0.0.1:9/"\n'
+                    'proxies = ["http://u:${PROXY_PW}@127.0.0.1:3128", "direct"]\n')
+    s, _ = settings.load(cli=[("sources", str(path), "--sources")], environ={})
+    assert [str(p) for p in s.source("shop").proxies] == ["http://***:***@127.0.0.1:3128", "direct"]
+    assert s.source("shop").proxies[0].password == SECRET
+    path.write_text('[[source]]\nname = "shop"\nkind = "catalogue"\nsite = "http://127.0.0.1:9/"\nproxies = "x"\n')
+    with pytest.raises(ConfigError, match="key 'proxies'"):
+        settings.load(cli=[("sources", str(path), "--sources")], environ={})
+
+
+# --- the pure rules, with time passed in -------------------------------------------------------------------
+
+def test_quarantine_doubles_from_its_base_to_an_hour_with_bounded_jitter():
+    rng = random.Random(7)
+    h, now, seen = policy.Health(), 1000.0, []
+    for _ in range(12):
+        h = policy.on_failure(h, now, 60.0, rng)
+        seen.append(h.until - now)
+    assert 60.0 <= seen[0] <= 60.0 * (1 + policy.JITTER) and 120.0 <= seen[1] <= 150.0
+    assert all(x <= policy.QUARANTINE_MAX_S for x in seen) and seen[-1] == policy.QUARANTINE_MAX_S
+    assert h.streak == 12 and h.down_since == now and h.state == policy.QUARANTINED
+
+
+def test_a_proxy_that_comes_back_after_its_quarantine_is_chosen_again():
+    pool, now = ["http://a:1", "http://b:1"], 1000.0
+    health = {"http://a:1": policy.on_failure(policy.Health(), now, 60.0, random.Random(1))}
+    assert policy.choose(pool, health, "d", now + 1, bound="http://a:1") == "http://b:1"
+    later = health["http://a:1"].until
+    assert policy.needs_check(health["http://a:1"], later)
+    assert policy.choose(pool, health, "d", later, start=0) == "http://a:1"   # usable again, first in the list
+    health["http://a:1"] = policy.on_success(health["http://a:1"])
+    assert health["http://a:1"].state == policy.GOOD and health["http://a:1"].streak == 0
+
+
+def test_a_403_bans_only_while_another_proxy_is_usable_and_bans_are_per_domain():
+    pool, now = ["http://a:1", "http://b:1"], 1000.0
+    assert policy.bans_on_403(pool, {}, "d", now, "http://a:1")
+    health = {"http://a:1": policy.Health(bans={"d": now + policy.BAN_S})}
+    assert not policy.bans_on_403(pool, health, "d", now, "http://b:1")    # the last one: the site's answer
+    assert policy.choose(pool, health, "d", now) == "http://b:1"
+    assert policy.choose(pool, health, "other", now) == "http://a:1"
+
+
+def test_the_run_gives_a_domain_up_only_after_every_proxy_stayed_unusable_long_enough():
+    pool, now = ["http://a:1", "http://b:1"], 1000.0
+    down = {p: policy.on_failure(policy.Health(), now, 60.0, random.Random(2)) for p in pool}
+    assert not policy.gives_up(pool, down, "d", now + 30, 600)
+    much_later = {p: policy.on_failure(h, now + 700, 60.0, random.Random(2)) for p, h in down.items()}
+    assert policy.gives_up(pool, much_later, "d", now + 701, 600)
+    assert not policy.gives_up([*pool, "direct"], much_later, "d", now + 701, 600)
+    assert policy.wait_until(pool, down, "d", now) == min(h.until for h in down.values())
+
+
+# --- real proxies, real workers -----------------------------------------------------------------------------
+
+@pytest.mark.timing      # it checks the site's rate window: run alone
+def test_three_proxies_one_good_one_banned_one_dead_keep_the_site_s_rate(standin, proxy_servers, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=80, rate=20, burst=5, latency_ms=20)
+    good = proxy_servers(bind="127.0.0.2", user="u", password=SECRET)
+    banned = proxy_servers(bind="127.0.0.3")
+    dead = proxy_servers(mode="dead")
+    site.clients(ban=["127.0.0.3"], secrets=[SECRET])
+    env = {"SCRAPER_PROXIES": f"http://u:${{PROXY_PW}}@127.0.0.1:{good.port},{banned.url},{dead.url}",
+           "PROXY_PW": SECRET}
+    done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--burst", "5", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert jobs_in(db, "done") == 80
+    stats = site.stats()
+    assert stats["http_429"] == 0 and stats["max_in_1s"] <= 20 + 5
+    assert set(stats["by_address"]) <= {"127.0.0.2", "127.0.0.3"}, stats["by_address"]   # nothing direct
+    assert stats["by_address"].get("127.0.0.3", 0) <= 8 and dead.connections <= 8
+    assert stats["secrets_seen"] == 0 and SECRET not in done.stderr
+    pool, text = status_of(site, db, env)
+    assert pool[good.shown]["state"] == "good" and pool[good.shown]["requests"] >= 80
+    assert pool[dead.shown]["state"] != "good" and pool[dead.shown]["failures"] >= 1
+    assert pool[banned.url]["banned_domains"] == [STANDIN_DOMAIN]
+    assert SECRET not in json.dumps(rows(db, "SELECT * FROM runs")) + json.dumps(rows(db, "SELECT * FROM proxies"))
+
+
+@pytest.mark.parametrize("mode", ["garbage", "407", "reset", "dead"])
+def test_a_hostile_proxy_ends_nothing_but_its_own_try(standin, proxy_servers, tmp_path, mode):
+    """Garbage instead of HTTP, a 407, a reset mid-body, a port that closes: the job goes through the good
+    proxy (a reset mid-body is the answer's failure: the job retries), every job is done, the worker and the
+    run live on, and the hostile proxy is not left `good` unless it carried an answer."""
+    site, db = seeded(standin, tmp_path, templates=6, rate=50, burst=5)
+    bad, good = proxy_servers(mode=mode), proxy_servers(bind="127.0.0.2")
+    env = {"SCRAPER_PROXIES": f"{bad.url},{good.url}", "SCRAPER_BACKOFF_BASE": "0.05"}
+    done = scraper(site, db, "run", "--workers", "1", "--rate", "50", "--max-attempts", "5", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert jobs_in(db, "done") == 6 and "Traceback" not in done.stderr
+    assert bad.connections >= 1 and set(site.stats()["by_address"]) == {"127.0.0.2"}
+    pool, _ = status_of(site, db, env)
+    assert pool[bad.url]["failures"] >= 1
+    assert pool[good.url]["state"] == "good"
+
+
+def test_a_quarantined_proxy_is_used_again_once_its_quarantine_is_over(standin, proxy_servers, tmp_path):
+    """The only proxy fails (its port closes), the jobs wait uncounted; it comes back (a tinyproxy on the
+    same port) and, its short quarantine over, carries every job."""
+    site, db = seeded(standin, tmp_path, templates=4, rate=50, burst=5)
+    dead = proxy_servers(mode="dead")
+    env = {"SCRAPER_PROXIES": dead.url, "SCRAPER_PROXY_QUARANTINE": "0.5"}
+    first = scraper(site, db, "run", "--workers", "1", "--give-up-after", "1", env=env)
+    assert first.returncode == 3 and "no proxy could carry" in first.stderr, first.stderr[-2000:]
+    assert jobs_in(db, "done") == 0 and rows(db, "SELECT MAX(attempts) AS a FROM jobs")[0]["a"] == 0
+    dead.stop()
+    back = proxy_servers(bind="127.0.0.2", port=dead.port)     # the same proxy, alive again
+    done = scraper(site, db, "run", "--workers", "1", env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert jobs_in(db, "done") == 4 and site.stats()["by_address"] == {"127.0.0.2": 4}
+    pool, _ = status_of(site, db, env)
+    assert pool[back.url]["state"] == "good" and pool[back.url]["failures"] >= 1
