@@ -54,8 +54,9 @@ def standin():
 
 @pytest.fixture
 def proxy_servers(tmp_path):
-    """A factory: proxy_servers(bind="127.0.0.2", user=None, password=None, port=None) -> a tinyproxy (tests.proxies), or
-    proxy_servers(mode="dead" | "garbage" | "407" | "reset") -> a misbehaving one; all stopped at the end."""
+    """A factory: proxy_servers(bind="127.0.0.2", user=None, password=None, port=None) -> a tinyproxy
+    (tests.proxies), or proxy_servers(mode="dead" | "garbage" | "407" | "reset") -> a misbehaving one; every
+    one stopped at the end."""
     started = []
 
     def start(bind="127.0.0.2", user=None, password=None, mode=None, port=None):

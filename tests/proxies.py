@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-TINYPROXY = shutil.which("tinyproxy") or "/usr/sbin/tinyproxy"
+TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 
 
 def free_port():
@@ -98,7 +98,12 @@ class ScriptedProxy:
 
     def stop(self):
         self._stop = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)     # wakes the blocked accept, so the port is free at once
+        except OSError:
+            pass
         self.sock.close()
+        self.thread.join(5)
 
 
 def _wait_listening(port, proc, timeout_s=10.0):

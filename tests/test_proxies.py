@@ -9,7 +9,13 @@ import pytest
 
 from scraper.base import proxies, settings
 from scraper.base.errors import ConfigError
+from scraper.db import store
+from scraper.db.queue import Queue
+from scraper.net import browser, http, proxypool
 from scraper.policy import proxies as policy
+from scraper.politeness.limiter import DomainLimiter
+from scraper.pool import worker
+from scripts.standin import client
 from tests.helpers import in_process, jobs_in, rows, scraper
 
 SECRET = "pw-Secret-29"
@@ -163,3 +169,39 @@ def test_a_quarantined_proxy_is_used_again_once_its_quarantine_is_over(standin, 
     assert jobs_in(db, "done") == 4 and site.stats()["by_address"] == {"127.0.0.2": 4}
     pool, _ = status_of(site, db, env)
     assert pool[back.url]["state"] == "good" and pool[back.url]["failures"] >= 1
+
+
+@pytest.mark.timing     # drives Chromium
+@pytest.mark.skipif(browser.problem("chromium") is not None, reason="no Chromium on PATH or no Playwright")
+def test_the_browser_s_pages_go_through_the_pool(proxy_servers, tmp_path):
+    """A page rendered in the worker's browser and its script's request come through the proxy (the catalogue
+    stand-in on 127.0.0.2 sees the proxy's outgoing 127.0.0.3, never this host's 127.0.0.1), credentials
+    going to the proxy only."""
+    proxy = proxy_servers(bind="127.0.0.3", user="u", password=SECRET)
+    site = client.start(catalogue=True, events=6, seed=3, rate=5, burst=2)
+    try:
+        live = [e["url"] for e in site.truth()["events"] if "/live/" in e["url"]][:1]
+        s = settings.build(db_path=str(tmp_path / "jobs.db"), rate_per_s=5, burst=2, timeout_s=20, workers=1,
+                           proxies=f"http://u:{SECRET}@127.0.0.1:{proxy.port}")
+        conn = store.open_db(s.db_path)
+        queue = Queue(conn)
+        queue.seed([(f"events:{url.split(':', 2)[2]}", "catalogue", url, "127.0.0.2") for url in live], now=1.0)
+        limiter = DomainLimiter(s.limiter_path, s.rate_per_s, s.burst, rate_of=s.rate_for)
+        session = http.make_session(s.user_agent, trust_env=False)
+        w = worker.Worker(s, "w0-1", queue, limiter, session=session,
+                          proxies=proxypool.Pool(s, conn, session, "w0-1"))
+        try:
+            job = queue.claim(w.name, 2.0, s.lease_s, sites=["catalogue"])
+            final_url, html = worker._JobContext(w, job).render(job.url)
+            assert final_url == job.url and "application/ld+json" in html    # the script built the record
+        finally:
+            w.close()
+            session.close()
+            limiter.close()
+            conn.close()
+        stats = site.stats()
+        assert stats["by_kind"].get("live_page") == 1 and stats["by_kind"].get("live_json") == 1
+        assert set(stats["by_address"]) == {"127.0.0.3"}, stats["by_address"]     # robots.txt, page and script
+    finally:
+        site.proc.terminate()
+        site.proc.wait()

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from scraper.base.clock import SYSTEM, Clock
 from scraper.base.errors import FetchError
-from scraper.base.proxies import DIRECT, ProxyUrl
+from scraper.base.proxies import ProxyUrl
 from scraper.db import proxies as rows
 from scraper.db.backend import Conn
 from scraper.net import http
@@ -143,11 +143,15 @@ class Pool:
         rows.count_requests(self.conn, tally, self.clock())
 
 
-def check_all(settings, conn: Conn, session, clock: Clock = SYSTEM) -> dict[str, bool]:
+def check_all(settings, conn: Conn, clock: Clock = SYSTEM) -> dict[str, bool]:
     """Before a run: probe every proxy of the run and of the sources through `proxy_check_url` (nothing
-    without one); {proxy: answered}."""
+    without one); {proxy as shown: answered}. A proxy that fails starts the run quarantined."""
     if not settings.proxy_check_url:
         return {}
     every = dict.fromkeys([*settings.proxies, *(p for s in settings.sources for p in s.proxies)])
-    pool = Pool(settings, conn, session, "check", clock)
-    return {str(p): pool.check(p) for p in every if p != DIRECT}
+    session = http.make_session(settings.user_agent, trust_env=False)
+    try:
+        pool = Pool(settings, conn, session, "check", clock)
+        return {str(p): pool.check(p) for p in every if not p.direct}
+    finally:
+        session.close()

@@ -213,19 +213,36 @@ class Worker:
                 raise HandedBack(job.key)
 
         polite = self.politeness_of(job.domain)
+        proxy = self._page_proxy(job)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
                 status, final_url, html = self.browser.render(
                     url, gate, self.s.browser_deadline_s, self.s.max_answer_bytes, settle=settle,
-                    wait=wait_for_slot, allow_domains=allow_domains)
+                    wait=wait_for_slot, allow_domains=allow_domains, proxy=proxy)
                 kind = http.kind_of_status(status)
                 if kind is not None:
                     raise FetchError(kind, f"HTTP {status} in the browser", url, status)
         except FetchError as e:
+            if proxy is not None and not proxy.direct and browser.is_proxy_failure(e):
+                # the proxy's fault: quarantined, and the job tried again at once through another, uncounted
+                self.proxies.failed(proxy, str(e))
+                raise FetchError(retry.PROXY, f"proxy {proxy}: {e}", url, retry_after=0.0) from None
+            if proxy is not None:
+                self.proxies.carried(proxy)
             polite.failed(e)
             raise
+        if proxy is not None:
+            self.proxies.carried(proxy)
         polite.answered()
         return final_url, html
+
+    def _page_proxy(self, job):
+        """The proxy of a page's browser context (one per context, by the rules of `_send`), or None."""
+        pool = self.proxies.list_for(job.source) if self.proxies is not None else ()
+        if not pool:
+            return None
+        self._proxy_usable(job, pool)
+        return self.proxies.choose(job.domain, pool) or self._no_proxy(job, pool)
 
     def _get(self, job, url, max_bytes=None):
         """One polite request: robots.txt first, renew the lease, wait for the slot (and any 429 pause),
@@ -309,7 +326,7 @@ class Worker:
         if pool is not None:
             proxy = self.proxies.choose(job.domain, pool, avoid)
             if proxy is None:
-                self._proxy_usable(job, pool, avoid)   # raises: they went while we waited for the slot
+                self._no_proxy(job, pool, avoid)        # they went while we waited for the slot
         self.sent += 1
         polite = self.politeness_of(job.domain)
         try:
@@ -335,9 +352,14 @@ class Worker:
         """Some proxy of `pool` can carry a request to the job's domain; else the job waits for one
         (FetchError `proxy`, uncounted, until the next quarantine or ban ends), or, when every proxy has
         been unusable for --give-up-after, the domain is given up for the run (exit 3), as a down site."""
-        if self.proxies.usable(job.domain, [p for p in pool if p not in avoid]):
-            return
+        if not self.proxies.usable(job.domain, [p for p in pool if p not in avoid]):
+            self._no_proxy(job, pool, avoid)
+
+    def _no_proxy(self, job, pool, avoid=frozenset()):
+        """No proxy of `pool` can carry the job's request (see `_proxy_usable`): raises, always."""
         now = self.clock()
+        if job.probe:   # the probe learnt nothing of the site: another job may probe as soon as a proxy is back
+            self.politeness_of(job.domain).probe_abandoned()
         if self.proxies.gives_up(job.domain, pool):
             reason = (f"no proxy could carry a request to {job.domain} for {self.s.give_up_after_s:g} s "
                       f"(--give-up-after): {', '.join(map(str, pool))}")
