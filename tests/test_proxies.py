@@ -113,7 +113,8 @@ def test_the_run_gives_a_domain_up_only_after_every_proxy_stayed_unusable_long_e
 # --- real proxies, real workers -----------------------------------------------------------------------------
 
 @pytest.mark.timing      # it checks the site's rate window: run alone
-def test_three_proxies_one_good_one_banned_one_dead_keep_the_site_s_rate(standin, proxy_servers, tmp_path):
+def test_three_proxies_one_good_one_banned_one_dead_keep_the_site_s_rate(standin, proxy_servers, tmp_path,
+                                                                         monkeypatch):
     site, db = seeded(standin, tmp_path, templates=80, rate=20, burst=5, latency_ms=20)
     good = proxy_servers(bind="127.0.0.2", user="u", password=SECRET)
     banned = proxy_servers(bind="127.0.0.3")
@@ -129,10 +130,12 @@ def test_three_proxies_one_good_one_banned_one_dead_keep_the_site_s_rate(standin
     assert set(stats["by_address"]) <= {"127.0.0.2", "127.0.0.3"}, stats["by_address"]   # nothing direct
     assert stats["by_address"].get("127.0.0.3", 0) <= 8 and dead.connections <= 8
     assert stats["secrets_seen"] == 0 and SECRET not in done.stderr
+    monkeypatch.setenv("PROXY_PW", SECRET)       # `status` reads the same settings, in this process
     pool, text = status_of(site, db, env)
+    assert SECRET not in in_process(site, db, "status", check=0, env=env).stdout
     assert pool[good.shown]["state"] == "good" and pool[good.shown]["requests"] >= 80
     assert pool[dead.shown]["state"] != "good" and pool[dead.shown]["failures"] >= 1
-    assert pool[banned.url]["banned_domains"] == [STANDIN_DOMAIN]
+    assert pool[banned.url]["banned_domains"] == [STANDIN_DOMAIN], (pool, stats, done.stderr[-3000:])
     assert SECRET not in json.dumps(rows(db, "SELECT * FROM runs")) + json.dumps(rows(db, "SELECT * FROM proxies"))
 
 

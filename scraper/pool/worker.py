@@ -304,10 +304,7 @@ class Worker:
         while True:
             try:
                 return self._through(job, url, max_bytes, robots_txt, pool, frozenset(tried))
-            except _ProxyFault as fault:
-                self.proxies.failed(fault.proxy, str(fault.error))
-                tried.add(fault.proxy)
-            except _Forbidden as forbidden:
+            except _Forbidden as forbidden:       # before its base class, _ProxyFault
                 proxy = forbidden.proxy
                 if not self.proxies.bans_on_403(job.domain, pool, proxy):
                     for p in banned:    # every proxy got the 403: the site's answer, not a ban
@@ -316,6 +313,9 @@ class Worker:
                 self.proxies.ban(proxy, job.domain)
                 banned.append(proxy)
                 tried.add(proxy)
+            except _ProxyFault as fault:
+                self.proxies.failed(fault.proxy, str(fault.error))
+                tried.add(fault.proxy)
 
     def _through(self, job, url, max_bytes, robots_txt, pool, avoid=frozenset()):
         """One try: the domain's slot, then the proxy (of `pool`; None: no pool), then the request."""
