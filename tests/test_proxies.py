@@ -3,7 +3,11 @@ dead port, hostile ones), real worker processes against the stand-in, which reco
 address and answers 403 to a banned one. The pool's pure rules are tested with a driven clock."""
 
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -16,7 +20,7 @@ from scraper.policy import proxies as policy
 from scraper.politeness.limiter import DomainLimiter
 from scraper.pool import worker
 from scripts.standin import client
-from tests.helpers import in_process, jobs_in, rows, scraper
+from tests.helpers import in_process, jobs_in, rows, scraper, scraper_env
 
 SECRET = "pw-Secret-29"
 STANDIN_DOMAIN = "127.0.0.1"    # the stand-in's politeness domain (an address is its own domain)
@@ -208,3 +212,33 @@ def test_the_browser_s_pages_go_through_the_pool(proxy_servers, tmp_path):
     finally:
         site.proc.terminate()
         site.proc.wait()
+
+
+@pytest.mark.timing      # it checks the site's rate window: run alone
+def test_two_run_groups_on_postgresql_share_the_pool_and_the_site_s_limit(standin, proxy_servers, pg_url):
+    """Two `scraper run` groups (two machines) on one PostgreSQL database, each with 2 workers and the same
+    three proxies: the site still sees at most rate + burst in any second and no 429, nothing comes direct,
+    and the dead proxy's quarantine, written once, is seen by both groups."""
+    site = standin(templates=100, rate=20, burst=5, latency_ms=5)
+    in_process(site, pg_url, "seed", "--from-search", check=0)
+    site.reset()
+    a, b, dead = proxy_servers(bind="127.0.0.2"), proxy_servers(bind="127.0.0.3"), proxy_servers(mode="dead")
+    env = {**scraper_env(site, pg_url), "SCRAPER_PROXIES": f"{dead.url},{a.url},{b.url}"}
+    groups = [subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "2", "--rate", "20",
+                                "--burst", "5"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True) for _ in range(2)]
+    try:
+        for group in groups:
+            assert group.wait(120) == 0, group.stderr.read()[-2000:]
+    finally:
+        for group in groups:
+            if group.poll() is None:
+                os.killpg(group.pid, signal.SIGKILL)
+    assert rows(pg_url, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] == 100
+    stats = site.stats()
+    assert stats["http_429"] == 0 and stats["max_in_1s"] <= 20 + 5
+    assert set(stats["by_address"]) <= {"127.0.0.2", "127.0.0.3"}, stats["by_address"]
+    assert dead.connections <= 4        # at most once per worker: the quarantine is shared at once
+    health = {r["url"]: r for r in rows(pg_url, "SELECT * FROM proxies")}
+    assert health[dead.url]["state"] == "quarantined", health
+    assert sum(health.get(p.url, {}).get("requests", 0) for p in (a, b)) == 100, (health, stats)
