@@ -8,11 +8,13 @@ import random
 import signal
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from scraper.base import proxies, settings
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, FetchError
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.net import browser, http, proxypool
@@ -242,3 +244,42 @@ def test_two_run_groups_on_postgresql_share_the_pool_and_the_site_s_limit(standi
     health = {r["url"]: r for r in rows(pg_url, "SELECT * FROM proxies")}
     assert health[dead.url]["state"] == "quarantined", health
     assert sum(health.get(p.url, {}).get("requests", 0) for p in (a, b)) == 100, (health, stats)
+
+
+def test_credentials_go_to_their_proxy_only_across_a_redirect(proxy_servers):
+    """A page on 127.0.0.1 redirects to another path of its host, then to another host (127.0.0.2): the
+    proxy's credentials reach neither host (tinyproxy takes them), the redirect within the domain comes
+    through the same proxy, and the one to another host is refused before anything is sent there."""
+    seen = []
+
+    class Site(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.server.server_address[0], self.client_address[0], self.path, dict(self.headers)))
+            target = {"/a": "/b", "/b": f"http://127.0.0.2:{other.server_address[1]}/c"}.get(self.path)
+            self.send_response(302 if target else 200)
+            self.send_header("Location" if target else "Content-Type", target or "text/plain")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    home, other = (ThreadingHTTPServer((host, 0), Site) for host in ("127.0.0.1", "127.0.0.2"))
+    for server in (home, other):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    proxy = proxy_servers(bind="127.0.0.3", user="u", password=SECRET)
+    session = http.make_session("test", trust_env=False)
+    try:
+        with pytest.raises(FetchError) as e:
+            http.fetch(session, f"http://127.0.0.1:{home.server_address[1]}/a", 10, 2**20,
+                       proxy=proxies.parse(proxy.url))
+    finally:
+        session.close()
+        for server in (home, other):
+            server.shutdown()
+            server.server_close()
+    assert "redirect to another domain refused" in str(e.value) and SECRET not in str(e.value)
+    assert [(host, client, path) for host, client, path, _ in seen] == [("127.0.0.1", "127.0.0.3", "/a"),
+                                                                        ("127.0.0.1", "127.0.0.3", "/b")]
+    assert not any(SECRET in json.dumps(headers) or "Proxy-Authorization" in headers for *_, headers in seen)
