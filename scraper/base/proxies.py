@@ -47,7 +47,7 @@ class ProxyUrl(str):
         """scheme://host:port, without credentials (the browser takes them apart)."""
         return str(self).replace("***:***@", "")
 
-    def __reduce__(self):   # a copy (dataclasses.asdict, pickling) keeps the secret
+    def __reduce__(self) -> tuple[type["ProxyUrl"], tuple[str, str]]:   # a copy (asdict, pickling) keeps the secret
         return (ProxyUrl, (str(self), self.secret))
 
 

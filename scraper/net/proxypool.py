@@ -9,6 +9,7 @@ optional `proxy_check_url` probes (bounded like any request)."""
 import logging
 import random
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from scraper.base.clock import SYSTEM, Clock
 from scraper.base.errors import FetchError
@@ -17,6 +18,11 @@ from scraper.db import proxies as rows
 from scraper.db.backend import Conn
 from scraper.net import http
 from scraper.policy import proxies as policy
+
+if TYPE_CHECKING:
+    import requests
+
+    from scraper.base.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +35,8 @@ CHECK_MAX_BYTES = 2**20
 class Pool:
     """The proxy pool as one worker process sees it (opened after the fork, like its session)."""
 
-    def __init__(self, settings, conn: Conn, session, name: str = "", clock: Clock = SYSTEM, start: int = 0,
-                 rng: random.Random | None = None):
+    def __init__(self, settings: "Settings", conn: Conn, session: "requests.Session", name: str = "",
+                 clock: Clock = SYSTEM, start: int = 0, rng: random.Random | None = None) -> None:
         self.s, self.conn, self.session, self.name, self.clock = settings, conn, session, name, clock
         self.start = start          # where this worker starts round the list, so workers spread over proxies
         self.rng = rng or random.Random()
@@ -143,7 +149,7 @@ class Pool:
         rows.count_requests(self.conn, tally, self.clock())
 
 
-def check_all(settings, conn: Conn, clock: Clock = SYSTEM) -> dict[str, bool]:
+def check_all(settings: "Settings", conn: Conn, clock: Clock = SYSTEM) -> dict[str, bool]:
     """Before a run: probe every proxy of the run and of the sources through `proxy_check_url` (nothing
     without one); {proxy as shown: answered}. A proxy that fails starts the run quarantined."""
     if not settings.proxy_check_url:
