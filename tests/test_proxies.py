@@ -283,3 +283,32 @@ def test_credentials_go_to_their_proxy_only_across_a_redirect(proxy_servers):
     assert [(host, client, path) for host, client, path, _ in seen] == [("127.0.0.1", "127.0.0.3", "/a"),
                                                                         ("127.0.0.1", "127.0.0.3", "/b")]
     assert not any(SECRET in json.dumps(headers) or "Proxy-Authorization" in headers for *_, headers in seen)
+
+
+@pytest.mark.parametrize("mode", ["407", "dead", "garbage"])
+@pytest.mark.parametrize("scheme", ["https", "http"])
+def test_a_failed_connect_or_a_hostile_answer_is_the_proxy_s_fault(proxy_servers, mode, scheme):
+    """Through a proxy that refuses its CONNECT (407), closes, or answers garbage, for an https:// page (a
+    CONNECT tunnel) or an http:// one, the failure is kind `proxy` (rotated, uncounted), never the site's;
+    a socks5:// proxy that closes is the same."""
+    bad = proxy_servers(mode=mode)
+    session = http.make_session("test", trust_env=False)
+    try:
+        for proxy in (bad.url, f"socks5://127.0.0.1:{bad.port}") if mode == "dead" else (bad.url,):
+            with pytest.raises(FetchError) as e:
+                http.fetch(session, f"{scheme}://127.0.0.1:9/x", 5, 2**20, proxy=proxies.parse(proxy))
+            assert e.value.kind == "proxy", (proxy, str(e.value))
+    finally:
+        session.close()
+
+
+def test_with_proxies_the_environment_s_proxy_variables_are_not_used(standin, proxy_servers, tmp_path):
+    """HTTP_PROXY names a dead proxy; the list says `direct` only: every job is done and the dead one never
+    hears of it (without a list, the environment applies as before: the session trusts it)."""
+    site, db = seeded(standin, tmp_path, templates=3, rate=50, burst=5)
+    dead = proxy_servers(mode="dead")
+    done = scraper(site, db, "run", "--workers", "1", "--proxy", "direct",
+                   env={"HTTP_PROXY": dead.url, "http_proxy": dead.url, "NO_PROXY": "", "no_proxy": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert jobs_in(db, "done") == 3 and dead.connections == 0
+    assert http.make_session("x").trust_env and not http.make_session("x", trust_env=False).trust_env
