@@ -312,3 +312,15 @@ def test_with_proxies_the_environment_s_proxy_variables_are_not_used(standin, pr
     assert done.returncode == 0, done.stderr[-2000:]
     assert jobs_in(db, "done") == 3 and dead.connections == 0
     assert http.make_session("x").trust_env and not http.make_session("x", trust_env=False).trust_env
+
+
+def test_a_walk_goes_through_the_pool_too(standin, proxy_servers, tmp_path):
+    """`seed --from-search` (robots.txt and the search pages) with a dead proxy first in the list: the walk
+    rotates past it and nothing reaches the site but through the good one."""
+    site = standin(templates=30, rate=50, burst=5)
+    dead, good = proxy_servers(mode="dead"), proxy_servers(bind="127.0.0.2")
+    done = scraper(site, tmp_path / "jobs.db", "seed", "--from-search",
+                   env={"SCRAPER_PROXIES": f"{dead.url},{good.url}"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert jobs_in(tmp_path / "jobs.db", "pending") == 30
+    assert set(site.stats()["by_address"]) == {"127.0.0.2"} and dead.connections >= 1
