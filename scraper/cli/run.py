@@ -72,6 +72,9 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         if browserless:
             s = dataclasses.replace(s, run_sources=tuple(src.name for src in s.working_sources
                                                          if src.name not in browserless))
+        if s.uses_proxies and s.transcripts:
+            log.warning("proxies: the transcript requests to youtube.com are sent by the YouTube library, not "
+                        "through the proxy pool (HTTP(S)_PROXY still apply to them); every other request is")
         try:
             code = supervisor.run(s, browserless)
         except RunLocked as e:

@@ -260,13 +260,13 @@ class Worker:
                 return self._send(job, robots_url, cap, robots_txt=True)
             except FetchError as e:
                 if e.kind == retry.PROXY:   # no proxy usable: the job waits for one, robots.txt is not to blame
-                    raise _ProxyFault(None, e) from e
+                    raise _ProxyTry(None, e) from e
                 raise
 
         try:
             self.robots.check(url, job.domain, get, sleep=lambda seconds: self._nap(job, seconds),
                               tries=1 if job.probe else None)
-        except _ProxyFault as e:
+        except _ProxyTry as e:
             raise e.error from None
         except RobotsUnavailable as e:
             now = self.clock()
@@ -304,7 +304,7 @@ class Worker:
         while True:
             try:
                 return self._through(job, url, max_bytes, robots_txt, pool, frozenset(tried))
-            except _Forbidden as forbidden:       # before its base class, _ProxyFault
+            except _Forbidden as forbidden:
                 proxy = forbidden.proxy
                 if not self.proxies.bans_on_403(job.domain, pool, proxy):
                     for p in banned:    # every proxy got the 403: the site's answer, not a ban
@@ -470,16 +470,21 @@ def main(settings, slot, parent_pid, run_id=None):
     sys.exit(code)
 
 
-class _ProxyFault(Exception):
-    """A try failed through the proxy's fault (inside `Worker._send`: the next proxy is tried)."""
+class _ProxyTry(Exception):
+    """How one try through the pool ended, inside `Worker._send` (never outside it): `error`, the
+    FetchError, through `proxy`. As such: no proxy was usable (robots.txt is not to blame)."""
 
     def __init__(self, proxy, error):
         super().__init__(str(error))
         self.proxy, self.error = proxy, error
 
 
-class _Forbidden(_ProxyFault):
-    """The site answered 403 through `proxy` (inside `Worker._send`: maybe a ban, then another proxy)."""
+class _ProxyFault(_ProxyTry):
+    """The try failed through the proxy's fault: quarantine it, try the next one."""
+
+
+class _Forbidden(_ProxyTry):
+    """The site answered 403 through `proxy`: maybe a ban, then another proxy."""
 
 
 class _JobContext:
