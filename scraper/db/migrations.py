@@ -437,7 +437,7 @@ MIGRATIONS = [
     # `good` or `quarantined` until `quarantined_until` after `streak` failures in a row (policy/proxies);
     # `proxy_bans` holds a proxy banned for one domain (a 403 through it while another got answers).
     """
-    CREATE TABLE proxies (
+    CREATE TABLE IF NOT EXISTS proxies (
         url TEXT PRIMARY KEY,
         state TEXT NOT NULL DEFAULT 'good' CHECK (state IN ('good', 'quarantined')),
         streak INTEGER NOT NULL DEFAULT 0,
@@ -447,7 +447,7 @@ MIGRATIONS = [
         failures INTEGER NOT NULL DEFAULT 0,
         updated_at REAL NOT NULL DEFAULT 0
     );
-    CREATE TABLE proxy_bans (
+    CREATE TABLE IF NOT EXISTS proxy_bans (
         url TEXT NOT NULL,
         domain TEXT NOT NULL,
         banned_until REAL NOT NULL,
