@@ -324,3 +324,15 @@ def test_a_walk_goes_through_the_pool_too(standin, proxy_servers, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert jobs_in(tmp_path / "jobs.db", "pending") == 30
     assert set(site.stats()["by_address"]) == {"127.0.0.2"} and dead.connections >= 1
+
+
+def test_proxy_check_url_probes_each_proxy_before_the_run(standin, proxy_servers, tmp_path):
+    """With proxy_check_url, the run probes each proxy before its workers start: the dead one is quarantined
+    by its probe (its only connection) and no job is ever sent to it."""
+    site, db = seeded(standin, tmp_path, templates=4, rate=50, burst=5)
+    dead, good = proxy_servers(mode="dead"), proxy_servers(bind="127.0.0.2")
+    env = {"SCRAPER_PROXIES": f"{dead.url},{good.url}", "SCRAPER_PROXY_CHECK_URL": site.url + "/_standin/stats"}
+    done = scraper(site, db, "run", "--workers", "1", env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"proxy {dead.url} quarantined" in done.stderr and "its check of" in done.stderr
+    assert dead.connections == 1 and site.stats()["by_address"] == {"127.0.0.2": 4}

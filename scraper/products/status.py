@@ -75,7 +75,7 @@ def proxies(conn, now, settings=None):
                                           if not p.direct]
     health = proxy_rows.read(conn, listed or None) if listed else proxy_rows.read(conn)
     return [{"url": url, "state": h.state, "requests": h.requests, "failures": h.failures,
-             "until": _when(h.until) if h.state != "good" else None,
+             "until": _iso(h.until) if h.state != "good" else None,
              "banned_domains": sorted(d for d, until in h.bans.items() if until > now)}
             for url, h in sorted(health.items())]
 
@@ -104,6 +104,12 @@ def _rates(conn, domain):
     r = politeness_rows.rate_row(conn, domain)
     return {"rate_per_s": r.get("rate_per_s"), "configured_rate_per_s": r.get("configured_rate_per_s"),
             "rate_reason": r.get("rate_reason"), "gave_up_reason": r.get("gave_up_reason")}
+
+
+def _iso(ts):
+    """ISO 8601 in UTC, as the JSON of other commands writes times."""
+    import datetime
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _when(ts):
@@ -176,7 +182,7 @@ def render(r):
         lines.append(f"proxies   {len(pool)}: " + ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
                      + (f"; {banned} banned for some domain" if banned else ""))
         for p in pool:
-            extra = f" until {p['until']}" if p["until"] else ""
+            extra = f" until {p['until'].replace('T', ' ')}" if p["until"] else ""
             extra += f"; banned for {', '.join(p['banned_domains'])}" if p["banned_domains"] else ""
             lines.append(f"proxy     {p['url']}: {p['state']}{extra}; {p['requests']} request(s), "
                          f"{p['failures']} failure(s)")
