@@ -12,6 +12,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from scraper.base import proxies, settings
 from scraper.base.errors import ConfigError, FetchError
@@ -114,6 +117,30 @@ def test_the_run_gives_a_domain_up_only_after_every_proxy_stayed_unusable_long_e
     assert policy.gives_up(pool, much_later, "d", now + 701, 600)
     assert not policy.gives_up([*pool, "direct"], much_later, "d", now + 701, 600)
     assert policy.wait_until(pool, down, "d", now) == min(h.until for h in down.values())
+
+
+
+@hyp_settings(max_examples=80, deadline=None)
+@given(streak=st.integers(1, 200), base=st.floats(0.01, 600), u=st.floats(0, 0.999))
+def test_property_a_quarantine_is_at_least_its_base_and_at_most_an_hour(streak, base, u):
+    q = policy.quarantine_s(streak, base, u)
+    assert min(base, policy.QUARANTINE_MAX_S) <= q <= policy.QUARANTINE_MAX_S
+    assert q <= policy.quarantine_s(streak + 1, base, u) or q == policy.QUARANTINE_MAX_S
+
+
+@hyp_settings(max_examples=80, deadline=None)
+@given(states=st.lists(st.tuples(st.floats(0, 2000), st.floats(0, 2000)), min_size=1, max_size=5),
+       now=st.floats(0, 2000), start=st.integers(0, 10), bound=st.integers(0, 5))
+def test_property_choose_only_ever_picks_a_usable_proxy_and_keeps_a_usable_bound_one(states, now, start, bound):
+    pool = [f"http://p{i}:1" for i in range(len(states))]
+    health = {p: policy.Health(policy.QUARANTINED if until > now else policy.GOOD, 1, until,
+                               bans={"d": ban}) for p, (until, ban) in zip(pool, states, strict=True)}
+    bound_proxy = pool[bound % len(pool)]
+    picked = policy.choose(pool, health, "d", now, bound_proxy, start)
+    usable = [p for p in pool if policy.usable(health[p], "d", now)]
+    assert (picked is None) == (not usable)
+    assert picked is None or picked in usable
+    assert bound_proxy not in usable or picked == bound_proxy
 
 
 # --- real proxies, real workers -----------------------------------------------------------------------------
