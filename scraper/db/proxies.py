@@ -1,4 +1,4 @@
-"""The proxy pool's shared state (tables `proxies` and `proxy_bans`, migration 22): each proxy's health
+"""The proxy pool's shared state (tables `proxies` and `proxy_bans`, migration 23): each proxy's health
 as `policy.proxies.Health`, read by every worker of every machine. Keyed by the proxy as shown (no
 credentials are stored)."""
 

@@ -2,6 +2,7 @@
 which kinds of data it has, its items per source, the domains of its jobs, the requests of one run by
 domain. Read-only; both backends (the one spelling that differs, a record's keys, stands side by side)."""
 
+from scraper.db import jobcounts
 from scraper.db.store import is_postgres
 
 
@@ -11,7 +12,7 @@ def template_count(conn) -> int:
 
 def n8n_job_count(conn) -> int:
     """Jobs of the n8n kind (templates, listing pages, their videos)."""
-    return conn.execute("SELECT COUNT(*) FROM jobs WHERE site <> 'catalogue'").fetchone()[0]
+    return sum(n for site, _, _, _, n in jobcounts.rows(conn) if site != "catalogue")
 
 
 def items_by_source(conn) -> dict:
@@ -22,7 +23,7 @@ def items_by_source(conn) -> dict:
 
 def job_domains(conn) -> set:
     """The politeness domains the database's jobs belong to."""
-    return {d for (d,) in conn.execute("SELECT DISTINCT domain FROM jobs") if d}
+    return {domain for _, _, domain, _, _ in jobcounts.rows(conn) if domain}
 
 
 def field_coverage(conn, source) -> list:

@@ -50,7 +50,5 @@ def resume(conn, settings, now: float) -> int:
         videos = [r[0] for r in c.execute(
             "SELECT DISTINCT video_id FROM template_videos AS tv WHERE NOT EXISTS "
             "(SELECT 1 FROM jobs WHERE key = 'youtube:' || tv.video_id)")]
-        before = c.total_changes
-        write(c, sites.Result(children=sites.children_of(settings, youtube.SITE, videos)), now,
-              source=settings.n8n_source)
-        return c.total_changes - before
+        return add_jobs(c, sites.children_of(settings, youtube.SITE, videos), now, priority=CHILD_PRIORITY,
+                        source=settings.n8n_source)

@@ -2,7 +2,7 @@
 its jobs by status, its items (live, removed) and what its fetcher did (plain HTTP, the browser)."""
 
 from scraper.base.settings import YOUTUBE_BURST, YOUTUBE_DOMAIN, YOUTUBE_RATE_PER_S
-from scraper.db import fetchlearn, schema
+from scraper.db import fetchlearn, jobcounts, schema
 from scraper.db import walklog as walks
 from scraper.db.store import JOB_STATUSES
 
@@ -41,10 +41,7 @@ def _domain(settings, src, domain):
 
 
 def _jobs(conn):
-    out = {}
-    for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
-        out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))[status] = n
-    return out
+    return jobcounts.by(jobcounts.rows(conn), "source")
 
 
 def _items(conn, src):

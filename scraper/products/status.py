@@ -3,9 +3,8 @@ each domain's breaker."""
 
 import time
 
+from scraper.db import jobcounts, requestlog, store
 from scraper.db import politeness as politeness_rows
-from scraper.db import requestlog, store
-from scraper.db.store import JOB_STATUSES
 from scraper.policy import breaker, progress
 
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
@@ -18,7 +17,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
     `requests_per_job` ({domain: n}) sharpens the ETA's floor (the jobs left at their domains' rates)."""
     from scraper.products import scope as scope_mod
     scope = scope_mod.of(queue.conn, settings)
-    by_status, by_site, by_source = grouped_counts(queue.conn)
+    counted = jobcounts.rows(queue.conn)
+    by_status, by_site, by_source = grouped_counts(counted)
     counts = by_status
     last_1m, last_5m = queue.finished_since(now - 60), queue.finished_since(now - 300)
     alive = run is not None and run["alive"]
@@ -32,7 +32,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
     from scraper.db import sources_report
     latest = sources_report.latest_run_id(queue.conn)
     errors_run = sources_report.run_errors(queue.conn, latest) if latest is not None else {}
-    breakers, in_flight = queue.domains(), queue.in_flight()
+    breakers = queue.domains()
+    in_flight = {d: c["running"] for d, c in jobcounts.by(counted, "domain").items() if c["running"]}
     waits = requestlog.slot_waits(queue.conn, now - SLOT_WAIT_WINDOW_S)
     domains = {}
     for name in sorted(d for d in {*breakers, *in_flight, *waits} if scope.domains is None or d in scope.domains):
@@ -80,18 +81,11 @@ def proxies(conn, now, settings=None):
             for url, h in sorted(health.items())]
 
 
-def grouped_counts(conn):
+def grouped_counts(counted):
     """({status: rows}, {site: {status: rows}}, {source: {status: rows}}), every status present (zero when
-    none), from one walk of the index jobs_counts (status, site, source): three GROUP BYs read a million
-    jobs three times, the one by source without an index at all."""
-    by_status, by_site, by_source = dict.fromkeys(JOB_STATUSES, 0), {}, {}
-    for status, site, source, n in conn.execute(
-            "SELECT status, site, source, COUNT(*) FROM jobs GROUP BY status, site, source"):
-        by_status[status] += n
-        for out, name in ((by_site, site), (by_source, source)):
-            counts = out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))
-            counts[status] += n
-    return by_status, dict(sorted(by_site.items())), dict(sorted(by_source.items()))
+    none), of `jobcounts.rows` (kept counts on SQLite: no walk of a million jobs)."""
+    return (jobcounts.by_status(counted), dict(sorted(jobcounts.by(counted, "site").items())),
+            dict(sorted(jobcounts.by(counted, "source").items())))
 
 
 def _active(counts):
