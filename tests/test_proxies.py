@@ -363,3 +363,17 @@ def test_proxy_check_url_probes_each_proxy_before_the_run(standin, proxy_servers
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"proxy {dead.url} quarantined" in done.stderr and "its check of" in done.stderr
     assert dead.connections == 1 and site.stats()["by_address"] == {"127.0.0.2": 4}
+
+
+def test_a_403_through_every_proxy_is_the_site_s_answer(standin, proxy_servers, tmp_path):
+    """The site answers 403 to both proxies' addresses: no proxy stays banned (it was the site's answer, not
+    a ban), and the jobs end `failed` with HTTP 403 as without proxies; the run ends 1, not hung."""
+    site, db = seeded(standin, tmp_path, templates=3, rate=50, burst=5)
+    a, b = proxy_servers(bind="127.0.0.2"), proxy_servers(bind="127.0.0.3")
+    site.clients(ban=["127.0.0.2", "127.0.0.3"])
+    done = scraper(site, db, "run", "--workers", "1", env={"SCRAPER_PROXIES": f"{a.url},{b.url}"})
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert jobs_in(db, "failed") == 3
+    assert {r["http_status"] for r in rows(db, "SELECT http_status FROM jobs")} == {403}
+    assert rows(db, "SELECT * FROM proxy_bans") == []
+    assert site.stats()["by_address"] == {"127.0.0.2": 3, "127.0.0.3": 3}

@@ -15,7 +15,7 @@ def _health(row: Row, bans: dict[str, float]) -> Health:
 
 
 def read(c: Conn, urls: Iterable[str] | None = None) -> dict[str, Health]:
-    """{proxy: Health} of `urls` (every proxy with a row when None); a proxy without a row is good."""
+    """{proxy: Health} of `urls` (every proxy with a row or a ban when None); a proxy without a row is good."""
     wanted = None if urls is None else set(urls)
     bans: dict[str, dict[str, float]] = {}
     for url, domain, until in c.execute("SELECT url, domain, banned_until FROM proxy_bans"):
@@ -24,7 +24,7 @@ def read(c: Conn, urls: Iterable[str] | None = None) -> dict[str, Health]:
     for row in c.execute("SELECT * FROM proxies ORDER BY url"):
         if wanted is None or row["url"] in wanted:
             out[row["url"]] = _health(row, bans.get(row["url"], {}))
-    for url in wanted or ():
+    for url in wanted if wanted is not None else bans:     # no row yet (nothing counted): good, its bans kept
         out.setdefault(url, Health(bans=bans.get(url, {})))
     return out
 
