@@ -119,6 +119,14 @@ def test_claim_returns_the_job(q):
         "n8n:7", "n8n", "https://n8n.io/workflows/7", DOMAIN, 1, False)
 
 
+def test_claim_leaves_the_skipped_keys_to_other_workers(q):
+    """A worker that handed jobs back for want of a browser slot leaves them to a slot holder."""
+    q.seed(job_rows([1, 2, 3]), now=NOW)
+    assert q.claim("w1", NOW, LEASE, skip_keys=["n8n:1", "n8n:2"]).key == "n8n:3"
+    assert q.claim("w1", NOW, LEASE, skip_keys=["n8n:1", "n8n:2"]) is None
+    assert q.claim("w2", NOW, LEASE).key == "n8n:1"
+
+
 def test_claim_of_an_empty_queue_is_none(q):
     assert q.claim("w1", NOW, LEASE) is None
 

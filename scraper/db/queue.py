@@ -76,7 +76,7 @@ class Queue:
 
     def claim(self, worker: str, now: float, lease_s: float, sites: Sequence[str] | None = None,
               demands: dict[str, Any] | None = None, workers: int = 1,
-              sources: Sequence[Sequence[str]] | None = None) -> Job | None:
+              sources: Sequence[Sequence[str]] | None = None, skip_keys: Sequence[str] = ()) -> Job | None:
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
@@ -87,11 +87,14 @@ class Queue:
         would make their job wait, each only while it has no job in flight. `workers`: the pool's size.
 
         `sources` (levels of source names, first level first: `claims.source_levels`) limits the claim to
-        those sources and, among the domains it may take from, prefers a job of the first level that has one."""
+        those sources and, among the domains it may take from, prefers a job of the first level that has one.
+        `skip_keys`: jobs this worker is not to take (those it handed back for want of a browser slot)."""
         self._levels = sources
         base, base_args = "1 = 1", []
         if sites is not None:
             base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
+        if skip_keys:
+            base, base_args = f"{base} AND key NOT IN ({','.join('?' * len(skip_keys))})", [*base_args, *skip_keys]
         if not demands and is_postgres(self.conn):
             # one statement, one round trip: every domain with a row that is not closed, or paused, takes
             # no ordinary job (breaker.admits says so of each such row); the UPDATE is atomic alone.

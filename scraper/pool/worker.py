@@ -33,6 +33,7 @@ FOREVER_S = 10 * 365 * 86400.0   # "for this run": a new run clears it (politene
 NAP_S = 1.0                  # a nap between robots.txt tries wakes this often (stop requests, the lease)
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
 SLOT_PATIENCE_S = 1.0        # how long a job waits for a browser slot before it goes back for a slot holder
+HANDED_BACK_S = 10.0         # a job handed back for want of a slot is left to the others this long
 BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
 
 
@@ -63,6 +64,7 @@ class Worker:
         self.fetchers = {}
         self.browser = None     # net.browser.BrowserFetcher, opened by the first page a site renders
         self.idle_since = None  # when claims started finding nothing
+        self.handed_back = {}   # {key: monotonic time until which this worker leaves the job to a slot holder}
         self.sites = sites.enabled(settings)
         self.levels = source_levels(settings.working_sources)   # claims prefer the first priority level
         self.domains = sites.domains(settings)
@@ -88,8 +90,10 @@ class Worker:
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
+        mono = self.clock.monotonic()
+        self.handed_back = {key: until for key, until in self.handed_back.items() if until > mono}
         job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
-                               workers=self.s.workers, sources=self.levels)
+                               workers=self.s.workers, sources=self.levels, skip_keys=list(self.handed_back))
         if job is None:
             self._idle(now)
             return False
@@ -183,18 +187,23 @@ class Worker:
 
         def wait_for_slot():
             """Between looks for a browser slot. Every slot is held by workers that keep rendering: waiting on
-            would keep this worker idle, holding its job, for as long as they do. So after SLOT_PATIENCE_S a
-            job that has sent nothing yet goes back (claimable again a moment later, by a slot holder), and
-            this worker works what needs no browser; a job whose page was already fetched by plain HTTP (it
-            would be fetched twice) asks a holder to close its browser after its current page instead."""
+            would keep this worker idle, holding its job, for as long as they do. So after SLOT_PATIENCE_S
+            (at once while this worker has handed another job back: the slots are busy) a job that has sent
+            nothing yet goes back, claimable at once by a slot holder and left alone by this worker for
+            HANDED_BACK_S, which works what needs no browser meanwhile; a job whose page was already fetched
+            by plain HTTP (it would be fetched twice) asks a holder to close its browser after its current
+            page instead."""
             renew()
-            if self.clock.monotonic() - slot_wait_from < SLOT_PATIENCE_S:
+            mono = self.clock.monotonic()
+            patience = 0.0 if any(until > mono for until in self.handed_back.values()) else SLOT_PATIENCE_S
+            if mono - slot_wait_from < patience:
                 return
             if self.sent:
                 self.browser.slots.want()
                 return
             now = self.clock()
-            self.queue.release(job, self.name, now, available_at=now + SLOT_PATIENCE_S)
+            self.queue.release(job, self.name, now)
+            self.handed_back[job.key] = mono + HANDED_BACK_S
             if job.probe:
                 self.politeness_of(job.domain).probe_abandoned()
             log.debug("%s handed back %s: no browser slot is free", self.name, job.key)
