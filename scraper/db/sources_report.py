@@ -2,7 +2,7 @@
 which kinds of data it has, its items per source, the domains of its jobs, the requests of one run by
 domain. Read-only; both backends (the one spelling that differs, a record's keys, stands side by side)."""
 
-from scraper.db.store import is_postgres
+from scraper.db.store import JOB_STATUSES, is_postgres
 
 
 def template_count(conn) -> int:
@@ -18,6 +18,14 @@ def items_by_source(conn) -> dict:
     """{source: {"live": n, "removed": n}} of the catalogue items stored, by source name."""
     return {name: {"live": live, "removed": removed} for name, live, removed in conn.execute(
         "SELECT source, COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM items GROUP BY source ORDER BY source")}
+
+
+def jobs_by_source(conn) -> dict:
+    """{source: {status: rows}} (every status present, zero when none)."""
+    out: dict = {}
+    for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
+        out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))[status] = n
+    return out
 
 
 def job_domains(conn) -> set:

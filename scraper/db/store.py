@@ -198,3 +198,12 @@ def upsert(conn, table, row, pk):
         f"ON CONFLICT ({pk}) DO UPDATE SET {updates}",
         [row[c] for c in cols],
     )
+
+
+def replace_links(conn, table, column, value, rows):
+    """A link table's rows for one `column` = `value` become `rows` (a site's `Result.links`)."""
+    conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
+    for row in rows:
+        cols = list(row)
+        conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                     [row[c] for c in cols])
