@@ -28,6 +28,11 @@ def jobs_by_source(conn) -> dict:
     return out
 
 
+def job_counts(conn) -> list:
+    """(status, site, source, rows) of the jobs: one walk of the index jobs_counts (status, site, source)."""
+    return conn.execute("SELECT status, site, source, COUNT(*) FROM jobs GROUP BY status, site, source").fetchall()
+
+
 def job_domains(conn) -> set:
     """The politeness domains the database's jobs belong to."""
     return {d for (d,) in conn.execute("SELECT DISTINCT domain FROM jobs") if d}
