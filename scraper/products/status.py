@@ -4,7 +4,7 @@ each domain's breaker."""
 import time
 
 from scraper.db import politeness as politeness_rows
-from scraper.db import requestlog, store
+from scraper.db import requestlog, sources_report, store
 from scraper.db.store import JOB_STATUSES
 from scraper.policy import breaker, progress
 
