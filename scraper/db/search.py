@@ -310,7 +310,7 @@ def filtered(conn: Conn, text: str = "", nodes: Sequence[str] = (), category: st
     `nodes` (the full type or its last part, any case), in `category`, and not paid unless `include_paid`;
     `limit` of them from `offset` on."""
     pg = is_postgres(conn)
-    joins, where, params = "", ["w.removed_at IS NULL"], []
+    joins, where, params = "", ["w.removed_at IS NULL"], list[Any]()
     order = "w.total_views DESC, w.id"
     if text.strip():
         joins, params = _match(conn, text)

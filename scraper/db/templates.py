@@ -6,6 +6,7 @@ readers (files, the agent's lookups, status) take. One spelling serves both back
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from scraper.db import schema
 from scraper.db.backend import Conn, Row
@@ -116,7 +117,7 @@ def _done_live(site: str) -> str:
 def due(conn: Conn, site: str, fetched_before: str | None, limit: int | None) -> list[Row]:
     """(id, fetched_at) of the done, live templates fetched before `fetched_before` (None: all), oldest
     first, at most `limit`."""
-    sql, args = f"SELECT w.id, w.fetched_at {_done_live(site)}", []
+    sql, args = f"SELECT w.id, w.fetched_at {_done_live(site)}", list[Any]()
     if fetched_before is not None:
         sql, args = sql + " AND w.fetched_at < ?", [fetched_before]
     sql += " ORDER BY w.fetched_at, w.id"
