@@ -164,3 +164,17 @@ def test_a_template_answer_is_versioned_and_reextracted(backend):
     assert [c["change"] for c in answers.changes(conn)] == ["added", "changed", "removed"]
     assert [c["change"] for c in answers.changes(conn, limit=1)] == ["removed"]
     conn.close()
+
+
+def test_the_lint_check_finds_sql_outside_db_and_leaves_prose_alone(tmp_path):
+    """scripts/check_sql_outside_db: a statement (plain, implicit concatenation, f-string) is found with
+    its lines; a docstring, a log line and lower-case prose are not."""
+    from scripts import check_sql_outside_db as check
+    path = tmp_path / "m.py"
+    path.write_text('"""SELECT the best: prose."""\n'
+                    'A = "SELECT id FROM jobs"\n'
+                    'B = ("UPDATE jobs "\n     "SET x = 1")\n'
+                    'C = f"DELETE FROM {t} WHERE id = ?"\n'
+                    'D = "select a template, update it, create a file"\n', encoding="utf-8")
+    assert [(first, last) for first, last, _ in check.offences(path)] == [(2, 2), (3, 4), (5, 5)]
+    assert check.main() == 0     # the package as it stands
