@@ -178,3 +178,19 @@ def test_the_lint_check_finds_sql_outside_db_and_leaves_prose_alone(tmp_path):
                     'D = "select a template, update it, create a file"\n', encoding="utf-8")
     assert [(first, last) for first, last, _ in check.offences(path)] == [(2, 2), (3, 4), (5, 5)]
     assert check.main() == 0     # the package as it stands
+
+
+def test_the_report_of_a_run_that_died_ends_at_its_last_trace(backend):
+    """db/reports through products/report: a run without finished_at (killed) ends at its last request or
+    job. PostgreSQL 15 refused the statement before issue 27's move (a subquery in FROM needs an alias)."""
+    from scraper.products import report
+    conn = store.open_db(backend)
+    run_id = store.start_run(conn, 4242, 100.0, 1, json.dumps({"site_url": "https://n8n.io", "rate_per_s": 2}))
+    conn.execute("INSERT INTO requests (at, domain, kind, ms, run_id) VALUES (?, ?, ?, ?, ?)",
+                 (130.0, "n8n.io", "ok", 40, run_id))
+    conn.execute("INSERT INTO requests (at, domain, kind, ms, run_id) VALUES (?, ?, ?, ?, ?)",
+                 (140.0, "n8n.io", "http_429", 60, run_id))
+    run = report.gather(conn, 200.0)["runs"][0]
+    assert not run["finished"] and run["end_at"] == 140.0 and run["duration_s"] == 40.0
+    assert (run["requests"], run["ok"], run["http_429"], run["errors"]) == (2, 1, 1, 1)
+    conn.close()
