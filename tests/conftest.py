@@ -17,6 +17,7 @@ from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
+from tests import proxies
 from tests.helpers import API, NOW, SAFE_ENV, SITE, TID
 from tests.pg import pg_migrated_url, pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
 
@@ -49,6 +50,23 @@ def standin():
     yield start
     for site in started:
         site.stop()
+
+
+@pytest.fixture
+def proxy_servers(tmp_path):
+    """A factory: proxy_servers(bind="127.0.0.2", user=None, password=None, port=None) -> a tinyproxy
+    (tests.proxies), or proxy_servers(mode="dead" | "garbage" | "407" | "reset") -> a misbehaving one; every
+    one stopped at the end."""
+    started = []
+
+    def start(bind="127.0.0.2", user=None, password=None, mode=None, port=None):
+        proxy = proxies.ScriptedProxy(mode) if mode else proxies.Tinyproxy(tmp_path, bind, user, password, port)
+        started.append(proxy)
+        return proxy
+
+    yield start
+    for proxy in started:
+        proxy.stop()
 
 
 @pytest.fixture

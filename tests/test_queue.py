@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from scraper.db import schema, store
+from scraper.db import jobcounts, schema, store
 from scraper.db.queue import Queue
 from scraper.policy import breaker
 
@@ -117,6 +117,14 @@ def test_claim_returns_the_job(q):
     job = q.claim("w1", NOW, LEASE)
     assert (job.key, job.site, job.url, job.domain, job.attempts, job.probe) == (
         "n8n:7", "n8n", "https://n8n.io/workflows/7", DOMAIN, 1, False)
+
+
+def test_claim_leaves_the_skipped_keys_to_other_workers(q):
+    """A worker that handed jobs back for want of a browser slot leaves them to a slot holder."""
+    q.seed(job_rows([1, 2, 3]), now=NOW)
+    assert q.claim("w1", NOW, LEASE, skip_keys=["n8n:1", "n8n:2"]).key == "n8n:3"
+    assert q.claim("w1", NOW, LEASE, skip_keys=["n8n:1", "n8n:2"]) is None
+    assert q.claim("w2", NOW, LEASE).key == "n8n:1"
 
 
 def test_claim_of_an_empty_queue_is_none(q):
@@ -449,3 +457,58 @@ def test_jobs_check_constraint_refuses_an_unknown_status(q):
     q.seed(job_rows([1]), now=NOW)
     with pytest.raises(sqlite3.IntegrityError):
         q.conn.execute("UPDATE jobs SET status = 'lost'")
+
+
+# --- kept counts (db/jobcounts.py, migration 22) -----------------------------------------------------------
+
+def grouped(conn):
+    """What the kept counts must equal: one GROUP BY over every job."""
+    return sorted(tuple(r) for r in conn.execute(
+        "SELECT site, source, domain, status, COUNT(*) FROM jobs GROUP BY site, source, domain, status"))
+
+
+def test_counts_follow_every_change_of_a_job(q):
+    q.seed(job_rows(range(1, 8)), now=NOW)
+    q.seed([(f"yt:{i}", "youtube", f"https://y/{i}", "y.test", "videos") for i in range(3)], now=NOW)
+    done, failed, invalid, released, kept = (q.claim(f"w{i}", NOW, LEASE) for i in range(5))
+    q.complete(done, "w0", NOW + 1, 5)
+    q.fail(failed, "w1", NOW + 1, "failed", "http_5xx", "HTTP 503")
+    q.fail(invalid, "w2", NOW + 1, "invalid", "http_4xx", "HTTP 404")
+    q.release(released, "w3", NOW + 1)
+    q.retry(["invalid"], now=NOW + 2)
+    counted = sorted(jobcounts.rows(q.conn))
+    assert counted == grouped(q.conn)
+    assert jobcounts.by_status(counted) == {"pending": 7, "running": 1, "done": 1, "failed": 1, "invalid": 0}
+    assert jobcounts.by(counted, "source")["videos"]["pending"] == 3
+    assert q.counts_by_site()["youtube"] == {"pending": 3, "running": 0, "done": 0, "failed": 0, "invalid": 0}
+    assert job_row(q, kept.key)["status"] == "running"
+
+
+def test_jobs_written_by_another_tool_are_counted(q):
+    """Rows inserted, changed and deleted by plain SQL (sqlite-utils, a script) count as the queue's own."""
+    q.seed(job_rows([1, 2, 3]), now=NOW)
+    with store.transaction(q.conn) as c:
+        c.execute("INSERT INTO jobs (key, site, url, domain, status, created_at, updated_at) "
+                  "VALUES ('other:1', 'other', 'u', 'o.test', 'done', 0, 0)")
+        c.execute("UPDATE jobs SET status = 'failed' WHERE key IN ('n8n:1', 'other:1')")
+        c.execute("DELETE FROM jobs WHERE key = 'n8n:2'")
+    assert sorted(jobcounts.rows(q.conn)) == grouped(q.conn)
+    q.seed(job_rows([4]), now=NOW)             # takes the other tool's row into the kept counts
+    with store.transaction(q.conn) as c:
+        c.execute("DELETE FROM jobs WHERE key IN ('other:1', 'n8n:4')")
+        c.execute("INSERT INTO jobs (key, site, url, domain, created_at, updated_at) "
+                  "VALUES ('n8n:5', 'n8n', 'u', 'n8n.io', 0, 0)")
+    assert sorted(jobcounts.rows(q.conn)) == grouped(q.conn) == [
+        ("n8n", "n8n", "n8n.io", "failed", 1), ("n8n", "n8n", "n8n.io", "pending", 2)]
+
+
+def test_an_id_is_never_used_twice():
+    """The kept counts take the rows above the mark as new: a deleted last id must not come back."""
+    conn = store.open_db(":memory:")
+    q = Queue(conn)
+    q.seed(job_rows([1, 2]), now=NOW)
+    with store.transaction(conn) as c:
+        c.execute("DELETE FROM jobs WHERE key = 'n8n:2'")
+    q.seed(job_rows([3]), now=NOW)
+    assert [r[0] for r in conn.execute("SELECT id FROM jobs ORDER BY id")] == [1, 3]
+    assert sorted(jobcounts.rows(conn)) == grouped(conn) == [("n8n", "n8n", DOMAIN, "pending", 2)]

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 
+from scraper.base import proxies
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
 
@@ -92,7 +93,7 @@ class Spec:
             raw = ",".join(map(str, raw))
         if isinstance(raw, float):
             return f"{raw:g}"
-        return repr(raw) if isinstance(raw, str) else str(raw)
+        return repr(proxies.shown(raw)) if isinstance(raw, str) else str(raw)   # a URL's credentials as ***
 
     def _convert(self, raw):
         if raw is None or (isinstance(raw, str) and not raw.strip() and self.optional):
@@ -104,7 +105,9 @@ class Spec:
                 raise ValueError("it must be a list of text values")
             out = []
             for part in raw.split(",") if isinstance(raw, str) else raw:
-                if isinstance(part, str):
+                if isinstance(part, str) and type(part) is not str and self.item:
+                    out.append(part)        # an item already parsed into a str of its own (a ProxyUrl)
+                elif isinstance(part, str):
                     out += [self.item(p.strip()) if self.item else p.strip() for p in part.split(",") if p.strip()]
                 elif isinstance(part, tuple) and self.item:     # an item already parsed (a library caller's)
                     out.append(self.item(part))

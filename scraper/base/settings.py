@@ -7,7 +7,7 @@ import re
 from urllib.parse import urlsplit
 
 from scraper import __version__
-from scraper.base import config
+from scraper.base import config, proxies
 from scraper.base.config import setting, specs_of
 from scraper.base.errors import ConfigError
 from scraper.base.sources import BUILTIN as BUILTIN_SOURCES
@@ -55,6 +55,7 @@ ADAPTIVE_RECOVER_S = 60.0    # a slowed domain climbs back from its floor to its
 GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
 ROBOTS = "obey"             # robots.txt: obey or ignore
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
+PROXY_QUARANTINE_S = 60.0    # a failed proxy's first quarantine (then 120 s, 240 s ... at most 1 h)
 RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -164,6 +165,17 @@ class Settings:
                                    "URL/start, then URL on exit 0 or 75, else URL/fail.", optional=True)
     notify_url: str | None = setting(None, "notify_url", "url", 'POST {"text": ...} (Slack, Mattermost) here on any '
                                      "exit but 0 and 75.", optional=True)
+    proxies: tuple = setting((), "proxies", "list", "Proxies every request goes through (http://, https:// or "
+                             "socks5:// URLs, user:password@ allowed, ${NAME} read from the environment), plus "
+                             "`direct` to go without one when none is usable; a source's own `proxies` win. "
+                             "Without any, HTTP(S)_PROXY apply as usual; with some, they do not.",
+                             item=proxies.parse, show_item=str, flag="--proxy", metavar="URL",
+                             allowed="proxy URLs or direct")
+    proxy_check_url: str | None = setting(None, "proxy_check_url", "url", "Probe each proxy with a GET of this URL "
+                                          "before the run and after each quarantine (a 2xx: good).", optional=True)
+    proxy_quarantine_s: float = setting(PROXY_QUARANTINE_S, "proxy_quarantine", "float", "First quarantine of a "
+                                        "failed proxy; it doubles while it keeps failing, at most 1 h, with "
+                                        "jitter.", unit="s", above=0)
     retry_after_h: float = setting(RETRY_AFTER_H, "retry_after", "float", "`update` retries only failed jobs whose "
                                    "last failure is older than this.", unit="h", at_least=0)
     # not settings: fixed values (the guide names them), and what a command adds
@@ -220,6 +232,11 @@ class Settings:
     def domain(self):
         """The politeness domain: both n8n hosts share one budget, keyed by the site's host."""
         return domain_of(self.site_url)
+
+    @functools.cached_property
+    def uses_proxies(self):
+        """Some proxy list is set (the run's or a source's): requests follow the pool, not HTTP(S)_PROXY."""
+        return bool(self.proxies or any(s.proxies for s in self.sources))
 
     @property
     def browser_deadline_s(self):

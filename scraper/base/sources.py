@@ -8,6 +8,7 @@ import math
 import os
 import re
 
+from scraper.base import proxies
 from scraper.base.config import read_toml
 from scraper.base.errors import ConfigError
 
@@ -19,7 +20,7 @@ PRIORITY = 1
 
 _UNITS_S = {"m": 60, "h": 3600, "d": 86400}
 _NAME = re.compile(r"[a-z0-9-]+")
-_COMMON = ("name", "kind", "enabled", "priority", "every", "rate", "burst")
+_COMMON = ("name", "kind", "enabled", "priority", "every", "rate", "burst", "proxies")
 _STR_LISTS = ("sitemaps", "include", "exclude", "required", "volatile", "allow_domains")
 _KIND_KEYS = {
     "n8n": ("api_url", "site_url"),
@@ -41,6 +42,7 @@ class Source:
     rate: float | None = None   # for its domain(s); None: the defaults
     burst: int | None = None
     options: tuple = ()         # the kind's own keys as sorted (key, value) pairs (frozen)
+    proxies: tuple = ()         # base.proxies.ProxyUrl: this source's own, over the run's; (): the run's
 
     def opt(self, key, default=None):
         """One of the kind's own keys, or `default` when the file does not give it."""
@@ -145,10 +147,14 @@ def _source(t, path, number):
     burst = t.get("burst")
     if burst is not None and (isinstance(burst, bool) or not isinstance(burst, int) or burst < 1):
         raise bad("burst", "it must be a whole number, 1 or more")
+    try:
+        own_proxies = proxies.parse_list(t["proxies"], "it") if "proxies" in t else ()
+    except ValueError as e:
+        raise ConfigError(f"{path}: source {label}: key 'proxies': {e}.") from None
     options = {k: t[k] for k in _KIND_KEYS[kind] if k in t}
     _check_kind(kind, options, bad)
     return Source(name=name, kind=kind, enabled=enabled, priority=priority, every=every, every_s=every_s,
-                  rate=None if rate is None else float(rate), burst=burst,
+                  rate=None if rate is None else float(rate), burst=burst, proxies=own_proxies,
                   options=tuple(sorted((k, _frozen(v)) for k, v in options.items())))
 
 

@@ -19,7 +19,7 @@ SHOWN = ("workers", "rate", "burst", "timeout", "max_attempts", "memory_limit", 
          "transcripts", "ping_url")
 HIDDEN = ("max_answer_mb", "lease", "with_page", "max_jobs_per_worker", "breaker_failures", "breaker_open",
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
-          "notify_url", "adaptive", "adaptive_recover")
+          "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine")
 
 
 @click.command("run")
@@ -72,6 +72,9 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         if browserless:
             s = dataclasses.replace(s, run_sources=tuple(src.name for src in s.working_sources
                                                          if src.name not in browserless))
+        if s.uses_proxies and s.transcripts:
+            log.warning("proxies: the transcript requests to youtube.com are sent by the YouTube library, not "
+                        "through the proxy pool (HTTP(S)_PROXY still apply to them); every other request is")
         try:
             code = supervisor.run(s, browserless)
         except RunLocked as e:

@@ -1,12 +1,13 @@
 """The jobs table as a queue: seed, claim with a lease, finish, retry later, hand back, count."""
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from scraper.db import claims, counters, domains
+from scraper.db import claims, counters, domains, jobcounts
 from scraper.db.backend import Conn, Job, Writer
-from scraper.db.store import JOB_STATUSES, is_postgres, transaction
+from scraper.db.store import is_postgres, transaction
 from scraper.policy import breaker, fairness
 from scraper.policy.breaker import Breaker
 
@@ -14,17 +15,25 @@ SEED_BATCH = 5_000
 DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources existed is its
 
 
+# rows per INSERT: one statement of many rows costs half what executemany does row for row (each of its rows
+# is the statement run again); 1,000 rows of 5 stay far below SQLite's 32,766 parameters
+INSERT_CHUNK = 1_000
+INSERT_JOBS = ("INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
+               "SELECT column1, column2, column3, column4, column5, ?, ?, ? FROM (VALUES {}) AS new")
+
+
 def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int = 0,
              source: str = DEFAULT_SOURCE) -> int:
     """Queue (key, site, url, domain[, source]) rows inside the caller's transaction (a row without its
     source gets `source`); known keys are left as they are. Returns how many were new."""
-    before = c.total_changes
-    c.executemany(
-        "INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(*with_source(row, source), priority, now, now) for row in rows],
-    )
-    return c.total_changes - before
+    new = 0
+    values = [row if len(row) == 5 else with_source(row, source) for row in rows]
+    for i in range(0, len(values), INSERT_CHUNK):
+        chunk = values[i:i + INSERT_CHUNK]
+        new += c.execute(INSERT_JOBS.format(", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))),
+                         [priority, now, now, *itertools.chain.from_iterable(chunk)]).rowcount
+    jobcounts.catch_up(c)
+    return new
 
 
 def with_source(row: Sequence[str], source: str = DEFAULT_SOURCE) -> tuple[str, ...]:
@@ -48,32 +57,26 @@ class Queue:
         Returns (new, known)."""
         now = time.time() if now is None else now
         new = known = 0
-        batch = []
+        batch: list[Sequence[str]] = []
         for row in rows:
-            batch.append((*with_source(row), now, now))
+            batch.append(row)
             if len(batch) >= SEED_BATCH:
-                n = self._insert(batch)
+                n = self._insert(batch, now)
                 new, known, batch = new + n, known + len(batch) - n, []
         if batch:
-            n = self._insert(batch)
+            n = self._insert(batch, now)
             new, known = new + n, known + len(batch) - n
         return new, known
 
-    def _insert(self, batch: list[tuple[Any, ...]]) -> int:
+    def _insert(self, batch: list[Sequence[str]], now: float) -> int:
         with transaction(self.conn) as c:
-            before = c.total_changes
-            c.executemany(
-                "INSERT OR IGNORE INTO jobs (key, site, url, domain, source, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                batch,
-            )
-            return c.total_changes - before
+            return add_jobs(c, batch, now)
 
     # --- claiming ------------------------------------------------------------------------
 
     def claim(self, worker: str, now: float, lease_s: float, sites: Sequence[str] | None = None,
               demands: dict[str, Any] | None = None, workers: int = 1,
-              sources: Sequence[Sequence[str]] | None = None) -> Job | None:
+              sources: Sequence[Sequence[str]] | None = None, skip_keys: Sequence[str] = ()) -> Job | None:
         """Take the next runnable job for `worker` (or None): BEGIN IMMEDIATE makes it atomic.
 
         Jobs of a paused or open domain are skipped; an open domain whose time is up gives one
@@ -84,11 +87,14 @@ class Queue:
         would make their job wait, each only while it has no job in flight. `workers`: the pool's size.
 
         `sources` (levels of source names, first level first: `claims.source_levels`) limits the claim to
-        those sources and, among the domains it may take from, prefers a job of the first level that has one."""
+        those sources and, among the domains it may take from, prefers a job of the first level that has one.
+        `skip_keys`: jobs this worker is not to take (those it handed back for want of a browser slot)."""
         self._levels = sources
         base, base_args = "1 = 1", []
         if sites is not None:
             base, base_args = f"site IN ({','.join('?' * len(sites))})", list(sites)
+        if skip_keys:
+            base, base_args = f"{base} AND key NOT IN ({','.join('?' * len(skip_keys))})", [*base_args, *skip_keys]
         if not demands and is_postgres(self.conn):
             # one statement, one round trip: every domain with a row that is not closed, or paused, takes
             # no ordinary job (breaker.admits says so of each such row); the UPDATE is atomic alone.
@@ -314,13 +320,12 @@ class Queue:
         the claims. Returns how many were queued."""
         rows = [(k, now) if isinstance(k, str) else k for k in keys]
         with transaction(self.conn) as c:
-            before = c.total_changes
-            c.executemany(
+            # the rows this statement changed (total_changes would count the kept counts' triggers too)
+            return c.executemany(
                 """UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
                        updated_at = ? WHERE key = ? AND status IN ('done', 'failed', 'invalid')""",
                 [(at, now, key) for key, at in rows],
-            )
-            return c.total_changes - before
+            ).rowcount if rows else 0
 
     # --- domains -------------------------------------------------------------------------
 
@@ -377,10 +382,7 @@ class Queue:
 
     def counts(self) -> dict[str, int]:
         """Rows per status (every status present, zero when none)."""
-        counts = dict.fromkeys(JOB_STATUSES, 0)
-        for status, n in self.conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status"):
-            counts[status] = n
-        return counts
+        return jobcounts.by_status(jobcounts.rows(self.conn))
 
     def run_counts(self, run_id: int) -> dict[str, int]:
         """What run `run_id` itself finished: {done, failed, invalid}."""
@@ -394,10 +396,7 @@ class Queue:
 
     def counts_by_site(self) -> dict[str, dict[str, int]]:
         """{site: {status: rows}} (every status present, zero when none)."""
-        out: dict[str, dict[str, int]] = {}
-        for site, status, n in self.conn.execute("SELECT site, status, COUNT(*) FROM jobs GROUP BY site, status"):
-            out.setdefault(site, dict.fromkeys(JOB_STATUSES, 0))[status] = n
-        return out
+        return jobcounts.by(jobcounts.rows(self.conn), "site")
 
     def counters(self) -> dict[str, int]:
         return counters.every(self.conn)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from scraper.db import jobcounts
 from scraper.db.backend import Conn, Row
-from scraper.db.store import JOB_STATUSES, is_postgres
+from scraper.db.store import is_postgres
 
 
 def template_count(conn: Conn) -> int:
@@ -17,7 +18,7 @@ def template_count(conn: Conn) -> int:
 
 def n8n_job_count(conn: Conn) -> int:
     """Jobs of the n8n kind (templates, listing pages, their videos)."""
-    return conn.execute("SELECT COUNT(*) FROM jobs WHERE site <> 'catalogue'").fetchone()[0]
+    return sum(n for site, _, _, _, n in jobcounts.rows(conn) if site != "catalogue")
 
 
 def items_by_source(conn: Conn) -> dict[str, dict[str, int]]:
@@ -28,20 +29,12 @@ def items_by_source(conn: Conn) -> dict[str, dict[str, int]]:
 
 def jobs_by_source(conn: Conn) -> dict[str, dict[str, int]]:
     """{source: {status: rows}} (every status present, zero when none)."""
-    out: dict = {}
-    for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
-        out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))[status] = n
-    return out
-
-
-def job_counts(conn: Conn) -> list[Row]:
-    """(status, site, source, rows) of the jobs: one walk of the index jobs_counts (status, site, source)."""
-    return conn.execute("SELECT status, site, source, COUNT(*) FROM jobs GROUP BY status, site, source").fetchall()
+    return jobcounts.by(jobcounts.rows(conn), "source")
 
 
 def job_domains(conn: Conn) -> set[str]:
     """The politeness domains the database's jobs belong to."""
-    return {d for (d,) in conn.execute("SELECT DISTINCT domain FROM jobs") if d}
+    return {domain for _, _, domain, _, _ in jobcounts.rows(conn) if domain}
 
 
 def field_coverage(conn: Conn, source: str) -> list[Row]:

@@ -44,7 +44,5 @@ def resume(conn, settings, now: float) -> int:
     from scraper.sites import youtube
     with transaction(conn) as c:
         videos = templates.videos_without_jobs(c)
-        before = c.total_changes
-        write(c, sites.Result(children=sites.children_of(settings, youtube.SITE, videos)), now,
-              source=settings.n8n_source)
-        return c.total_changes - before
+        return add_jobs(c, sites.children_of(settings, youtube.SITE, videos), now, priority=CHILD_PRIORITY,
+                        source=settings.n8n_source)

@@ -6,7 +6,7 @@ import typing
 
 from scraper.base.errors import ConfigError, FetchError, ParseError
 from scraper.db import store
-from scraper.net import http
+from scraper.net import http, proxypool
 from scraper.policy import retry
 from scraper.politeness import rates
 from scraper.politeness.limiter import open_limiter
@@ -42,32 +42,36 @@ def discover(settings, limit=None, sleep=time.sleep):
     fetched through the same rate slot and stored for `run` to reuse."""
     conn = store.open_db(settings.db_path)
     limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
-    session = http.make_session(settings.user_agent)
+    session = http.make_session(settings.user_agent, trust_env=not settings.uses_proxies)
+    pool = proxypool.Pool(settings, conn, session, "seed") if settings.uses_proxies else None    # issue 29
     robots = Robots(settings, conn, sleep=sleep, on_rate=limiter.refresh)
 
     def robots_get(url, max_bytes):
-        limiter.acquire(settings.domain)
-        return http.fetch(session, url, settings.timeout_s, max_bytes)
+        return proxypool.fetch(pool, session, url, settings.timeout_s, max_bytes,
+                               lambda: limiter.acquire(settings.domain), settings.n8n_source)
 
     def get(url, parse):
         robots.check(url, settings.domain, robots_get)
-        return _get_page(settings, limiter, session, url, parse, sleep)
+        return _get_page(settings, limiter, session, url, parse, sleep, pool)
 
     try:
         return Walk(*n8n.discover(settings.api_url, get, limit))
     finally:
+        if pool is not None:
+            pool.flush(force=True)
         session.close()
         limiter.close()
         conn.close()
 
 
-def _get_page(settings, limiter, session, url, parse, sleep):
+def _get_page(settings, limiter, session, url, parse, sleep, pool=None):
     """`parse(body)` of one search page, retried with the run's policy (--max-attempts, backoff, 429 pauses)."""
     attempts = waits = 0
     while True:
-        limiter.acquire(settings.domain)
         try:
-            return _parsed(parse, http.fetch(session, url, settings.timeout_s, settings.max_answer_bytes), url)
+            body = proxypool.fetch(pool, session, url, settings.timeout_s, settings.max_answer_bytes,
+                                   lambda: limiter.acquire(settings.domain), settings.n8n_source)
+            return _parsed(parse, body, url)
         except (FetchError, ParseError) as e:
             kind, status = (e.kind, e.status) if isinstance(e, FetchError) else (retry.PARSE, 200)
             retry_after = getattr(e, "retry_after", None)
@@ -77,7 +81,8 @@ def _get_page(settings, limiter, session, url, parse, sleep):
                 attempts += 1
             outcome = retry.decide(kind, status, attempts, settings.max_attempts, retry_after,
                                    settings.backoff_base_s)
-            if outcome.action != retry.RETRY or waits > MAX_429_WAITS:
+            if outcome.action != retry.RETRY or waits > MAX_429_WAITS or (kind == retry.PROXY and
+                                                                          attempts >= settings.max_attempts):
                 raise
             log.warning("%s: %s; trying again in %.1f s", url, e.brief() if isinstance(e, FetchError) else e,
                         outcome.delay_s)

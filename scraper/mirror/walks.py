@@ -82,14 +82,18 @@ class PoliteGet:
     size like every answer; FetchError on failure. Counts its requests. Open it where it is used."""
 
     def __init__(self, settings, conn=None):
-        from scraper.net import http
+        from scraper.net import http, proxypool
         from scraper.politeness.limiter import open_limiter
         from scraper.politeness.robots import Robots
         self.s = settings
         self.http = http
+        self.fetch = proxypool.fetch     # one GET: the slot, then a proxy of the pool (or none)
         self.limiter = open_limiter(settings)   # the shared buckets (SQLite) or the GCRA rows (PostgreSQL)
-        self.session = http.make_session(settings.user_agent)
+        self.session = http.make_session(settings.user_agent, trust_env=not settings.uses_proxies)
+        # with proxies, a walk's requests go through the pool too (issue 29)
+        self.pool = proxypool.Pool(settings, conn, self.session, "walk") if settings.uses_proxies and conn else None
         self.requests = 0
+        self.source = None      # the source walked now: its own `proxies` win
         # each URL is checked against its host's robots.txt, read once and kept in the database for `run`
         self.robots = None if conn is None else Robots(settings, conn, on_rate=self.limiter.refresh)
 
@@ -103,11 +107,13 @@ class PoliteGet:
         return self.robots.sitemaps_of(site_url, domain_of(site_url), self._send)
 
     def _send(self, url, max_bytes=None):
-        self.limiter.acquire(domain_of(url))
         self.requests += 1
-        return self.http.fetch(self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes)
+        return self.fetch(self.pool, self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes,
+                          lambda: self.limiter.acquire(domain_of(url)), self.source)
 
     def close(self):
+        if self.pool is not None:
+            self.pool.flush(force=True)
         self.session.close()
         self.limiter.close()
 
@@ -152,6 +158,7 @@ def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
                              src.name)
                     outcomes.append(Outcome(src, skipped=True))
                     continue
+                get.source = src.name
                 outcomes.append(walk_one(conn, settings, src, get, now, clock))
     finally:
         get.close()

@@ -166,14 +166,15 @@ class BrowserFetcher:
 
     # --- one page ----------------------------------------------------------------------
 
-    def render(self, url, gate, deadline_s, max_bytes, settle=None, wait=None, allow_domains=None):
+    def render(self, url, gate, deadline_s, max_bytes, settle=None, wait=None, allow_domains=None, proxy=None):
         """Load `url`, let it settle (network idle, or the CSS selector `settle` present), return
         (status, final_url, html). FetchError `timeout` when it does not settle within `deadline_s`,
         `too_large` over `max_bytes` of response bodies, `network` when the page cannot be loaded; an
         exception `gate` raised for the page's own request, or a stop it raised for any request, ends
         the attempt as it is. The status is returned as served: the caller decides what a 404 or a 5xx is.
         Without a browser, first waits for a slot (`wait` as in `_take_slot`); the deadline starts after.
-        `allow_domains` (a source's) replaces the fetcher's own for this page."""
+        `allow_domains` (a source's) replaces the fetcher's own for this page. `proxy` (a
+        `base.proxies.ProxyUrl`, not `direct`) carries every request of the page: one proxy per context."""
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
         if self._browser is None or not self._browser.is_connected():
@@ -184,7 +185,7 @@ class BrowserFetcher:
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)
         context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
-                                            accept_downloads=False)
+                                            accept_downloads=False, **context_proxy(proxy))
         try:
             page = context.new_page()
             cdp = context.new_cdp_session(page)
@@ -252,6 +253,26 @@ class BrowserFetcher:
         return [p.pid for p in _descendants_procs()]
 
 
+# what Chromium and Playwright's own fetch say when the proxy, not the site, failed
+PROXY_FAILURES = ("ERR_PROXY", "ERR_TUNNEL", "ERR_EMPTY_RESPONSE", "ECONNREFUSED", "ECONNRESET", "socket hang up",
+                  "407")
+
+
+def context_proxy(proxy):
+    """new_context's `proxy` option for a ProxyUrl (credentials apart, as Playwright takes them), or none."""
+    if proxy is None or proxy.direct:
+        return {}
+    option = {"server": proxy.server}
+    if proxy.username is not None:
+        option.update(username=proxy.username, password=proxy.password or "")
+    return {"proxy": option}
+
+
+def is_proxy_failure(error):
+    """Whether a page's FetchError `network` speaks of its proxy (refused, reset, closed, a failed tunnel)."""
+    return error.kind == "network" and any(marker in str(error) for marker in PROXY_FAILURES)
+
+
 def _route(state, gate, page, route, request):
     """Every request of the page: refuse what is not needed or not ours, gate the rest."""
     try:
@@ -285,7 +306,15 @@ def _navigate(state, route):
     """The page's own document, fetched by Playwright without following redirects: Chromium would follow a
     redirect without routing it (no gate, no domain check), so a redirect is aborted here and `render`
     navigates to its target, a new navigation that is routed like the first."""
-    response = route.fetch(max_redirects=0, timeout=max(1.0, (state.deadline - time.monotonic()) * 1000))
+    from playwright.sync_api import Error as PlaywrightError
+    try:
+        response = route.fetch(max_redirects=0, timeout=max(1.0, (state.deadline - time.monotonic()) * 1000))
+    except PlaywrightError as e:
+        # no answer (a proxy that refuses or closes, a reset): the page fails now, not at its deadline
+        state.error = state.error or FetchError("network", f"the page's request failed: {_first_line(e)}",
+                                                route.request.url)
+        route.abort("failed")
+        return
     location = response.headers.get("location")
     if 300 <= response.status < 400 and location:
         target = urljoin(route.request.url, location)

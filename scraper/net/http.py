@@ -13,6 +13,7 @@ from urllib.parse import urljoin
 import requests
 
 from scraper.base.errors import FetchError
+from scraper.base.proxies import shown
 from scraper.base.urls import domain_of
 from scraper.policy import retry
 
@@ -55,27 +56,46 @@ def kind_of_exception(exc):
     return retry.NETWORK
 
 
-def make_session(user_agent):
+def is_proxy_fault(exc):
+    """Whether an exception raised before any answer came, with a proxy set, is the proxy's: a connection
+    to it that failed (refused, reset, closed, not HTTP, a failed CONNECT, no connection in time). A read
+    timeout (the proxy is waiting on the site) and a TLS error with the site are the site's."""
+    return isinstance(exc, requests.ConnectionError) and not isinstance(exc, requests.exceptions.SSLError)
+
+
+def make_session(user_agent, trust_env=True):
+    """The process's Session; `trust_env=False` with a proxy pool, so HTTP(S)_PROXY and NO_PROXY cannot
+    take a request another way than the pool says."""
     s = requests.Session()
+    s.trust_env = trust_env
     s.headers.update({"User-Agent": user_agent, "Accept": "application/json, text/html;q=0.9"})
     return s
 
 
-def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotonic):
+def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotonic, proxy=None):
     """GET `url`; the decoded body when the status is 2xx, else FetchError with its kind.
 
     `timeout_s` bounds the whole answer, redirects included; `max_bytes` bounds its decoded size.
-    Redirects are followed only within the same politeness domain."""
+    Redirects are followed only within the same politeness domain, through the same `proxy` (a
+    `base.proxies.ProxyUrl`, or None: the session's way). A failure before the proxy answered (refused,
+    reset, garbage instead of HTTP, a failed CONNECT, no connection in time) or its 407 is FetchError
+    `proxy`: the proxy's fault, not the site's."""
     domain = domain_of(url)
+    proxies = None if proxy is None else {} if proxy.direct else {"http": proxy.secret, "https": proxy.secret}
     deadline = clock() + timeout_s
     for _ in range(MAX_REDIRECTS + 1):
         left = deadline - clock()
         if left <= 0:
             raise FetchError(retry.TIMEOUT, f"no complete answer within {timeout_s:g} s", url=url)
         try:
-            resp = session.get(url, timeout=left, allow_redirects=False, stream=True)
+            resp = session.get(url, timeout=left, allow_redirects=False, stream=True, proxies=proxies)
         except requests.RequestException as e:
+            if proxies and is_proxy_fault(e):
+                raise FetchError(retry.PROXY, f"proxy {proxy}: {type(e).__name__}: {shown(str(e))}", url=url) from e
             raise FetchError(kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
+        if proxies and resp.status_code == 407:
+            resp.close()
+            raise FetchError(retry.PROXY, f"proxy {proxy} answered 407: it refuses its credentials", url=url)
         if resp.is_redirect:
             resp.close()
             target = urljoin(url, resp.headers.get("Location", ""))
@@ -93,7 +113,7 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
                 status=resp.status_code,
                 retry_after=retry.parse_retry_after(resp.headers.get("Retry-After"), now()),
             )
-        return _read(resp, url, deadline, timeout_s, max_bytes, clock)
+        return _read(resp, url, deadline, timeout_s, max_bytes, clock, proxy if proxies else None)
     raise FetchError(retry.HTTP_4XX, f"more than {MAX_REDIRECTS} redirects", url=url)
 
 
@@ -104,7 +124,7 @@ def read_body(resp, url, deadline, timeout_s, max_bytes, clock=time.monotonic):
     return _read(resp, url, deadline, timeout_s, max_bytes, clock)
 
 
-def _read(resp, url, deadline, timeout_s, max_bytes, clock):
+def _read(resp, url, deadline, timeout_s, max_bytes, clock, proxy=None):
     """The decoded body, read chunk by chunk under the deadline and the size cap."""
     declared = resp.headers.get("Content-Length", "")
     if declared.isdigit() and "Content-Encoding" not in resp.headers and int(declared) > max_bytes:
@@ -132,7 +152,12 @@ def _read(resp, url, deadline, timeout_s, max_bytes, clock):
     except requests.RequestException as e:
         if not cut.is_set():
             resp.close()
-            raise FetchError(kind_of_exception(e), f"{type(e).__name__}: {e}", url=url) from e
+            kind = kind_of_exception(e)
+            if proxy is not None and kind == retry.NETWORK:
+                # the connection is the proxy's: a reset or a cut mid-body rotates, as Crawlee does
+                raise FetchError(retry.PROXY, f"proxy {proxy}: {type(e).__name__} mid-answer: {shown(str(e))}",
+                                 url=url) from e
+            raise FetchError(kind, f"{type(e).__name__}: {e}", url=url) from e
     finally:
         timer.cancel()
         timer.join()

@@ -18,8 +18,9 @@ INTERNAL = "internal"       # anything else that went wrong while one job was pr
 ABANDONED = "abandoned"     # the worker died holding the job (killed, crashed, over memory)
 INCOMPLETE = "incomplete"   # a catalogue page lacks a required field: final, the same page would come again
 ROBOTS = "robots"           # the host's robots.txt disallows the URL: final, `invalid`, nothing was sent
+PROXY = "proxy"             # no proxy of the pool could carry the request (the proxies', not the job's)
 KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED, TOO_LARGE, INTERNAL, ABANDONED, INCOMPLETE,
-         ROBOTS)
+         ROBOTS, PROXY)
 
 GONE = (404, 410)            # the template is not there: final, `invalid`
 FORBIDDEN = (401, 403)       # retrying will not help: final, `failed` with the reason kept
@@ -52,6 +53,9 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
     if kind == BLOCKED:
         # the domain's breaker is open (breaker.on_blocked) and holds the job back; no attempt is spent
         return Outcome(RETRY, 0.0, counted=False)
+    if kind == PROXY:
+        # the pool's fault: the job waits for a proxy (`retry_after_s`: the next one usable), uncharged
+        return Outcome(RETRY, min(max_s, retry_after_s or 0.0), counted=False)
     if kind == HTTP_429:
         # "slow down" says nothing against the job: the domain pauses (breaker.on_429) and the job
         # waits without spending an attempt

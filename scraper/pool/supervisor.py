@@ -17,6 +17,7 @@ from scraper.base.settings import PROGRESS_EVERY_S
 from scraper.db import runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
+from scraper.net import proxypool
 from scraper.policy import progress
 from scraper.pool import memory, orphans, pacing, worker
 
@@ -92,6 +93,7 @@ class Supervisor:
             self._resume_sites(conn)
             for domain in self.queue.new_run(self.clock()):
                 log.info("trying %s again: a previous run gave it up", domain)
+            proxypool.check_all(self.s, conn, self.clock)      # with proxy_check_url: each proxy, once
             if not sum(self.queue.counts().values()):
                 log.warning("the database has no jobs; run `scraper seed` first")
             self.errors_seen = self._errors()

@@ -19,7 +19,7 @@ from scraper.db import politeness as politeness_rows
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
-from scraper.net import chromium, http
+from scraper.net import chromium, http, proxypool
 from scraper.policy import retry
 from scraper.politeness import domain as politeness
 from scraper.politeness import rates
@@ -33,6 +33,7 @@ FOREVER_S = 10 * 365 * 86400.0   # "for this run": a new run clears it (politene
 NAP_S = 1.0                  # a nap between robots.txt tries wakes this often (stop requests, the lease)
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
 SLOT_PATIENCE_S = 1.0        # how long a job waits for a browser slot before it goes back for a slot holder
+HANDED_BACK_S = 10.0         # a job handed back for want of a slot is left to the others this long
 BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
 
 
@@ -47,8 +48,9 @@ class Worker:
     """One worker's loop over an open queue, limiter and HTTP session."""
 
     def __init__(self, settings, name, queue, limiter, session, flags=None, clock=SYSTEM, rng=random,
-                 parent_pid=None):
+                 parent_pid=None, proxies=None):
         self.s = settings
+        self.proxies = proxies      # net.proxypool.Pool, or None: no proxies anywhere in the settings
         self.parent_pid = parent_pid
         self.name = name
         self.queue = queue
@@ -62,6 +64,7 @@ class Worker:
         self.fetchers = {}
         self.browser = None     # net.browser.BrowserFetcher, opened by the first page a site renders
         self.idle_since = None  # when claims started finding nothing
+        self.handed_back = {}   # {key: monotonic time until which this worker leaves the job to a slot holder}
         self.sites = sites.enabled(settings)
         self.levels = source_levels(settings.working_sources)   # claims prefer the first priority level
         self.domains = sites.domains(settings)
@@ -87,8 +90,10 @@ class Worker:
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
+        mono = self.clock.monotonic()
+        self.handed_back = {key: until for key, until in self.handed_back.items() if until > mono}
         job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
-                               workers=self.s.workers, sources=self.levels)
+                               workers=self.s.workers, sources=self.levels, skip_keys=list(self.handed_back))
         if job is None:
             self._idle(now)
             return False
@@ -158,6 +163,8 @@ class Worker:
         return fetcher
 
     def close(self):
+        if self.proxies is not None:
+            self.proxies.flush(force=True)
         for fetcher in self.fetchers.values():
             fetcher.close()
         self.fetchers.clear()
@@ -180,18 +187,23 @@ class Worker:
 
         def wait_for_slot():
             """Between looks for a browser slot. Every slot is held by workers that keep rendering: waiting on
-            would keep this worker idle, holding its job, for as long as they do. So after SLOT_PATIENCE_S a
-            job that has sent nothing yet goes back (claimable again a moment later, by a slot holder), and
-            this worker works what needs no browser; a job whose page was already fetched by plain HTTP (it
-            would be fetched twice) asks a holder to close its browser after its current page instead."""
+            would keep this worker idle, holding its job, for as long as they do. So after SLOT_PATIENCE_S
+            (at once while this worker has handed another job back: the slots are busy) a job that has sent
+            nothing yet goes back, claimable at once by a slot holder and left alone by this worker for
+            HANDED_BACK_S, which works what needs no browser meanwhile; a job whose page was already fetched
+            by plain HTTP (it would be fetched twice) asks a holder to close its browser after its current
+            page instead."""
             renew()
-            if self.clock.monotonic() - slot_wait_from < SLOT_PATIENCE_S:
+            mono = self.clock.monotonic()
+            patience = 0.0 if any(until > mono for until in self.handed_back.values()) else SLOT_PATIENCE_S
+            if mono - slot_wait_from < patience:
                 return
             if self.sent:
                 self.browser.slots.want()
                 return
             now = self.clock()
-            self.queue.release(job, self.name, now, available_at=now + SLOT_PATIENCE_S)
+            self.queue.release(job, self.name, now)
+            self.handed_back[job.key] = mono + HANDED_BACK_S
             if job.probe:
                 self.politeness_of(job.domain).probe_abandoned()
             log.debug("%s handed back %s: no browser slot is free", self.name, job.key)
@@ -210,19 +222,36 @@ class Worker:
                 raise HandedBack(job.key)
 
         polite = self.politeness_of(job.domain)
+        proxy = self._page_proxy(job)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
                 status, final_url, html = self.browser.render(
                     url, gate, self.s.browser_deadline_s, self.s.max_answer_bytes, settle=settle,
-                    wait=wait_for_slot, allow_domains=allow_domains)
+                    wait=wait_for_slot, allow_domains=allow_domains, proxy=proxy)
                 kind = http.kind_of_status(status)
                 if kind is not None:
                     raise FetchError(kind, f"HTTP {status} in the browser", url, status)
         except FetchError as e:
+            if proxy is not None and not proxy.direct and browser.is_proxy_failure(e):
+                # the proxy's fault: quarantined, and the job tried again at once through another, uncounted
+                self.proxies.failed(proxy, str(e))
+                raise FetchError(retry.PROXY, f"proxy {proxy}: {e}", url, retry_after=0.0) from None
+            if proxy is not None:
+                self.proxies.carried(proxy)
             polite.failed(e)
             raise
+        if proxy is not None:
+            self.proxies.carried(proxy)
         polite.answered()
         return final_url, html
+
+    def _page_proxy(self, job):
+        """The proxy of a page's browser context (one per context, by the rules of `_send`), or None."""
+        pool = self.proxies.list_for(job.source) if self.proxies is not None else ()
+        if not pool:
+            return None
+        self._proxy_usable(job, pool)
+        return self.proxies.choose(job.domain, pool) or self._no_proxy(job, pool)
 
     def _get(self, job, url, max_bytes=None):
         """One polite request: robots.txt first, renew the lease, wait for the slot (and any 429 pause),
@@ -235,9 +264,19 @@ class Worker:
         While it cannot be fetched the job goes back pending, uncharged, and the domain waits like a down
         site (`Politeness.robots_unavailable`; a probe tries robots.txt once); one over the size cap will
         not shrink by waiting: the domain is given up for the run at once."""
+        def get(robots_url, cap):
+            try:
+                return self._send(job, robots_url, cap, robots_txt=True)
+            except FetchError as e:
+                if e.kind == retry.PROXY:   # no proxy usable: the job waits for one, robots.txt is not to blame
+                    raise _ProxyTry(None, e) from e
+                raise
+
         try:
-            self.robots.check(url, job.domain, lambda u, cap: self._send(job, u, cap, robots_txt=True),
-                              sleep=lambda seconds: self._nap(job, seconds), tries=1 if job.probe else None)
+            self.robots.check(url, job.domain, get, sleep=lambda seconds: self._nap(job, seconds),
+                              tries=1 if job.probe else None)
+        except _ProxyTry as e:
+            raise e.error from None
         except RobotsUnavailable as e:
             now = self.clock()
             b = None if e.why == retry.TOO_LARGE else self.politeness_of(job.domain).robots_unavailable()
@@ -261,19 +300,86 @@ class Worker:
             self.clock.sleep(min(NAP_S, left))
 
     def _send(self, job, url, max_bytes=None, robots_txt=False):
-        """`robots_txt`: a robots.txt fetch, whose 4xx is an answer (no rules), not a failure, in the log."""
+        """`robots_txt`: a robots.txt fetch, whose 4xx is an answer (no rules), not a failure, in the log.
+
+        With a proxy pool, each try takes the domain's slot first, then a proxy (`_through`): a proxy's fault
+        rotates to the next one and tries again at once, uncounted; a 403 through one proxy while another is
+        usable bans it for the domain and tries another. A 403 through every one is the site's answer: the
+        bans this request made are lifted and the 403 ends the job as without proxies."""
+        pool = self.proxies.list_for(job.source) if self.proxies is not None else ()
+        if not pool:
+            return self._through(job, url, max_bytes, robots_txt, None)
+        tried, banned = set(), []
+        while True:
+            try:
+                return self._through(job, url, max_bytes, robots_txt, pool, frozenset(tried))
+            except _Forbidden as forbidden:
+                proxy = forbidden.proxy
+                if not self.proxies.bans_on_403(job.domain, pool, proxy):
+                    for p in banned:    # every proxy got the 403: the site's answer, not a ban
+                        self.proxies.unban(p, job.domain)
+                    raise forbidden.error from None
+                self.proxies.ban(proxy, job.domain)
+                banned.append(proxy)
+                tried.add(proxy)
+            except _ProxyFault as fault:
+                self.proxies.failed(fault.proxy, str(fault.error))
+                tried.add(fault.proxy)
+
+    def _through(self, job, url, max_bytes, robots_txt, pool, avoid=frozenset()):
+        """One try: the domain's slot, then the proxy (of `pool`; None: no pool), then the request."""
+        if pool is not None:
+            self._proxy_usable(job, pool, avoid)       # before the slot: none usable takes no slot
         self._gate(job, url)
+        proxy = None
+        if pool is not None:
+            proxy = self.proxies.choose(job.domain, pool, avoid)
+            if proxy is None:
+                self._no_proxy(job, pool, avoid)        # they went while we waited for the slot
         self.sent += 1
         polite = self.politeness_of(job.domain)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited(),
                                   answered_4xx=robots_txt):
-                body = http.fetch(self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes)
+                body = http.fetch(self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes,
+                                  proxy=proxy)
         except FetchError as e:
+            if proxy is not None and e.kind == retry.PROXY:
+                raise _ProxyFault(proxy, e) from e      # not the site's: its breaker hears nothing
+            if proxy is not None:
+                self.proxies.carried(proxy)
             polite.failed(e)
+            if proxy is not None and e.status == 403 and not proxy.direct:
+                raise _Forbidden(proxy, e) from e
             raise
+        if proxy is not None:
+            self.proxies.carried(proxy)
         polite.answered()
         return body
+
+    def _proxy_usable(self, job, pool, avoid=frozenset()):
+        """Some proxy of `pool` can carry a request to the job's domain; else the job waits for one
+        (FetchError `proxy`, uncounted, until the next quarantine or ban ends), or, when every proxy has
+        been unusable for --give-up-after, the domain is given up for the run (exit 3), as a down site."""
+        if not self.proxies.usable(job.domain, [p for p in pool if p not in avoid]):
+            self._no_proxy(job, pool, avoid)
+
+    def _no_proxy(self, job, pool, avoid=frozenset()):
+        """No proxy of `pool` can carry the job's request (see `_proxy_usable`): raises, always."""
+        now = self.clock()
+        if job.probe:   # the probe learnt nothing of the site: another job may probe as soon as a proxy is back
+            self.politeness_of(job.domain).probe_abandoned()
+        if self.proxies.gives_up(job.domain, pool):
+            reason = (f"no proxy could carry a request to {job.domain} for {self.s.give_up_after_s:g} s "
+                      f"(--give-up-after): {', '.join(map(str, pool))}")
+            politeness_rows.give_up(self.queue.conn, job.domain, reason, now, now + FOREVER_S)
+            log.error("%s gave up on %s: %s; its jobs stay pending", self.name, job.domain, reason)
+            self.queue.release(job, self.name, now)
+            raise HandedBack(job.key)
+        wait = self.proxies.wait_until(job.domain, pool) - now
+        raise FetchError(retry.PROXY, f"no proxy of the pool is usable for {job.domain} "
+                                      f"({len(avoid)} failed on this request); next one in {wait:.0f} s",
+                         job.url, retry_after=max(wait, 0.0))
 
     def _gate(self, job, url=None):
         """Ask the job's domain for its turn (lease renewed while waiting); HandedBack, the job released,
@@ -355,9 +461,11 @@ def main(settings, slot, parent_pid, run_id=None):
     except (OSError, sqlite3.Error, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
         sys.exit(exitcodes.WORKER_CRASHED)
-    session = http.make_session(settings.user_agent)
+    session = http.make_session(settings.user_agent, trust_env=not settings.uses_proxies)
     clock = DatabaseClock(conn.clock) if store.is_postgres(conn) else SYSTEM   # the database's decides on PostgreSQL
-    w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid)
+    pool = proxypool.Pool(settings, conn, session, name, clock, start=slot) if settings.uses_proxies else None
+    w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid,
+               proxies=pool)
     try:
         code = w.run()
     except Exception:
@@ -369,6 +477,23 @@ def main(settings, slot, parent_pid, run_id=None):
         limiter.close()
         conn.close()
     sys.exit(code)
+
+
+class _ProxyTry(Exception):
+    """How one try through the pool ended, inside `Worker._send` (never outside it): `error`, the
+    FetchError, through `proxy`. As such: no proxy was usable (robots.txt is not to blame)."""
+
+    def __init__(self, proxy, error):
+        super().__init__(str(error))
+        self.proxy, self.error = proxy, error
+
+
+class _ProxyFault(_ProxyTry):
+    """The try failed through the proxy's fault: quarantine it, try the next one."""
+
+
+class _Forbidden(_ProxyTry):
+    """The site answered 403 through `proxy`: maybe a ban, then another proxy."""
 
 
 class _JobContext:

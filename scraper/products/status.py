@@ -3,9 +3,8 @@ each domain's breaker."""
 
 import time
 
+from scraper.db import jobcounts, requestlog, store
 from scraper.db import politeness as politeness_rows
-from scraper.db import requestlog, sources_report, store
-from scraper.db.store import JOB_STATUSES
 from scraper.policy import breaker, progress
 
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
@@ -18,7 +17,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
     `requests_per_job` ({domain: n}) sharpens the ETA's floor (the jobs left at their domains' rates)."""
     from scraper.products import scope as scope_mod
     scope = scope_mod.of(queue.conn, settings)
-    by_status, by_site, by_source = grouped_counts(queue.conn)
+    counted = jobcounts.rows(queue.conn)
+    by_status, by_site, by_source = grouped_counts(counted)
     counts = by_status
     last_1m, last_5m = queue.finished_since(now - 60), queue.finished_since(now - 300)
     alive = run is not None and run["alive"]
@@ -32,7 +32,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
     from scraper.db import sources_report
     latest = sources_report.latest_run_id(queue.conn)
     errors_run = sources_report.run_errors(queue.conn, latest) if latest is not None else {}
-    breakers, in_flight = queue.domains(), queue.in_flight()
+    breakers = queue.domains()
+    in_flight = {d: c["running"] for d, c in jobcounts.by(counted, "domain").items() if c["running"]}
     waits = requestlog.slot_waits(queue.conn, now - SLOT_WAIT_WINDOW_S)
     domains = {}
     for name in sorted(d for d in {*breakers, *in_flight, *waits} if scope.domains is None or d in scope.domains):
@@ -62,20 +63,29 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         **mirror_fields(queue.conn, _active(by_site.get("n8n"))),
         "last_notification": store.last_notification(queue.conn),
         "n8n": scope.n8n, "items": scope.items,
+        "proxies": proxies(queue.conn, now, settings),
     }
 
 
-def grouped_counts(conn):
+def proxies(conn, now, settings=None):
+    """The proxy pool as `status --json` shows it: [{url, state, requests, failures, until, banned_domains}],
+    each URL as shown (credentials as ***): those of the settings, and any other the database has seen."""
+    from scraper.db import proxies as proxy_rows
+    listed = [] if settings is None else [str(p) for p in
+                                          (*settings.proxies, *(p for src in settings.sources for p in src.proxies))
+                                          if not p.direct]
+    health = proxy_rows.read(conn, listed or None) if listed else proxy_rows.read(conn)
+    return [{"url": url, "state": h.state, "requests": h.requests, "failures": h.failures,
+             "until": _iso(h.until) if h.state != "good" else None,
+             "banned_domains": sorted(d for d, until in h.bans.items() if until > now)}
+            for url, h in sorted(health.items())]
+
+
+def grouped_counts(counted):
     """({status: rows}, {site: {status: rows}}, {source: {status: rows}}), every status present (zero when
-    none), from one walk of the index jobs_counts (status, site, source): three GROUP BYs read a million
-    jobs three times, the one by source without an index at all."""
-    by_status, by_site, by_source = dict.fromkeys(JOB_STATUSES, 0), {}, {}
-    for status, site, source, n in sources_report.job_counts(conn):
-        by_status[status] += n
-        for out, name in ((by_site, site), (by_source, source)):
-            counts = out.setdefault(name, dict.fromkeys(JOB_STATUSES, 0))
-            counts[status] += n
-    return by_status, dict(sorted(by_site.items())), dict(sorted(by_source.items()))
+    none), of `jobcounts.rows` (kept counts on SQLite: no walk of a million jobs)."""
+    return (jobcounts.by_status(counted), dict(sorted(jobcounts.by(counted, "site").items())),
+            dict(sorted(jobcounts.by(counted, "source").items())))
 
 
 def _active(counts):
@@ -88,6 +98,12 @@ def _rates(conn, domain):
     r = politeness_rows.rate_row(conn, domain)
     return {"rate_per_s": r.get("rate_per_s"), "configured_rate_per_s": r.get("configured_rate_per_s"),
             "rate_reason": r.get("rate_reason"), "gave_up_reason": r.get("gave_up_reason")}
+
+
+def _iso(ts):
+    """ISO 8601 in UTC, as the JSON of other commands writes times."""
+    import datetime
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _when(ts):
@@ -151,6 +167,19 @@ def render(r):
         learnt = ", ".join(f"{p['pattern']} {p['verdict']}" for p in f["patterns"])
         lines.append(f"fetch     {name}: {f['http']} page(s) by HTTP, {f['browser']} by browser, {f['rechecks']} "
                      f"re-check(s), {f['changes']} verdict change(s); {learnt}")
+    pool = r.get("proxies") or []
+    if pool:
+        states = {}
+        for p in pool:
+            states[p["state"]] = states.get(p["state"], 0) + 1
+        banned = sum(1 for p in pool if p["banned_domains"])
+        lines.append(f"proxies   {len(pool)}: " + ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+                     + (f"; {banned} banned for some domain" if banned else ""))
+        for p in pool:
+            extra = f" until {p['until'].replace('T', ' ')}" if p["until"] else ""
+            extra += f"; banned for {', '.join(p['banned_domains'])}" if p["banned_domains"] else ""
+            lines.append(f"proxy     {p['url']}: {p['state']}{extra}; {p['requests']} request(s), "
+                         f"{p['failures']} failure(s)")
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""

@@ -87,7 +87,7 @@ class CatalogueSite:
     def _zero(self):
         self._requests, self._http_429, self._max_in_1s = 0, 0, 0
         self._window = collections.deque()
-        self._by_kind, self._by_path, self._by_status = (collections.Counter() for _ in range(3))
+        self._by_kind, self._by_path, self._by_status, self._by_address = (collections.Counter() for _ in range(4))
         self._buckets = {}  # client address -> [tokens, last]
 
     def arrive(self, client, path):
@@ -98,6 +98,7 @@ class CatalogueSite:
             self._requests += 1
             self._by_kind[kind] += 1
             self._by_path[path] += 1
+            self._by_address[client] += 1      # the source address: a proxy's outgoing one, or 127.0.0.1
             while self._window and self._window[0] <= now - 1.0:
                 self._window.popleft()
             self._window.append(now)
@@ -131,6 +132,7 @@ class CatalogueSite:
                 "requests": self._requests, "robots": self._by_kind["robots"],
                 "sitemap": self._by_kind["sitemap_index"], "http_429": self._http_429,
                 "max_in_1s": self._max_in_1s, "by_kind": dict(self._by_kind), "by_path": dict(self._by_path),
+                "by_address": dict(self._by_address),
                 "by_status": dict(self._by_status), "rate": self.rate, "burst": self.burst,
                 "events": len(self.catalogue.live()), "latency_ms": self.latency_ms,
                 "robots_mode": self.robots.mode, "slow_phases": self.timeline.phases(),

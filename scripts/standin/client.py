@@ -74,6 +74,12 @@ class Standin:
         """Zero the counters and the request log, refill the bucket, end any storm (n8n and catalogue)."""
         return self._call("/_standin/reset", {})
 
+    def clients(self, ban=(), secrets=()):
+        """Answer 403 to requests from the source addresses `ban` (a proxy's outgoing address); count as
+        leaked any request carrying one of `secrets` or a Proxy-Authorization header (``stats()["by_address"]``,
+        ``stats()["secrets_seen"]``; n8n only)."""
+        return self._call("/_standin/clients", {"ban": list(ban), "secrets": list(secrets)})
+
     def storm(self, seconds, share=1.0):
         """Answer every counted request (or `share` of them, evenly spread) with 503 for `seconds` (n8n only)."""
         return self._call("/_standin/storm", {"seconds": seconds, "share": share})

@@ -130,6 +130,9 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
         if not self._counted:
             self._control_get(split.path, split.query)
             return
+        if self.server.site.client(self.client_address[0], self.headers, self.requestline):
+            self._error(403, "Forbidden")
+            return
         if not self._gate():
             return
         self._public_get(split.path, parse_qs(split.query))
@@ -165,6 +168,15 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
                 self._error(400, f"bad library change: {e}")
                 return
             self._json(200, {"added": added, "listed": listed})
+        elif path == "/_standin/clients":
+            try:
+                body = json.loads(raw or b"{}")
+                site.banned_addresses = set(body.get("ban", ()))
+                site.secrets = tuple(body.get("secrets", ()))
+            except (ValueError, TypeError, AttributeError) as e:
+                self._error(400, f'body must be JSON {{"ban": [addresses], "secrets": [texts]}}: {e}')
+                return
+            self._json(200, {"ban": sorted(site.banned_addresses), "secrets": len(site.secrets)})
         elif path == "/_standin/reset":
             site.reset()
             self._json(200, {"reset": True})

@@ -54,6 +54,8 @@ class SiteState:
         if latency_ms < 0 or slow_s < 0:
             raise ValueError("latency_ms and slow_s must be >= 0")
         self.host, self.port = host, int(port)
+        self.banned_addresses = set()   # source addresses answered 403 (a proxy's outgoing address, say)
+        self.secrets = ()               # texts no request may carry (a proxy's password)
         self.rate, self.burst = float(rate), int(burst)
         self.latency_ms, self.slow_s, self.seed = float(latency_ms), float(slow_s), seed
         self.trickle_s = float(trickle_s)
@@ -104,6 +106,8 @@ class SiteState:
         self._last = time.monotonic()
         self._storm_until = 0.0
         self._storm_share, self._storm_seen = 1.0, 0
+        self._by_address = {}
+        self._secrets_seen = 0
 
     # -- what the handler reports, one request at a time -----------------------------------------
 
@@ -178,6 +182,18 @@ class SiteState:
             self._storm_until = time.monotonic() + float(seconds)
             self._storm_share, self._storm_seen = float(share), 0
 
+    def client(self, address, headers, request_line):
+        """A counted request came from `address` (its source: a proxy's outgoing address, or 127.0.0.1 when
+        direct) with `headers`: counted by address; any header or request line holding one of `secrets`, or a
+        Proxy-Authorization header, is counted as a leak. True when `address` is in `banned_addresses` (the
+        handler answers 403)."""
+        text = request_line + "\n" + "\n".join(f"{k}: {v}" for k, v in headers.items())
+        leaked = "proxy-authorization" in (k.lower() for k in headers) or any(s in text for s in self.secrets)
+        with self._lock:
+            self._by_address[address] = self._by_address.get(address, 0) + 1
+            self._secrets_seen += leaked
+        return address in self.banned_addresses
+
     def reset(self):
         """Zero every counter and the request log; also refill the bucket, end any storm and restart the xN
         faults (a slow phase goes on)."""
@@ -204,6 +220,8 @@ class SiteState:
                 "storm_remaining_s": max(0.0, self._storm_until - time.monotonic()),
                 "robots_mode": self.robots.mode,
                 "slow_phases": self.timeline.phases(),
+                "by_address": dict(self._by_address),
+                "secrets_seen": self._secrets_seen,
             }
 
     def corpus_info(self):
