@@ -134,7 +134,7 @@ def test_the_index_follows_every_write_to_workflows(small_db):
 def test_the_migration_indexes_rows_stored_before_it(tmp_path):
     db = str(tmp_path / "old.db")
     conn = store.connect(db)
-    for statement in store._statements(store.MIGRATIONS[0]):
+    for statement in store.statements(store.MIGRATIONS[0]):
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     row = n8n.extract(detail_body(definition_ids()[0]), "x")

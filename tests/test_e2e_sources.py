@@ -165,7 +165,7 @@ def previous_release_database(path, site):
     job on the stand-in), made with plain SQL as that release did. Returns the ids (stored, pending)."""
     conn = sqlite3.connect(path, isolation_level=None)
     for number in range(PREVIOUS):
-        for statement in store._statements(store.MIGRATIONS[number]):
+        for statement in store.statements(store.MIGRATIONS[number]):
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {PREVIOUS}")
     stored, failed, pending = site.corpus()["ids"][:3]

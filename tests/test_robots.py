@@ -267,7 +267,7 @@ def test_a_database_of_the_previous_schema_upgrades_in_place(tmp_path):
     path = str(tmp_path / "old.db")
     conn = sqlite3.connect(path)
     for number in range(store.SCHEMA_VERSION - 1):
-        for statement in store._statements(store.MIGRATIONS[number]):
+        for statement in store.statements(store.MIGRATIONS[number]):
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION - 1}")
     conn.execute("INSERT INTO domains (domain, state, gave_up) VALUES ('n8n.io', 'open', 1)")

@@ -90,7 +90,7 @@ def test_a_database_of_the_previous_schema_upgrades_in_place_and_keeps_every_row
     conn = store.connect(path)
     conn.execute("BEGIN")
     for number, script in enumerate(store.MIGRATIONS[:6]):    # the schema of the previous release
-        for statement in store._statements(script):
+        for statement in store.statements(script):
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number + 1}")
     conn.execute("INSERT INTO jobs (key, site, url, domain, status, created_at, updated_at) VALUES "

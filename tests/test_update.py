@@ -155,7 +155,7 @@ def test_the_migration_gives_earlier_runs_a_record_and_loses_nothing(tmp_path):
     conn = sqlite3.connect(db)
     version = 6                 # the schema before migration 7 (each run's own record)
     for number in range(version):
-        for statement in store._statements(store.MIGRATIONS[number]):
+        for statement in store.statements(store.MIGRATIONS[number]):
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {version}")
     conn.execute("INSERT INTO runs (pid, started_at, finished_at, workers, done) VALUES (1, 100, 200, 2, 1)")

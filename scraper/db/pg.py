@@ -12,9 +12,13 @@ with `FOR UPDATE SKIP LOCKED`, finishing a job under its lease) ask for a plain 
 psycopg (3) is imported only here, only when a URL is opened: SQLite users need not install it.
 """
 
+from __future__ import annotations
+
 import logging
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from scraper.base.errors import ConfigError
@@ -33,21 +37,21 @@ class Row(tuple):
     """A row by position and by column name (sqlite3.Row's interface)."""
 
     __slots__ = ()
-    _names: dict = {}
+    _names: dict[str, int] = {}
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:     # a name as well as a position
         if isinstance(key, str):
             return tuple.__getitem__(self, self._names[key])
         return tuple.__getitem__(self, key)
 
-    def keys(self):
+    def keys(self) -> list[str]:
         return list(self._names)
 
 
-_ROW_CLASSES: dict = {}      # one Row class per list of column names, made once
+_ROW_CLASSES: dict[tuple[bytes, ...], type] = {}      # one Row class per list of column names, made once
 
 
-def _row_factory(cursor):
+def _row_factory(cursor: Any) -> Any:
     """Rows of `cursor`'s result as Row (by position and by name); the class is looked up from the result's
     column names read from libpq directly (psycopg's `description` makes an object per column each time)."""
     res = cursor.pgresult
@@ -63,7 +67,7 @@ def _row_factory(cursor):
     return cls
 
 
-def _sqlite_error(e):
+def _sqlite_error(e: Exception) -> sqlite3.Error:
     """The sqlite3 exception that stands for psycopg's `e` (the message kept)."""
     import psycopg
     kind = sqlite3.IntegrityError if isinstance(e, psycopg.IntegrityError) else sqlite3.OperationalError
@@ -74,52 +78,52 @@ class Cursor:
     """What a statement gave: rows, rowcount, lastrowid. Inside a transaction its statement may still be in
     the pipeline: asking for its rows or its count waits for the answers sent so far (one round trip)."""
 
-    def __init__(self, conn, cur):
+    def __init__(self, conn: Connection, cur: Any) -> None:
         self._conn, self._cur = conn, cur
 
-    def _rows(self):
+    def _rows(self) -> bool:
         # whether the statement returned rows, asked of libpq (psycopg's `description` builds objects)
         self._conn.settle()
         res = self._cur.pgresult
         return res is not None and res.nfields > 0
 
-    def _fetch(self, how, *args):
+    def _fetch(self, how: str, *args: Any) -> Any:
         import psycopg
         try:
             return getattr(self._cur, how)(*args) if self._rows() else None
         except psycopg.Error as e:
             raise _sqlite_error(e) from e
 
-    def fetchone(self):
+    def fetchone(self) -> Any:
         return self._fetch("fetchone")
 
-    def fetchall(self):
+    def fetchall(self) -> list[Any]:
         return self._fetch("fetchall") or []
 
-    def fetchmany(self, size=1):
+    def fetchmany(self, size: int = 1) -> list[Any]:
         return self._fetch("fetchmany", size) or []
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
 
     @property
-    def rowcount(self):
+    def rowcount(self) -> int:
         self._conn.settle()
         return self._cur.rowcount
 
     @property
-    def description(self):
+    def description(self) -> list[tuple[Any, ...]] | None:
         return None if self._cur.description is None else [(c.name,) + (None,) * 6 for c in self._cur.description]
 
     @property
-    def lastrowid(self):
+    def lastrowid(self) -> int | None:
         """The id the last INSERT made in this session (its identity column), like SQLite's rowid."""
         try:
             return self._conn.raw("SELECT lastval()").fetchone()[0]
         except Exception:
             return None
 
-    def close(self):
+    def close(self) -> None:
         self._cur.close()
 
 
@@ -128,23 +132,23 @@ class Connection:
 
     is_postgres = True
 
-    def __init__(self, url):
+    def __init__(self, url: str) -> None:
         import psycopg
         from psycopg.adapt import Loader
 
         class _Number(Loader):
             """numeric (SUM of bigint, AVG) as int when whole, else float: what sqlite3 returns."""
 
-            def load(self, data):
+            def load(self, data: Any) -> int | float:
                 text = bytes(data).decode()
                 return int(text) if text.lstrip("-").isdigit() else float(text)
 
         class _Bool(Loader):
-            def load(self, data):
+            def load(self, data: Any) -> int:
                 return 1 if bytes(data) == b"t" else 0
 
         class _Text(Loader):
-            def load(self, data):
+            def load(self, data: Any) -> str:
                 return bytes(data).decode()
 
         self.url = redact_db_url(url)
@@ -157,13 +161,14 @@ class Connection:
         for name, loader in (("numeric", _Number), ("bool", _Bool), ("json", _Text), ("jsonb", _Text)):
             self._raw.adapters.register_loader(name, loader)
         self._total_changes = 0
-        self._changed = []           # cursors whose changed rows are not counted yet
-        self._pipe = self._pipe_cm = None    # the pipeline of the transaction under way (and its context)
+        self._changed: list[Any] = []           # cursors whose changed rows are not counted yet
+        self._pipe: Any = None               # the pipeline of the transaction under way
+        self._pipe_cm: Any = None            # (and its context)
         self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
 
     # --- statements ----------------------------------------------------------------------------
 
-    def execute(self, sql, params=()):
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor | _Rows:
         head = sql.lstrip()[:24].upper()
         if head.startswith("BEGIN"):
             return self.begin(shared=not any(w in head for w in ("IMMEDIATE", "EXCLUSIVE")))
@@ -178,25 +183,25 @@ class Connection:
         return self._send(self._translate(sql), tuple(params) if not isinstance(params, dict) else params,
                           counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"))
 
-    def executemany(self, sql, seq):
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor | _Rows:
         rows = [tuple(p) for p in seq]
         if not rows:
             return _Rows([])
         return self._send(self._translate(sql), rows, many=True, counted=True)
 
-    def executescript(self, script):
+    def executescript(self, script: str) -> None:
         from scraper.db import store
-        for statement in store._statements(script):
+        for statement in store.statements(script):
             self.execute(statement)
 
-    def _translate(self, sql):
+    def _translate(self, sql: str) -> str:
         return dialect.translate(sql)
 
-    def raw(self, sql, params=None):
+    def raw(self, sql: str, params: Any = None) -> Cursor:
         """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
         return self._send(sql, params, counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"))
 
-    def _send(self, sql, params, many=False, counted=False):
+    def _send(self, sql: str, params: Any, many: bool = False, counted: bool = False) -> Cursor:
         """Run one statement. In a transaction it joins the pipeline: sent at once, its answer read when
         someone asks for it, or at COMMIT, so a transaction costs a round trip per answer awaited, not per
         statement. Its rows changed count in `total_changes` when `counted`."""
@@ -212,7 +217,7 @@ class Connection:
                 self.settle()
         return Cursor(self, cur)
 
-    def settle(self):
+    def settle(self) -> None:
         """Wait for the answers of the statements sent in the pipeline so far (their errors raised here)."""
         import psycopg
         if self._pipe is not None:
@@ -225,12 +230,12 @@ class Connection:
         self._changed.clear()
 
     @property
-    def total_changes(self):
+    def total_changes(self) -> int:
         """Rows inserted, updated or deleted by this connection so far (sqlite3's counter)."""
         self.settle()
         return self._total_changes
 
-    def _leave_pipeline(self):
+    def _leave_pipeline(self) -> None:
         """Settle and leave the pipeline; the transaction goes on without it (COPY, a named cursor)."""
         if self._pipe is not None:
             cm, self._pipe = self._pipe_cm, None
@@ -243,13 +248,13 @@ class Connection:
                 raise
             self.settle()
 
-    def copy(self, sql):
+    def copy(self, sql: str) -> Any:
         """psycopg's COPY ... FROM STDIN (`with conn.copy(sql) as sink: sink.write_row(row)`), in the
         transaction begun, if any."""
         self._leave_pipeline()
         return self._raw.cursor().copy(sql)
 
-    def stream(self, sql, params=(), size=500):
+    def stream(self, sql: str, params: Sequence[Any] = (), size: int = 500) -> Iterator[dict[str, Any]]:
         """Dicts of a SELECT, `size` rows at a time through a server-side cursor (a whole table is never
         in memory; sqlite_utils' `query` does the same on SQLite)."""
         import psycopg
@@ -263,7 +268,7 @@ class Connection:
         except psycopg.Error as e:
             raise _sqlite_error(e) from e
 
-    def begin(self, shared=False):
+    def begin(self, shared: bool = False) -> _Rows:
         """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE). The transaction
         runs in a pipeline (`_send`): BEGIN goes with its first statement, COMMIT with its last."""
         self._pipe_cm = self._raw.pipeline()
@@ -273,7 +278,7 @@ class Connection:
             self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
         return _Rows([])
 
-    def _pragma(self, sql):
+    def _pragma(self, sql: str) -> _Rows:
         body = sql.strip().rstrip(";")[6:].strip()
         name = body.split("(")[0].split("=")[0].strip().lower()
         if name == "user_version":
@@ -283,16 +288,16 @@ class Connection:
     # --- the rest of sqlite3.Connection's interface the code uses ------------------------------
 
     @property
-    def in_transaction(self):
+    def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
         return self._pipe is not None or self._raw.info.transaction_status != TransactionStatus.IDLE
 
-    def commit(self):
+    def commit(self) -> None:
         if self.in_transaction:
             self.raw("COMMIT")
             self._leave_pipeline()
 
-    def rollback(self):
+    def rollback(self) -> None:
         """Undo the transaction; an error still waiting in the pipeline is the reason, not news."""
         import psycopg
         if self._pipe is not None:
@@ -305,20 +310,20 @@ class Connection:
         if self._raw.info.transaction_status != 0:      # not IDLE
             self.raw("ROLLBACK")
 
-    def cursor(self):
+    def cursor(self) -> Connection:
         return self
 
-    def close(self):
+    def close(self) -> None:
         self._raw.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Connection:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
-    def clock(self):
+    def clock(self) -> float:
         """Seconds since the epoch on the database's clock: the local clock plus its measured offset to
         `clock_timestamp()` (taken again every CLOCK_RESYNC_S), so machines whose clocks or time zones
         differ agree, at one round trip every few seconds."""
@@ -334,23 +339,23 @@ class Connection:
 class _Rows:
     """A cursor over rows made here (a PRAGMA's answer)."""
 
-    def __init__(self, rows):
+    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
         self._rows = rows
         self.rowcount = -1
-        self.lastrowid = None
+        self.lastrowid: int | None = None
         self.description = None
 
-    def fetchone(self):
+    def fetchone(self) -> tuple[Any, ...] | None:
         return self._rows[0] if self._rows else None
 
-    def fetchall(self):
+    def fetchall(self) -> list[tuple[Any, ...]]:
         return list(self._rows)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         return iter(self._rows)
 
 
-def unreachable(url, error):
+def unreachable(url: str, error: BaseException) -> str:
     """One sentence for a database URL that cannot be opened (no password in it)."""
     parts = urlsplit(url)
     host, port = parts.hostname or "localhost (Unix socket)", parts.port or 5432
@@ -368,7 +373,7 @@ EXTRA_MIGRATIONS = pgschema.EXTRA_MIGRATIONS
 
 # --- the schema ------------------------------------------------------------------------------------
 
-def schema_version(conn):
+def schema_version(conn: Connection) -> int:
     row = conn.raw("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
     if not row[0]:
         return 0
@@ -376,14 +381,14 @@ def schema_version(conn):
     return 0 if row is None else row[0]
 
 
-def _skipped(statement):
+def _skipped(statement: str) -> bool:
     """SQLite-only statements of a migration: FTS5 tables and their triggers (search has its own index
     here, `EXTRA_MIGRATIONS`)."""
     head = " ".join(statement.split()[:3]).upper()
     return head.startswith("CREATE VIRTUAL TABLE") or head.startswith("CREATE TRIGGER") or "_fts" in statement
 
 
-def migrate(conn, migrations, extra):
+def migrate(conn: Connection, migrations: Sequence[str], extra: Mapping[int, Sequence[str]]) -> int:
     """Apply the migrations this database has not seen (each translated, or in PostgreSQL's own spelling
     where pgschema.OWN_SPELLING has one; `extra[i]`, PostgreSQL's own addition, right after migration i),
     all in one transaction; returns the schema version."""
@@ -401,7 +406,7 @@ def migrate(conn, migrations, extra):
                 for statement in pgschema.OWN_SPELLING[number]:
                     conn.raw(statement)
             else:
-                for statement in store._statements(migrations[number]):
+                for statement in store.statements(migrations[number]):
                     if not _skipped(statement):
                         conn.raw(dialect.translate(statement, ddl=True), ())
             for statement in extra.get(number, ()):

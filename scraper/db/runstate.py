@@ -2,15 +2,19 @@
 row says who and since when; on PostgreSQL many runs share the database and each `runs` row's heartbeat
 says whether its run is alive."""
 
+from __future__ import annotations
+
 import fcntl
 import os
 import socket
 import sqlite3
 import time
+from typing import Any, Literal
 
 from scraper.base.errors import ConfigError, RunLocked
 from scraper.base.urls import is_db_url
 from scraper.db import schema
+from scraper.db.backend import Conn, Row
 
 RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
 RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
@@ -23,11 +27,11 @@ class RunLock:
 
     Workers inherit it, so a new run cannot start while orphaned workers of a killed one still run."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.fd = None
+        self.fd: int | None = None
 
-    def acquire(self):
+    def acquire(self) -> RunLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         for attempt in range(LOCK_TRIES):
             try:
@@ -44,13 +48,13 @@ class RunLock:
         self.fd = fd
         return self
 
-    def release(self):
+    def release(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
 
 
-def lock_held(lock_path):
+def lock_held(lock_path: str) -> bool:
     """True while some process holds the run lock (a run, or the orphaned workers of a killed one).
 
     The probe takes a shared lock for an instant; `RunLock.acquire` tries again briefly, so a run
@@ -70,7 +74,7 @@ def lock_held(lock_path):
         os.close(fd)
 
 
-def runs(conn, lock_path, now):
+def runs(conn: Conn, lock_path: str, now: float) -> list[dict[str, Any]]:
     """Every live run: [{host, pid, started_at, workers, heartbeat_at}], newest first."""
     from scraper.db import store
     if not store.is_postgres(conn) and not lock_held(lock_path):
@@ -82,7 +86,7 @@ def runs(conn, lock_path, now):
              "heartbeat_at": r["heartbeat_at"]} for r in rows]
 
 
-def current(conn, lock_path, now=None):
+def current(conn: Conn, lock_path: str, now: float | None = None) -> dict[str, Any] | None:
     """{pid, started_at, alive} of the run that holds the database, or None when none does.
 
     `alive` is False when the lock is held but the run's supervisor is gone (it was killed and its
@@ -102,7 +106,7 @@ def current(conn, lock_path, now=None):
     return {"pid": row["pid"], "started_at": row["started_at"], "alive": _running(row["pid"])}
 
 
-def _running(pid):
+def _running(pid: int) -> bool:
     import psutil  # only when a run holds the lock: `status` on an idle database does without it
 
     try:
@@ -111,12 +115,12 @@ def _running(pid):
         return False
 
 
-def heartbeat_run(conn, run_id, now):
+def heartbeat_run(conn: Conn, run_id: int, now: float) -> None:
     """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
     conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
 
 
-def live_runs(conn, now):
+def live_runs(conn: Conn, now: float) -> list[Row]:
     """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
     return conn.execute(
         "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
@@ -124,7 +128,7 @@ def live_runs(conn, now):
     ).fetchall()
 
 
-def dead_runs(conn, now):
+def dead_runs(conn: Conn, now: float) -> list[Row]:
     """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
     return conn.execute(
         "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
@@ -138,10 +142,11 @@ class walk_lock:
     machines may start one): `mine` is False when another holds it. On SQLite always True (a walk's
     changes are one transaction there, and one machine runs the cron line)."""
 
-    def __init__(self, path, name):
-        self.path, self.name, self.conn = path, name, None
+    def __init__(self, path: str, name: str) -> None:
+        self.path, self.name = path, name
+        self.conn: Conn | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> bool:
         if not is_db_url(self.path):
             return True
         from scraper.db import store
@@ -149,17 +154,17 @@ class walk_lock:
         got = self.conn.raw("SELECT pg_try_advisory_lock(hashtext(%s))", ("walk:" + self.name,)).fetchone()[0]
         return bool(got)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self.conn is not None:
             self.conn.close()    # a session lock: freed with its session
         return False
 
 
-def host():
+def host() -> str:
     return socket.gethostname()
 
 
-def exists(path):
+def exists(path: str) -> bool:
     """A database is there: the SQLite file, or a PostgreSQL database with the schema (ConfigError, one
     sentence, when the URL cannot be opened)."""
     import os
@@ -174,7 +179,7 @@ def exists(path):
         conn.close()
 
 
-def check_readable(path):
+def check_readable(path: str) -> None:
     """Read the schema through a read-only connection: a damaged file is refused (ConfigError) before
     anything runs."""
     if is_db_url(path):

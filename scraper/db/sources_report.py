@@ -2,31 +2,42 @@
 which kinds of data it has, its items per source, the domains of its jobs, the requests of one run by
 domain. Read-only; both backends (the one spelling that differs, a record's keys, stands side by side)."""
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
 from scraper.db import jobcounts
+from scraper.db.backend import Conn, Row
 from scraper.db.store import is_postgres
 
 
-def template_count(conn) -> int:
+def template_count(conn: Conn) -> int:
     return conn.execute("SELECT COUNT(*) FROM workflows").fetchone()[0]
 
 
-def n8n_job_count(conn) -> int:
+def n8n_job_count(conn: Conn) -> int:
     """Jobs of the n8n kind (templates, listing pages, their videos)."""
     return sum(n for site, _, _, _, n in jobcounts.rows(conn) if site != "catalogue")
 
 
-def items_by_source(conn) -> dict:
+def items_by_source(conn: Conn) -> dict[str, dict[str, int]]:
     """{source: {"live": n, "removed": n}} of the catalogue items stored, by source name."""
     return {name: {"live": live, "removed": removed} for name, live, removed in conn.execute(
         "SELECT source, COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM items GROUP BY source ORDER BY source")}
 
 
-def job_domains(conn) -> set:
+def jobs_by_source(conn: Conn) -> dict[str, dict[str, int]]:
+    """{source: {status: rows}} (every status present, zero when none)."""
+    return jobcounts.by(jobcounts.rows(conn), "source")
+
+
+def job_domains(conn: Conn) -> set[str]:
     """The politeness domains the database's jobs belong to."""
     return {domain for _, _, domain, _, _ in jobcounts.rows(conn) if domain}
 
 
-def field_coverage(conn, source) -> list:
+def field_coverage(conn: Conn, source: str) -> list[Row]:
     """[(field, live items whose record has it)] of one source, most common first."""
     if is_postgres(conn):
         sql = ("SELECT k, COUNT(*) AS n FROM items, json_object_keys(record::json) AS k "
@@ -38,19 +49,19 @@ def field_coverage(conn, source) -> list:
     return [(k, n) for k, n in conn.execute(sql, (source,))]
 
 
-def requests_by_domain(conn, run_id) -> dict:
+def requests_by_domain(conn: Conn, run_id: int) -> dict[str, int]:
     """{domain: requests} one run sent."""
     return dict(conn.execute("SELECT domain, COUNT(*) FROM requests WHERE run_id = ? GROUP BY domain", (run_id,)))
 
 
-def run_errors(conn, run_id) -> dict:
+def run_errors(conn: Conn, run_id: int) -> dict[str, int]:
     """{kind: failed requests} of one run (the request log's kinds other than `ok`, and other than a
     robots.txt that answered 4xx: no rules, an answer)."""
     return dict(conn.execute("SELECT kind, COUNT(*) FROM requests WHERE run_id = ? "
                              "AND kind NOT IN ('ok', 'robots_4xx') GROUP BY kind ORDER BY kind", (run_id,)))
 
 
-def failed_incomplete(conn) -> tuple[int, int]:
+def failed_incomplete(conn: Conn) -> tuple[int, int]:
     """(failed jobs of kind `incomplete`, of them those whose page carries scripts: their error names
     fetcher = "auto")."""
     row = conn.execute("SELECT COUNT(*), SUM(CASE WHEN last_error LIKE ? THEN 1 ELSE 0 END) FROM jobs "
@@ -58,23 +69,24 @@ def failed_incomplete(conn) -> tuple[int, int]:
     return row[0], row[1] or 0
 
 
-def latest_run_id(conn):
+def latest_run_id(conn: Conn) -> int | None:
     """The id of the newest run (live or finished), or None before the first."""
     return conn.execute("SELECT MAX(id) FROM runs").fetchone()[0]
 
 
-def remaining_by_domain(conn) -> dict:
+def remaining_by_domain(conn: Conn) -> dict[str, int]:
     """{domain: jobs pending or running}."""
     return dict(conn.execute("SELECT domain, COUNT(*) FROM jobs WHERE status IN ('pending', 'running') "
                              "GROUP BY domain"))
 
 
-def rates_by_domain(conn) -> dict:
+def rates_by_domain(conn: Conn) -> dict[str, float]:
     """{domain: its effective rate as the last run wrote it} (domains without one left out)."""
     return dict(conn.execute("SELECT domain, rate_per_s FROM domains WHERE rate_per_s IS NOT NULL"))
 
 
-def names(conn, template_ids, item_keys) -> tuple[dict, dict]:
+def names(conn: Conn, template_ids: Iterable[int],
+          item_keys: Iterable[tuple[str, str]]) -> tuple[dict[int, str], dict[tuple[str, str], Any]]:
     """({template id: name}, {(source, key): the record's name}) of the given templates and items."""
     templates, items = {}, {}
     ids = sorted(set(template_ids))

@@ -1,11 +1,16 @@
 """Connections and the schema: SQLite (WAL, busy timeout, migrated by `PRAGMA user_version`) for a path,
 PostgreSQL (`scraper.db.pg`: the same SQL, translated; a `schema_version` table) for a database URL."""
 
+from __future__ import annotations
+
 import sqlite3
 import time
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import is_db_url
+from scraper.db.backend import Conn, Row
 from scraper.db.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
@@ -15,17 +20,17 @@ SCHEMA_VERSION = len(MIGRATIONS)
 JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
 
 
-def is_postgres(conn):
-    return getattr(conn, "is_postgres", False)
+def is_postgres(conn: Conn) -> bool:
+    return bool(getattr(conn, "is_postgres", False))
 
 
-def clock(conn):
+def clock(conn: Conn) -> float:
     """Now, in seconds since the epoch, on the clock that decides: the database's on PostgreSQL (many
     machines share it), this machine's on SQLite (one machine)."""
     return conn.clock() if is_postgres(conn) else time.time()
 
 
-def connect(path):
+def connect(path: str) -> Conn:
     """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout; a database
     URL gives a PostgreSQL connection with the same interface (`scraper.db.pg`)."""
     if is_db_url(path):
@@ -47,7 +52,7 @@ def connect(path):
     return conn
 
 
-def unopenable(path, error):
+def unopenable(path: str, error: BaseException) -> ConfigError:
     """One sentence for a database file SQLite cannot open or create (settings.check_db_path has said
     already what it can of a new file's folder; this is for an existing file in a folder gone read-only)."""
     import os
@@ -57,7 +62,7 @@ def unopenable(path, error):
     return ConfigError(f"cannot open the database {path}: {why}.")
 
 
-def read_only(path, time_limit_s):
+def read_only(path: str, time_limit_s: float) -> Conn:
     """A connection that cannot write and whose statements stop after `time_limit_s` seconds from now (a
     server's answer beside a running `run`: SQLite's `mode=ro` never takes the write lock, and WAL lets it
     read while workers write). A query cut off raises sqlite3.OperationalError "interrupted" (PostgreSQL:
@@ -77,20 +82,20 @@ def read_only(path, time_limit_s):
     return conn
 
 
-def open_db(path):
+def open_db(path: str) -> Conn:
     """Connect and bring the schema up to date."""
     conn = connect(path)
     migrate(conn)
     return conn
 
 
-def migrate(conn):
+def migrate(conn: Conn) -> int:
     """Apply the migrations this file has not seen yet, all in one transaction (a failure leaves the
     schema as it was); returns the schema version."""
     if is_postgres(conn):
         from scraper.db import pg
         return pg.migrate(conn, MIGRATIONS, pg.EXTRA_MIGRATIONS)
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version >= SCHEMA_VERSION:
         return version
     conn.execute("BEGIN IMMEDIATE")
@@ -98,7 +103,7 @@ def migrate(conn):
         # another process may have migrated while we waited for the lock
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for number in range(version, SCHEMA_VERSION):
-            for statement in _statements(MIGRATIONS[number]):
+            for statement in statements(MIGRATIONS[number]):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {number + 1}")
         conn.execute("COMMIT")
@@ -108,7 +113,7 @@ def migrate(conn):
     return SCHEMA_VERSION
 
 
-def _statements(script):
+def statements(script: str) -> list[str]:
     """Split a migration into statements (executescript would commit our transaction)."""
     parts, buf = [], []
     for line in script.splitlines():
@@ -125,37 +130,38 @@ class transaction:
     On PostgreSQL BEGIN IMMEDIATE waits for the one write lock, as on SQLite; `shared=True` (a claim with
     SKIP LOCKED, finishing a job under its lease: row locks suffice) lets such transactions run together."""
 
-    def __init__(self, conn, shared=False):
+    def __init__(self, conn: Conn, shared: bool = False) -> None:
         self.conn = conn
         self.shared = shared
 
-    def __enter__(self):
+    def __enter__(self) -> Conn:
         self.conn.execute("BEGIN" if self.shared and is_postgres(self.conn) else "BEGIN IMMEDIATE")
         return self.conn
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
         return False
 
 
 # --- the runs table: one row per `scraper run`, written by its supervisor --------------------------
 
-def last_run(conn):
+def last_run(conn: Conn) -> Row | None:
     """The newest row of `runs` (pid, started_at, finished_at), or None before the first run."""
     return conn.execute("SELECT pid, started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
 
 
-def start_run(conn, pid, started_at, workers, settings_json, host=None):
+def start_run(conn: Conn, pid: int, started_at: float, workers: int, settings_json: str,
+              host: str | None = None) -> int:
     """Record a run that starts (its machine, its first heartbeat); returns its id."""
     with transaction(conn) as c:
-        return c.execute(
+        return int(c.execute(
             "INSERT INTO runs (pid, started_at, workers, settings, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?) "
             "RETURNING id",
             (pid, started_at, workers, settings_json, host, started_at),
-        ).fetchone()[0]
+        ).fetchone()[0])
 
 
-def finish_run(conn, run_id, finished_at, counts, exit_code):
+def finish_run(conn: Conn, run_id: int, finished_at: float, counts: dict[str, int], exit_code: int) -> None:
     """Record how the run ended: its exit code and the rows done, failed and invalid (`counts`) by then."""
     with transaction(conn) as c:
         c.execute(
@@ -166,18 +172,18 @@ def finish_run(conn, run_id, finished_at, counts, exit_code):
 
 # --- the notifications table: pings and messages a run sent (scraper.net.notify) ---------------------
 
-def record_notification(conn, at, kind, ok, detail=None):
+def record_notification(conn: Conn, at: float, kind: str, ok: bool, detail: str | None = None) -> None:
     with transaction(conn) as c:
         c.execute("INSERT INTO notifications (at, kind, ok, detail) VALUES (?, ?, ?, ?)", (at, kind, int(ok), detail))
 
 
-def last_notification(conn):
+def last_notification(conn: Conn) -> dict[str, Any] | None:
     """{at, kind, ok} of the last ping or notification sent, or None before the first."""
     row = conn.execute("SELECT at, kind, ok FROM notifications ORDER BY id DESC LIMIT 1").fetchone()
     return None if row is None else {"at": row["at"], "kind": row["kind"], "ok": bool(row["ok"])}
 
 
-def _with_verdict(row):
+def _with_verdict(row: dict[str, Any]) -> dict[str, Any]:
     from scraper.policy import redact  # imported when used: its patterns are compiled at import
     if not any(c in row for c in redact.COLUMNS):
         return row
@@ -185,7 +191,7 @@ def _with_verdict(row):
     return {**row, "clean_at_rules": verdict, "redacted": saved}
 
 
-def upsert(conn, table, row, pk):
+def upsert(conn: Conn, table: str, row: dict[str, Any], pk: str) -> None:
     """Insert `row` or update the row with the same `pk` (no duplicates on a re-fetch). A `workflows` row
     that sets any redacted column gets its redaction verdict and redacted form (`redact.decided`) set with
     it: every writer of those columns comes through here, so neither outlives the text it was made from."""
@@ -198,3 +204,12 @@ def upsert(conn, table, row, pk):
         f"ON CONFLICT ({pk}) DO UPDATE SET {updates}",
         [row[c] for c in cols],
     )
+
+
+def replace_links(conn: Conn, table: str, column: str, value: object, rows: Iterable[dict[str, Any]]) -> None:
+    """A link table's rows for one `column` = `value` become `rows` (a site's `Result.links`)."""
+    conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
+    for row in rows:
+        cols = list(row)
+        conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                     [row[c] for c in cols])

@@ -11,6 +11,8 @@ import hashlib
 import json
 import zlib
 
+from scraper.db import answers as rows
+from scraper.db import listing, templates
 from scraper.db.store import transaction, upsert
 from scraper.sites import n8n
 
@@ -66,13 +68,12 @@ def store(conn, row, raw, fetched_at):
     inside the caller's transaction (the job's `done`). Returns the row's version."""
     tid = row["id"]
     api_hash = content_hash(raw[API])
-    old = conn.execute("SELECT version, first_seen_at, removed_at, content_hash, hollow FROM workflows WHERE id = ?",
-                       (tid,)).fetchone()
+    old = templates.version_state(conn, tid)
     if row.get("hollow") and old is not None and old["version"] is not None:
         # a hollow answer (a paid template's shape only) is never a new version: a complete stored
         # version stays as it is; a hollow one gets the latest body under its own version
         if not old["hollow"]:
-            conn.execute("UPDATE workflows SET last_seen_at = ?, removed_at = NULL WHERE id = ?", (fetched_at, tid))
+            templates.seen(conn, tid, fetched_at)
             _restored(conn, tid, old, fetched_at)
             return old["version"]
         version, change = old["version"], None
@@ -86,7 +87,7 @@ def store(conn, row, raw, fetched_at):
     row = dict(row, version=version, first_seen_at=(old and old["first_seen_at"]) or fetched_at,
                last_seen_at=fetched_at, removed_at=None)
     # the price is on the listing only: the last walk's, when one listed the id (else left as stored)
-    listed = conn.execute("SELECT price, purchase_url FROM listing WHERE id = ?", (tid,)).fetchone()
+    listed = listing.price(conn, tid)
     if listed is not None:
         row.update(price=listed["price"], purchase_url=listed["purchase_url"],
                    paid=int(listed["price"] is not None or listed["purchase_url"] is not None))
@@ -106,9 +107,7 @@ def _restored(conn, tid, old, fetched_at, version=None):
 
 def last_hash(conn, source, key, kind):
     """The content hash of the item's newest stored answer of `kind`, or None."""
-    last = conn.execute("SELECT content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
-                        "ORDER BY version DESC LIMIT 1", (source, key, kind)).fetchone()
-    return last and last["content_hash"]
+    return rows.last_hash(conn, source, key, kind)
 
 
 def keep(conn, source, key, version, kind, digest, fetched_at, body, template_id=None):
@@ -116,25 +115,16 @@ def keep(conn, source, key, version, kind, digest, fetched_at, body, template_id
     volatile fields differ). The URL, HTTP status and Content-Type it came with (`net.http.Answer`; a
     plain bytes body, from a test or an import, has none) are kept for the WARC export."""
     url, status, ctype = (getattr(body, a, None) for a in ("url", "status", "content_type"))
-    conn.execute(
-        """INSERT INTO answers (source, key, template_id, version, kind, content_hash, fetched_at, body_fetched_at,
-                               size, body, url, http_status, content_type)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (source, key, version, kind) DO UPDATE SET content_hash = excluded.content_hash,
-               body_fetched_at = excluded.body_fetched_at, size = excluded.size, body = excluded.body,
-               url = excluded.url, http_status = excluded.http_status, content_type = excluded.content_type""",
-        (source, key, template_id, version, kind, digest, fetched_at, fetched_at, len(body), compress(body),
-         url, status, ctype),
-    )
+    rows.put(conn, source, key, template_id, version, kind, digest, fetched_at, len(body), compress(body),
+             url, status, ctype)
 
 
 def mark_removed(conn, template_id, at):
     """A confirmed removal (the detail answer is gone): set `removed_at`, keep the data. True when the
     template had been stored and was live."""
-    cur = conn.execute("UPDATE workflows SET removed_at = ? WHERE id = ? AND removed_at IS NULL", (at, template_id))
-    if cur.rowcount != 1:
+    version = templates.mark_removed(conn, template_id, at)
+    if version is None:
         return False
-    version = conn.execute("SELECT version FROM workflows WHERE id = ?", (template_id,)).fetchone()[0]
     record_change(conn, N8N, str(template_id), "removed", at, version, template_id=template_id)
     return True
 
@@ -144,34 +134,21 @@ def template_change(conn, template_id, change, at, version=None):
 
 
 def record_change(conn, source, key, change, at, version=None, template_id=None):
-    conn.execute("INSERT INTO changes (source, key, template_id, change, at, version) VALUES (?, ?, ?, ?, ?, ?)",
-                 (source, key, template_id, change, at, version))
+    rows.add_change(conn, source, key, change, at, version, template_id)
 
 
 def history(conn, template_id=None, source=N8N, key=None, kind=API):
     """An item's versions, oldest first: [{version, fetched_at, content_hash}] (a template by its id)."""
     key = str(template_id) if key is None else key
-    return [dict(r) for r in conn.execute(
-        "SELECT version, fetched_at, content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
-        "ORDER BY version", (source, key, kind))]
+    return rows.versions(conn, source, key, kind)
 
 
 def changes(conn, since=None, kinds=(), limit=None):
     """What changed, ordered by time then key: a template as {id, change, at}, an item as {source, key,
     change, at} (its key is `SOURCE:PATH`); from `since` (ISO 8601 UTC text) on, of `kinds` only (default
     all); `limit`: the newest that many, still oldest first."""
-    where, args = [], []
-    if since is not None:
-        where, args = where + ["at >= ?"], args + [since]
-    if kinds:
-        where, args = where + [f"change IN ({','.join('?' * len(kinds))})"], args + list(kinds)
-    sql = ("SELECT template_id, source, key, change, at, seq FROM changes"
-           + (" WHERE " + " AND ".join(where) if where else ""))
-    if limit is not None:
-        sql, args = (f"SELECT * FROM ({sql} ORDER BY at DESC, source DESC, template_id DESC, key DESC, seq DESC "
-                     "LIMIT ?) AS newest"), args + [limit]     # PostgreSQL needs the alias
     out = []
-    for r in conn.execute(sql + " ORDER BY at, source, template_id, key, seq", args):
+    for r in rows.changes(conn, since, kinds, limit):
         if r["template_id"] is not None:
             out.append({"id": r["template_id"], "change": r["change"], "at": r["at"]})
         else:
@@ -193,7 +170,7 @@ def rebuilt_row(api_body, body_fetched_at, page_body, current):
 def reextract(conn):
     """Rebuild every `workflows` row that has stored answers, sending nothing. Returns (rebuilt, without
     answers): rows stored before answers were kept cannot be rebuilt and are left as they are."""
-    ids = [r[0] for r in conn.execute("SELECT id FROM workflows ORDER BY id")]
+    ids = templates.ids(conn)
     rebuilt = 0
     for start in range(0, len(ids), REEXTRACT_BATCH):
         with transaction(conn) as c:
@@ -203,19 +180,15 @@ def reextract(conn):
 
 
 def _reextract_one(c, tid):
-    current = c.execute("SELECT * FROM workflows WHERE id = ?", (tid,)).fetchone()
-    api = c.execute("SELECT body, body_fetched_at FROM answers WHERE source = ? AND key = ? AND version = ? "
-                    "AND kind = 'api'", (N8N, str(tid), current["version"])).fetchone()
+    current = templates.row(c, tid)
+    api = rows.body(c, N8N, str(tid), current["version"], API)
     if api is None:
         return 0
     # the page columns come from the latest page fetched, as a run without --with-page leaves them
-    page = c.execute("SELECT body FROM answers WHERE source = ? AND key = ? AND kind = 'page' AND version <= ? "
-                     "ORDER BY version DESC LIMIT 1", (N8N, str(tid), current["version"])).fetchone()
+    page = rows.latest_body(c, N8N, str(tid), PAGE, current["version"])
     row = rebuilt_row(decompress(api["body"]), api["body_fetched_at"],
-                      None if page is None else decompress(page["body"]), current)
+                      None if page is None else decompress(page), current)
     upsert(c, "workflows", row, "id")
     # the videos the extractor finds now; the next run queues the transcripts of new ones (youtube's resume)
-    c.execute("DELETE FROM template_videos WHERE template_id = ?", (tid,))
-    c.executemany("INSERT OR IGNORE INTO template_videos (template_id, video_id) VALUES (?, ?)",
-                  [(tid, v) for v in json.loads(row["videos"])])
+    templates.replace_videos(c, tid, json.loads(row["videos"]))
     return 1

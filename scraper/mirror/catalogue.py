@@ -15,6 +15,7 @@ import re
 from urllib.parse import urljoin, urlsplit
 
 from scraper.base.errors import ConfigError, FetchError, ParseError
+from scraper.db import items as item_rows
 from scraper.db.queue import Queue
 from scraper.db.store import transaction
 from scraper.mirror import sync
@@ -194,12 +195,8 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     left_out = len(keep.left_out)
     for e in errors:
         log.warning("source %s: %s", source.name, e)
-    prefix = f"{source.name}:"
-    jobs = {k[len(prefix):]: (None if f is None else sync.iso(f)) for k, f in conn.execute(
-        "SELECT key, finished_at FROM jobs WHERE site = ? AND substr(key, 1, ?) = ?",
-        (catalogue.SITE, len(prefix), prefix))}
-    items = {k: (f, r, m) for k, f, r, m in conn.execute(
-        "SELECT key, fetched_at, removed_at, lastmod FROM items WHERE source = ?", (source.name,))}
+    finished, items = item_rows.walk_state(conn, source.name, catalogue.SITE)
+    jobs = {path: (None if f is None else sync.iso(f)) for path, f in finished.items()}
     p = plan(listed, complete, jobs, items)
     queue = Queue(conn)
     rows = [catalogue.site.job_row(settings, (source.name, listed[path][0])) for path in p.new]
@@ -207,8 +204,7 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     queue.refetch([catalogue.job_key(source.name, path) for path in p.changed + p.missing + p.restored], now)
     at = sync.iso(now)
     with transaction(conn) as c:
-        c.executemany("UPDATE items SET last_seen_at = ?, lastmod = ? WHERE source = ? AND key = ? "
-                      "AND removed_at IS NULL", [(at, listed[path][1], source.name, path) for path in listed])
+        item_rows.seen(c, source.name, at, [(path, listed[path][1]) for path in listed])
     log.info("source %s: %d listed, %d left out by include/exclude, %d new, %d changed, %d missing (queued to "
              "confirm), %d restored%s", source.name, len(listed), left_out, new, len(p.changed), len(p.missing),
              len(p.restored), "" if complete else " (incomplete walk: nothing counted as missing)")

@@ -6,9 +6,9 @@ learnt (fetch_patterns) and child jobs.
 """
 
 from scraper import sites
-from scraper.db import fetchlearn
+from scraper.db import fetchlearn, templates
 from scraper.db.queue import DEFAULT_SOURCE, add_jobs
-from scraper.db.store import transaction, upsert
+from scraper.db.store import replace_links, transaction, upsert
 from scraper.mirror import answers, items
 
 CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
@@ -22,11 +22,7 @@ def write(conn, result: sites.Result, now: float, at: str = "", source: str = DE
     for row, raw, fetched_at in result.versioned:
         answers.store(conn, row, raw, fetched_at)
     for table, column, value, rows in result.links:
-        conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
-        for row in rows:
-            cols = list(row)
-            conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                         [row[c] for c in cols])
+        replace_links(conn, table, column, value, rows)
     for source, key, url, rec, raw, fetched_at, volatile in result.items:
         items.store(conn, source, key, url, rec, raw, fetched_at, volatile)
     for template_id in result.removed:
@@ -47,8 +43,6 @@ def resume(conn, settings, now: float) -> int:
     called before the workers start. Returns how many jobs were new."""
     from scraper.sites import youtube
     with transaction(conn) as c:
-        videos = [r[0] for r in c.execute(
-            "SELECT DISTINCT video_id FROM template_videos AS tv WHERE NOT EXISTS "
-            "(SELECT 1 FROM jobs WHERE key = 'youtube:' || tv.video_id)")]
+        videos = templates.videos_without_jobs(c)
         return add_jobs(c, sites.children_of(settings, youtube.SITE, videos), now, priority=CHILD_PRIORITY,
                         source=settings.n8n_source)

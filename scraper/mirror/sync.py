@@ -12,6 +12,7 @@ import datetime
 import hashlib
 import json
 
+from scraper.db import listing, templates
 from scraper.db.queue import Queue
 from scraper.db.store import transaction
 from scraper.mirror import answers, seed
@@ -65,10 +66,9 @@ def apply(conn, settings, walk, started_at, now):
     """Seed new ids, queue changed, missing and restored ones, and remember the walk. Returns
     (plan, seeded new, already known). Times are Unix seconds."""
     listed = {tid: entry_hash(item) for tid, item in walk.entries.items()}
-    known = {int(k.split(":", 1)[1]) for (k,) in conn.execute("SELECT key FROM jobs WHERE site = ?", (n8n.SITE,))}
-    stored = dict(conn.execute("SELECT id, entry_hash FROM listing"))
-    live = {r[0] for r in conn.execute("SELECT id FROM workflows WHERE removed_at IS NULL")}
-    removed = {r[0] for r in conn.execute("SELECT id FROM workflows WHERE removed_at IS NOT NULL")}
+    known = {int(k.split(":", 1)[1]) for k in templates.job_keys(conn, n8n.SITE)}
+    stored = listing.entry_hashes(conn)
+    live, removed = templates.live_and_removed_ids(conn)
     p = plan(listed, walk.complete, known, stored, live, removed)
     queue = Queue(conn)
     new, already = queue.seed(seed.job_rows(settings, listed), now)
@@ -77,44 +77,27 @@ def apply(conn, settings, walk, started_at, now):
     at = iso(now)
     with transaction(conn) as c:
         paid = {tid: paid_of(item) for tid, item in walk.entries.items()}
-        c.executemany("INSERT INTO listing (id, entry_hash, seen_at, price, purchase_url) VALUES (?, ?, ?, ?, ?) "
-                      "ON CONFLICT (id) DO UPDATE SET entry_hash = excluded.entry_hash, seen_at = excluded.seen_at, "
-                      "price = excluded.price, purchase_url = excluded.purchase_url",
-                      [(tid, h, at, *paid[tid][:2]) for tid, h in listed.items()])
-        c.executemany("UPDATE workflows SET price = ?, purchase_url = ?, paid = ? WHERE id = ?",
-                      [(*paid[tid], tid) for tid in listed])
-        c.executemany("UPDATE workflows SET last_seen_at = ? WHERE id = ? AND removed_at IS NULL",
-                      [(at, tid) for tid in listed])
+        listing.remember(c, at, [(tid, h, *paid[tid][:2]) for tid, h in listed.items()])
+        templates.set_listed(c, at, [(tid, *paid[tid]) for tid in listed])
         for tid in p.restored:
-            c.execute("UPDATE workflows SET removed_at = NULL WHERE id = ?", (tid,))
-            version = c.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).fetchone()[0]
-            answers.template_change(c, tid, "restored", at, version)
-        c.execute("INSERT INTO walks (started_at, finished_at, complete, pages, listed, new, changed, removed, "
-                  "restored) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                  (iso(started_at), at, int(walk.complete), walk.pages, len(listed), len(p.new), len(p.changed),
-                   len(p.missing), len(p.restored)))
+            answers.template_change(c, tid, "restored", at, templates.restore(c, tid))
+        listing.record_walk(c, iso(started_at), at, walk.complete, walk.pages, len(listed), len(p.new),
+                            len(p.changed), len(p.missing), len(p.restored))
     return p, new, already
 
 
 def refresh(conn, older_than_days, limit, now):
     """Queue done, live templates last fetched more than `older_than_days` ago (0: all), oldest first
     (their claim order follows their fetch time). Returns how many were queued."""
-    sql = ("SELECT w.id, w.fetched_at FROM workflows w JOIN jobs j ON j.key = ? || ':' || w.id "
-           "WHERE j.status = 'done' AND w.removed_at IS NULL")
-    args = [n8n.SITE]
-    if older_than_days > 0:
-        sql, args = sql + " AND w.fetched_at < ?", args + [iso(now - older_than_days * DAY_S)]
-    sql += " ORDER BY w.fetched_at, w.id"
-    if limit is not None:
-        sql, args = sql + " LIMIT ?", args + [limit]
-    due = [(n8n.job_key(tid), min(_epoch(fetched_at, now), now)) for tid, fetched_at in conn.execute(sql, args)]
+    before = iso(now - older_than_days * DAY_S) if older_than_days > 0 else None
+    due = [(n8n.job_key(tid), min(_epoch(fetched_at, now), now))
+           for tid, fetched_at in templates.due(conn, n8n.SITE, before, limit)]
     return Queue(conn).refetch(due, now)
 
 
 def why_none_due(conn, older_than_days, now):
     """The reason a refresh queued nothing, as the end of a sentence."""
-    oldest = conn.execute(f"SELECT MIN(w.fetched_at) FROM workflows w JOIN jobs j ON j.key = '{n8n.SITE}:' || w.id "
-                          "WHERE j.status = 'done' AND w.removed_at IS NULL").fetchone()[0]
+    oldest = templates.oldest_done(conn, n8n.SITE)
     if oldest is None:
         return "no live template is stored and done (a pending or failed one is fetched by `scraper run`)"
     age_days = max(0.0, now - _epoch(oldest, now)) / DAY_S

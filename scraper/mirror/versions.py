@@ -9,12 +9,10 @@ which fields were not recorded."""
 from dataclasses import dataclass
 
 from scraper.base.errors import ConfigError
+from scraper.db import answers
 from scraper.mirror import source as db_source
 from scraper.sites import n8n
 
-# a template's row, or a catalogue item's (its URL, its removal)
-_JOINS = ("LEFT JOIN workflows AS w ON w.id = a.template_id "
-          "LEFT JOIN items AS i ON i.source = a.source AND i.key = a.key AND a.template_id IS NULL")
 DEFAULT_TYPES = {n8n.API: "application/json", n8n.PAGE: "text/html; charset=utf-8"}
 
 
@@ -31,18 +29,10 @@ class Stored:
     reconstructed: tuple    # the fields not recorded with the answer: ("url", "status", "content_type")
 
 
-def source_clause(source):
-    """(SQL condition on `answers AS a`, arguments) selecting one source's answers; the one place that
-    knows how an answer belongs to a source (its `source` column: n8n's templates, or a catalogue's)."""
-    if source is None:
-        return "1 = 1", ()
-    return "a.source = ?", (source,)
-
-
 def check_source(conn, source):
     """ConfigError when `source` has no stored answer (a typo, or a source never fetched)."""
-    if source is not None and not conn.execute("SELECT 1 FROM answers WHERE source = ? LIMIT 1", (source,)).fetchone():
-        known = [r[0] for r in conn.execute("SELECT DISTINCT source FROM answers ORDER BY source")]
+    if source is not None and not answers.has_source(conn, source):
+        known = answers.sources(conn)
         raise ConfigError(f"no stored answer belongs to a source {source!r}; the sources with answers are "
                           f"{', '.join(known) or 'none yet'}.")
 
@@ -52,17 +42,8 @@ def stored(conn, urls, source=None, since=None, live_only=False):
     `urls`: (api_url, site_url) to rebuild old answers' URLs; `since`: ISO 8601 text (fetched at or
     after); `live_only`: leave out templates removed from the site."""
     from scraper.mirror.answers import decompress
-    where, args = source_clause(source)
-    if since is not None:
-        where, args = where + " AND a.body_fetched_at >= ?", args + (since,)
-    if live_only:
-        where += " AND w.removed_at IS NULL AND i.removed_at IS NULL"
     api_url, site_url = db_source.recorded(conn) or urls
-    cur = conn.execute(
-        "SELECT a.template_id, a.version, a.kind, COALESCE(a.url, i.url), a.http_status, a.content_type, "
-        "a.body_fetched_at, a.body, a.url IS NULL "
-        f"FROM answers AS a {_JOINS} WHERE {where} ORDER BY a.source, a.template_id, a.key, a.version, a.kind", args)
-    for tid, version, kind, url, status, ctype, at, blob, no_url in cur:
+    for tid, version, kind, url, status, ctype, at, blob, no_url in answers.stored(conn, source, since, live_only):
         missing = tuple(name for name, v in (("url", None if no_url else url), ("status", status),
                                              ("content_type", ctype)) if v is None)
         if url is None:
@@ -73,9 +54,4 @@ def stored(conn, urls, source=None, since=None, live_only=False):
 
 def count(conn, source=None, since=None, live_only=False):
     """How many answers `stored` would give (for progress and the summary line)."""
-    where, args = source_clause(source)
-    if since is not None:
-        where, args = where + " AND a.body_fetched_at >= ?", args + (since,)
-    if live_only:
-        where += " AND w.removed_at IS NULL AND i.removed_at IS NULL"
-    return conn.execute(f"SELECT COUNT(*) FROM answers AS a {_JOINS} WHERE {where}", args).fetchone()[0]
+    return answers.count_stored(conn, source, since, live_only)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from scraper.base.errors import FetchError
+from scraper.policy.breaker import Breaker
 
 
 class Politeness(Protocol):
@@ -34,8 +35,37 @@ class Politeness(Protocol):
     def probe_abandoned(self) -> None:
         """The probe job was handed back unsent: free the half-open breaker for another."""
 
+    def robots_unavailable(self) -> Breaker:
+        """The domain's robots.txt could not be fetched: its breaker opens; returns the breaker after."""
+
     def answered(self) -> None:
         """The domain answered (a success for its breaker)."""
 
     def failed(self, e: FetchError) -> None:
         """A request failed in a way that speaks of the domain."""
+
+
+class Limiter(Protocol):
+    """The shared rate slots of every domain (`limiter.DomainLimiter` on SQLite, `gcra.GcraLimiter` on
+    PostgreSQL, `limiter.NoLimiter` for --no-limit)."""
+
+    def wait_s(self, domain: str) -> float:
+        """Seconds until the domain has a slot (0.0: now); takes nothing."""
+
+    def acquire(self, domain: str, timeout_s: float | None = None,
+                should_stop: Callable[[], bool] = ...) -> bool:
+        """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
+
+    def refresh(self, domain: str) -> None:
+        """Read the domain's rate again before the next slot."""
+
+    def close(self) -> None: ...
+
+
+class Breakers(Protocol):
+    """What politeness asks of the queue: each domain's breaker row, read and changed."""
+
+    def domains(self) -> dict[str, Breaker]: ...
+
+    def update_domain(self, domain: str, change: Callable[[Breaker], Breaker], now: float) -> Any:
+        """Apply `change` to the domain's breaker in one transaction; (before, after)."""

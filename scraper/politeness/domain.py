@@ -5,14 +5,20 @@ request after (`answered`, `failed`). The rate slot lives in the shared limiter,
 breaker in the domain's row of the `domains` table (through the queue); the breaker's rules are the pure
 functions of `breaker`."""
 
+from __future__ import annotations
+
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from scraper.base.clock import SYSTEM
+from scraper.base.clock import SYSTEM, Clock
 from scraper.base.errors import FetchError
 from scraper.policy import breaker, fairness, retry
+
+if TYPE_CHECKING:
+    from scraper.base.settings import Settings
+    from scraper.politeness import Breakers, Limiter
 
 log = logging.getLogger(__name__)
 
@@ -34,35 +40,35 @@ class Politeness:
     prefixes the log lines; `clock` (a `base.clock.Clock`) is read and waited on for the pauses;
     `stopping()` is true once the worker is asked to stop."""
 
-    s: Any                  # the run's settings
+    s: Settings             # the run's settings
     domain: str
-    queue: Any
-    limiter: Any
+    queue: Breakers
+    limiter: Limiter
     name: str = ""
-    clock: Any = SYSTEM
+    clock: Clock = SYSTEM
     stopping: Callable[[], bool] = lambda: False
     waited_s: float = dataclasses.field(default=0.0, init=False)   # slot wait since the last logged request
 
     # --- before a request ----------------------------------------------------------------
 
-    def wait_s(self):
+    def wait_s(self) -> float:
         """Seconds until the domain's rate slot is free (0.0: now); takes nothing (for fair claims)."""
         return self.limiter.wait_s(self.domain)
 
-    def rate(self):
+    def rate(self) -> tuple[float, int]:
         """(rate_per_s, burst) of the domain: the one place its budget is read."""
         return self.s.rate_for(self.domain)
 
-    def demand(self, requests_per_job=1):
+    def demand(self, requests_per_job: int = 1) -> fairness.Demand:
         """What a fair claim needs to know of the domain (`fairness.Demand`)."""
         return fairness.Demand(self.wait_s(), self.rate()[0], requests_per_job)
 
-    def take_waited(self):
+    def take_waited(self) -> float:
         """Seconds spent waiting for the slot (and 429 pauses) before the request about to be logged."""
         waited, self.waited_s = self.waited_s, 0.0
         return waited
 
-    def before(self, probe, renew, url=None):
+    def before(self, probe: bool, renew: Callable[[], bool], url: str | None = None) -> str:
         """Wait for the domain's rate slot and any 429 pause; GO, STOPPED or OPENED.
 
         `probe`: the job tests a half-open domain (an open breaker does not stop it); `renew()` renews the
@@ -78,7 +84,7 @@ class Politeness:
         finally:
             self.waited_s += self.clock.monotonic() - started
 
-    def _before(self, probe, renew, url):
+    def _before(self, probe: bool, renew: Callable[[], bool], url: str | None) -> str:
         while True:
             if not renew():
                 raise FetchError(retry.NETWORK, "lease lost before the request", url=url)
@@ -96,7 +102,7 @@ class Politeness:
                 if not renew():
                     raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
 
-    def _wait_for_slot(self, renew):
+    def _wait_for_slot(self, renew: Callable[[], bool]) -> bool:
         while not self.limiter.acquire(self.domain, ACQUIRE_SLICE_S, self.stopping):
             if self.stopping():
                 return False
@@ -104,16 +110,16 @@ class Politeness:
                 return False
         return True
 
-    def _breaker(self):
+    def _breaker(self) -> breaker.Breaker:
         return self.queue.domains().get(self.domain, breaker.Breaker())
 
-    def probe_abandoned(self):
+    def probe_abandoned(self) -> None:
         """The probe job was handed back unfinished: another worker may probe at once."""
         self.queue.update_domain(self.domain, breaker.on_probe_abandoned, self.clock())
 
     # --- after a request -----------------------------------------------------------------
 
-    def answered(self):
+    def answered(self) -> None:
         """The server answered (any status that speaks of the job, not of the server): close the breaker."""
         b = self.queue.domains().get(self.domain)
         if b is not None and (b.state != breaker.CLOSED or b.failures or b.pause_s):
@@ -121,7 +127,7 @@ class Politeness:
             if before.state != breaker.CLOSED:
                 log.info("%s breaker of %s closed (was %s)", self.name, self.domain, before.state)
 
-    def robots_unavailable(self):
+    def robots_unavailable(self) -> breaker.Breaker:
         """The domain's robots.txt could not be fetched: nothing more is sent until it can (RFC 9309). The
         breaker opens at once, as for a block, so the domain waits like a down site: its jobs wait the
         doubling open periods, each probe fetches robots.txt again, and the domain is given up only as
@@ -132,7 +138,7 @@ class Politeness:
                                                       s.give_up_after_s), now)
         return b
 
-    def failed(self, e):
+    def failed(self, e: FetchError) -> None:
         """A request failed with FetchError `e`: a block opens the breaker, a 429 pauses the domain, a sick
         server (network, timeout, 5xx) counts towards opening it; any other kind is an answer."""
         now, s, domain = self.clock(), self.s, self.domain

@@ -14,14 +14,13 @@ polls every 50 ms, which wastes slots and is unfair).
 import fcntl
 import math
 import os
-import re
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 from pyrate_limiter import Rate, RateItem, SQLiteBucket
 
 from scraper.base.clock import SYSTEM, Clock
+from scraper.db import ratelog
 from scraper.policy import margin
 
 LEAK_EVERY = 200            # admissions between clean-ups of rows that left every window
@@ -76,9 +75,7 @@ class DomainLimiter:
         self._reads = RateReads(rate_of, clock)
         self._lock = _Flock(path + ".lock")
         with self._lock:
-            self._conn = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False, timeout=30)
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn = ratelog.connect(path)
         self._buckets: dict[str, SQLiteBucket] = {}
         self._clock = clock
         self._admitted = 0
@@ -90,11 +87,9 @@ class DomainLimiter:
     def _bucket(self, domain: str) -> SQLiteBucket:
         bucket = self._buckets.get(domain)
         if bucket is None or self._reads.due(domain):
-            table = "rate_" + re.sub(r"[^A-Za-z0-9_]", "_", domain)  # interpolated into SQL by pyrate
+            table = ratelog.table_of(domain)
             if bucket is None:
-                self._conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
-                self._conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
-                self._conn.commit()
+                ratelog.create(self._conn, table)
             own = self._reads.read(domain)
             rates = self.rates if own is None else rates_for(*own)
             if bucket is None or _key(rates) != _key(bucket.rates):
@@ -109,12 +104,9 @@ class DomainLimiter:
             bucket = self._bucket(domain)
             now, wait_ms = bucket.now(), 0
             for rate in bucket.rates:
-                row = self._conn.execute(
-                    f"SELECT item_timestamp FROM '{bucket.table}' WHERE item_timestamp > ? "
-                    "ORDER BY item_timestamp DESC LIMIT 1 OFFSET ?", (now - rate.interval, rate.limit - 1)
-                ).fetchone()
-                if row is not None:
-                    wait_ms = max(wait_ms, row[0] + rate.interval - now)
+                oldest = ratelog.nth_newest(self._conn, bucket.table, now - rate.interval, rate.limit)
+                if oldest is not None:
+                    wait_ms = max(wait_ms, oldest + rate.interval - now)
             return wait_ms / 1000.0
 
     def try_acquire(self, domain: str) -> float:

@@ -7,7 +7,11 @@ command; a 5xx, 429 or no answer is retried with the run's policy, then RobotsUn
 fully disallowed while it lasts (the worker opens its breaker; each probe fetches robots.txt again) and
 nothing is stored as reusable. The pure rules are in `scraper.policy.robots`."""
 
+from __future__ import annotations
+
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from protego import Protego
@@ -19,6 +23,15 @@ from scraper.db import politeness as rows
 from scraper.policy import retry
 from scraper.policy import robots as rules
 
+if TYPE_CHECKING:
+    from scraper.base.clock import Clock
+    from scraper.base.settings import Settings
+    from scraper.db.backend import Conn
+
+Get = Callable[[str, int], bytes]     # one polite GET of the domain: (url, max_bytes) -> the 2xx body
+Sleep = Callable[[float], object]
+Parsed = tuple[float, Any]            # (expires_at, Protego or None when everything is allowed)
+
 log = logging.getLogger(__name__)
 
 ROBOTS_MAX_BYTES = 512 * 1024   # RFC 9309 asks parsers to read at least 500 KiB
@@ -27,26 +40,26 @@ OBEY = "obey"
 IGNORE = "ignore"
 
 
-def host_of(url):
+def host_of(url: str) -> str:
     """scheme://host:port of a URL (the port always written: http://a and http://a:80 are one host)."""
     parts = urlsplit(url)
     port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
-def robots_url(url):
+def robots_url(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}/robots.txt"
 
 
-def sitemaps(conn, host_or_url):
+def sitemaps(conn: Conn, host_or_url: str) -> list[str]:
     """The Sitemap: URLs of a host's stored robots.txt (any age; [] when none is stored). For the sources
     work: call it with a URL or a `host_of` value and an open database connection."""
     row = rows.load_robots(conn, host_of(host_or_url))
     return list(row["sitemaps"]) if row else []
 
 
-def ignored(settings, domain):
+def ignored(settings: Settings, domain: str | None) -> bool:
     """Whether this domain's rules are ignored knowingly (--robots ignore, --robots-ignore DOMAIN)."""
     return settings.robots == IGNORE or domain in settings.robots_ignore
 
@@ -57,16 +70,17 @@ class Robots:
 
     `get(url, max_bytes)` is one polite GET of the domain (the body of a 2xx, FetchError otherwise)."""
 
-    def __init__(self, settings, conn, clock=SYSTEM, sleep=None, on_rate=lambda domain: None):
+    def __init__(self, settings: Settings, conn: Conn, clock: Clock = SYSTEM, sleep: Sleep | None = None,
+                 on_rate: Callable[[str], object] = lambda domain: None) -> None:
         self.s = settings
         self.conn = conn
         self.clock = clock
         self.sleep = sleep or clock.sleep
         self.on_rate = on_rate      # told when robots.txt changed a domain's rate (the limiter re-reads it)
         self.token = rules.product_token(settings.user_agent)
-        self._hosts = {}            # host -> (expires_at, Protego or None when everything is allowed)
+        self._hosts: dict[str, Parsed] = {}     # host -> (expires_at, Protego or None: everything allowed)
 
-    def check(self, url, domain, get, sleep=None, tries=None):
+    def check(self, url: str, domain: str, get: Get, sleep: Sleep | None = None, tries: int | None = None) -> None:
         """`sleep(seconds)` waits between tries of a robots.txt that did not answer (default: the one given
         at construction); a worker's nap renews its lease and gives the job back on a stop. `tries`: how
         many (default --max-attempts; a breaker's probe sends one request, so it tries once)."""
@@ -81,7 +95,7 @@ class Robots:
             raise RobotsDisallowed(f"robots.txt of {host.split('://', 1)[1]} disallows {urlsplit(url).path} "
                                    f"for user-agent {self.token!r}")
 
-    def sitemaps_of(self, url, domain, get):
+    def sitemaps_of(self, url: str, domain: str, get: Get) -> list[str]:
         """The Sitemap: URLs of the robots.txt of `url`'s host, read (once, kept as `check` keeps it) through
         `get`; RobotsUnavailable as `check` raises it, unless the domain's rules are ignored ([] then)."""
         host = host_of(url)
@@ -95,7 +109,7 @@ class Robots:
                 raise
         return sitemaps(self.conn, url)
 
-    def _load(self, host, url, domain, get, sleep, tries=None):
+    def _load(self, host: str, url: str, domain: str, get: Get, sleep: Sleep, tries: int | None = None) -> Parsed:
         row = rows.load_robots(self.conn, host)
         if not _fresh(row, self.clock()):
             with rows.robots_lock(self.conn, self.s.db_path, host):
@@ -106,7 +120,7 @@ class Robots:
         self._apply_rate(domain, row)
         return row["fetched_at"] + rules.REUSE_S, parser
 
-    def _fetch(self, host, url, get, sleep, tries):
+    def _fetch(self, host: str, url: str, get: Get, sleep: Sleep, tries: int) -> dict[str, Any]:
         """Fetch, tried up to `tries` times with the run's policy; the stored row, or RobotsUnavailable."""
         target = robots_url(url)
         attempts = 0
@@ -138,7 +152,7 @@ class Robots:
                      f", request-rate {row['request_rate']}" if rr else "")
             return row
 
-    def _apply_rate(self, domain, row):
+    def _apply_rate(self, domain: str, row: Any) -> None:
         """Crawl-delay and Request-rate lower the domain's rate for this run (never raise it)."""
         rr = _request_rate(row["request_rate"])
         cap = rules.robots_rate(row["crawl_delay"], rr)
@@ -146,7 +160,7 @@ class Robots:
             return
         delay = bool(row["crawl_delay"])
 
-        def lower(r):
+        def lower(r: Any) -> dict[str, Any]:
             old = r["robots_rate_per_s"]
             if old is not None and old <= cap and (r["robots_crawl_delay"] or not delay):
                 return {}
@@ -162,17 +176,17 @@ class Robots:
         self.on_rate(domain)
 
 
-def _fresh(row, now):
+def _fresh(row: Any, now: float) -> bool:
     """A stored 2xx/4xx robots.txt younger than 24 hours (5xx and no answer are never reused)."""
     return (row is not None and rules.outcome_of(row["status"]) != rules.UNAVAILABLE
             and now - row["fetched_at"] < rules.REUSE_S)
 
 
-def _text(body):
+def _text(body: bytes | None) -> str:
     return (body or b"").decode("utf-8", "replace")
 
 
-def _request_rate(text):
+def _request_rate(text: str | None) -> tuple[int, int] | None:
     try:
         requests, seconds = (text or "").split("/")
         return int(requests), int(seconds)

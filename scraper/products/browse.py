@@ -18,6 +18,8 @@ queries and a JSON API, read-only and credential-free.
 from pathlib import Path
 from types import ModuleType
 
+from scraper.db import canned
+
 HOST, PORT = "127.0.0.1", 8001
 DROPPED = (b"_searchmode", b"_fts_table", b"_fts_pk")       # query parameters `guard` removes
 PLUGIN = "scraper-guard"
@@ -53,35 +55,7 @@ TEMPLATE_COLUMNS = {
 
 def queries():
     """The canned queries."""
-    found = {
-        "recent_changes": {
-            "title": "Recent changes",
-            "description": "Templates and items added, changed, removed or restored, newest first.",
-            "sql": "SELECT c.at, c.change, c.source, c.key, t.name, t.url FROM changes AS c "
-                   "LEFT JOIN templates AS t ON t.id = c.template_id ORDER BY c.at DESC, c.seq DESC LIMIT 200",
-        },
-        "top_node_types": {
-            "title": "Top node types",
-            "description": "The node types the most live templates use.",
-            "sql": "SELECT j.value AS node_type, COUNT(DISTINCT t.id) AS templates FROM templates AS t, "
-                   "json_each(t.node_types) AS j WHERE json_valid(t.node_types) AND t.removed_at IS NULL "
-                   "GROUP BY j.value ORDER BY templates DESC, node_type LIMIT 100",
-        },
-        "failures": {
-            "title": "Failures",
-            "description": "Jobs that ended failed or invalid, and why, newest first.",
-            "sql": "SELECT key, status, error_kind, http_status, last_error, attempts, "
-                   "datetime(finished_at, 'unixepoch') AS finished FROM jobs WHERE status IN ('failed', 'invalid') "
-                   "ORDER BY finished_at DESC, id DESC LIMIT 500",
-        },
-        "paid_templates": {
-            "title": "Paid templates",
-            "description": "Live templates sold on n8n.io, most viewed first.",
-            "sql": "SELECT id, name, author, price, purchase_url, url, total_views FROM templates "
-                   "WHERE paid = 1 AND removed_at IS NULL ORDER BY total_views DESC, id",
-        },
-    }
-    return found
+    return canned.queries()
 
 
 def metadata(db_name):
@@ -179,8 +153,7 @@ def app(path):
 
 def undecided(conn):
     """How many templates the `templates` view shows without their text: no redaction verdict yet."""
-    return conn.execute("SELECT COUNT(*) FROM templates WHERE workflow IS NULL AND id IN "
-                        "(SELECT id FROM workflows WHERE workflow IS NOT NULL)").fetchone()[0]
+    return canned.undecided(conn)
 
 
 def serve(datasette, host=HOST, port=PORT):

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 
 from scraper.base.errors import ConfigError
-from scraper.db import schema
+from scraper.db import exports, schema
 from scraper.products import output
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
@@ -70,19 +70,13 @@ def rows(conn, columns=None, live_only=False, verdict=False):
     """The workflows rows (`live_only`: those not removed from n8n.io), one at a time, in id order (never
     the whole table in memory), each with its `transcripts` in the order of its videos (when `columns`
     holds it; by default it does); `verdict`: each with its stored VERDICT and SAVED too (for `_prepared`)."""
-    import sqlite_utils  # here, not at the top: every command imports this module for its format list
-
     columns = columns or table_columns(conn)
     stored = [c for c in columns if c != TRANSCRIPTS]
     with_transcripts = TRANSCRIPTS in columns
     # the transcripts come in the order of the template's videos: read them even when not exported
     extra = [VERDICT, SAVED] if verdict else []
     select = stored + (["videos"] if with_transcripts and "videos" not in stored else []) + extra
-    cols = ", ".join(f'"{c}"' for c in select) if select else "id"
-    where = " WHERE removed_at IS NULL" if live_only else ""
-    sql = f"SELECT {cols} FROM workflows{where} ORDER BY id"
-    found = conn.stream(sql) if getattr(conn, "is_postgres", False) else sqlite_utils.Database(conn).query(sql)
-    for row in found:
+    for row in exports.workflows(conn, select, live_only):
         if with_transcripts:
             row[TRANSCRIPTS] = transcripts_of(conn, row)
         yield {c: row[c] for c in columns + extra}
@@ -92,9 +86,7 @@ def transcripts_of(conn, row):
     """[{video_id, language_code, is_generated, text}] of one template's stored transcripts."""
     found = {
         r[0]: {"video_id": r[0], "language_code": r[1], "is_generated": bool(r[2]), "text": r[3]}
-        for r in conn.execute(
-            "SELECT t.video_id, t.language_code, t.is_generated, t.text FROM template_videos AS tv "
-            "JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = ?", (row["id"],))
+        for r in exports.transcripts(conn, row["id"])
     }
     try:
         order = json.loads(row.get("videos") or "[]")

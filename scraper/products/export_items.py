@@ -10,45 +10,30 @@ import csv
 import json
 
 from scraper.base.errors import ConfigError
-from scraper.db.store import is_postgres
+from scraper.db import items
 from scraper.products import output
 from scraper.products.export import FORMATS, Summary, fit_cell, neutralise
 
-BASE = ("source", "key", "url", "version", "first_seen_at", "last_seen_at", "removed_at")
+BASE = items.EXPORTED
 PREFIX = "record."
 
 
 def check_source(conn, source):
     """ConfigError (one sentence) when the database holds no item of `source`."""
-    if conn.execute("SELECT 1 FROM items WHERE source = ? LIMIT 1", (source,)).fetchone() is None:
-        known = [r[0] for r in conn.execute("SELECT DISTINCT source FROM items ORDER BY source")]
+    if not items.has_source(conn, source):
+        known = items.sources(conn)
         raise ConfigError(f"no item of source {source!r} is stored; the sources with items are "
                           f"{', '.join(known) or '(none yet)'}.")
 
 
 def fields(conn, source):
     """The record's fields across the source's items, sorted."""
-    if is_postgres(conn):
-        # the records are JSON objects written by the mirror; read in Python, where text that is not JSON
-        # cannot fail the statement (PostgreSQL's ::jsonb would)
-        names = set()
-        for (record,) in conn.execute("SELECT record FROM items WHERE source = ?", (source,)):
-            try:
-                doc = json.loads(record)
-            except ValueError:
-                continue
-            names.update(doc if isinstance(doc, dict) else ())
-        return sorted(names)
-    return [r[0] for r in conn.execute(
-        "SELECT DISTINCT j.key FROM items AS i, json_each(i.record) AS j WHERE i.source = ? ORDER BY j.key",
-        (source,))]
+    return items.fields(conn, source)
 
 
 def rows(conn, source, live_only=False):
     """The items of `source` in key order, one at a time, `record` decoded."""
-    where = " AND removed_at IS NULL" if live_only else ""
-    for r in conn.execute(f"SELECT {', '.join(BASE)}, record FROM items WHERE source = ?{where} ORDER BY key",
-                          (source,)):
+    for r in items.exported(conn, source, live_only):
         row = {c: r[c] for c in BASE}
         row["key"] = f"{r['source']}:{r['key']}"
         row["record"] = json.loads(r["record"])

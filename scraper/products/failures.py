@@ -2,19 +2,16 @@
 
 import datetime
 
-FIELDS = ("key", "status", "error_kind", "last_error", "attempts", "http_status")
+from scraper.db import reports
+
+FIELDS = reports.FAILURE_FIELDS
 
 
 def listing(conn, limit=None, with_time=False):
     """[{key, status, error_kind, last_error, attempts, http_status}], the newest end first; `with_time`
     adds `failed_at` (UTC text, when its last attempt ended) for the text listing."""
-    sql = (f"SELECT {', '.join(FIELDS)}, finished_at FROM jobs WHERE status IN ('failed', 'invalid') "
-           "ORDER BY finished_at DESC, id DESC")
-    args = ()
-    if limit is not None:
-        sql, args = sql + " LIMIT ?", (limit,)
     found = []
-    for r in conn.execute(sql, args):
+    for r in reports.failures(conn, limit):
         row = {f: r[f] for f in FIELDS}
         if with_time:
             row["failed_at"] = None if r["finished_at"] is None else _iso(r["finished_at"])

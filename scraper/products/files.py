@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from scraper.base.errors import ConfigError
-from scraper.db import schema
+from scraper.db import templates as db_templates
 from scraper.policy import redact as redaction
 from scraper.products import output
 
@@ -82,14 +82,7 @@ def templates(conn):
     """Live templates with a workflow, in id order, one at a time: (id, name, version, categories, node
     types, workflow JSON text, URL of the latest stored page or None, the row's redaction verdict, paid,
     price, purchase URL, hollow)."""
-    has_url = "url" in schema.column_names(conn, "answers")
-    page = ("(SELECT a.url FROM answers AS a WHERE a.template_id = w.id AND a.kind = 'page' "
-            "ORDER BY a.version DESC LIMIT 1)") if has_url else "NULL"
-    yield from conn.execute(
-        f"SELECT w.id, w.name, w.version, w.categories, w.node_types, w.workflow, {page}, w.clean_at_rules, "
-        "w.paid, w.price, w.purchase_url, w.hollow "
-        "FROM workflows AS w "
-        "WHERE w.removed_at IS NULL AND w.workflow IS NOT NULL ORDER BY w.id")
+    return db_templates.with_workflow(conn)
 
 
 def _clean(doc, verdict):
@@ -154,8 +147,7 @@ def write(conn, folder, redact=True, stop=lambda: None):
             summary.deleted.append(fname)
         except FileNotFoundError:
             pass
-    removed = [{"id": r[0], "name": r[1], "removed_at": r[2]} for r in conn.execute(
-        "SELECT id, name, removed_at FROM workflows WHERE removed_at IS NOT NULL ORDER BY id")]
+    removed = [{"id": r[0], "name": r[1], "removed_at": r[2]} for r in db_templates.removed(conn)]
     _put(folder, INDEX, dumps({"templates": index, "removed": removed}), summary)
     _put(folder, README, readme(index, removed), summary)
     return summary

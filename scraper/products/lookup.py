@@ -10,8 +10,9 @@ cannot be answered raises `NotFound` or `ConfigError` with one sentence that say
 import json
 
 from scraper.base.errors import ConfigError
-from scraper.db import jsonsql
-from scraper.db.store import is_postgres
+from scraper.db import items as item_table
+from scraper.db import origin, sources_report, templates
+from scraper.db import search as index
 from scraper.mirror import answers, sync
 from scraper.mirror import items as item_rows
 from scraper.policy import redact
@@ -33,8 +34,8 @@ class NotFound(ConfigError):
 
 def site_url(conn, default):
     """The n8n site this database was seeded from (its `source` row), else `default`."""
-    row = conn.execute("SELECT site_url FROM source WHERE id = 1").fetchone()
-    return (row[0] if row else default).rstrip("/")
+    recorded = origin.recorded(conn)
+    return (recorded[1] if recorded else default).rstrip("/")
 
 
 def page_url(site, template_id):
@@ -69,21 +70,6 @@ def _bounded(limit, offset, most):
     return min(limit, most), offset
 
 
-def _match(conn, query):
-    """(FROM fragment joining the full-text matches as `m` with their rank, its params): the same index
-    and query syntax as `scraper search` (FTS5 on SQLite, `workflows_tsv` on PostgreSQL)."""
-    if is_postgres(conn):
-        from scraper.products import pgsearch
-        expr, params = pgsearch.tsquery(query)
-        # db/pg translates `?` for the whole statement: the tsquery's own placeholders become `?` too
-        expr = expr.replace("%s", "?")
-        return (f"JOIN (SELECT s.id, -ts_rank(s.tsv, {expr}) AS rank FROM workflows_tsv s WHERE s.tsv @@ {expr}) m "
-                "ON m.id = w.id"), params + params
-    weights = ", ".join(str(x) for x in search.WEIGHTS)
-    return (f"JOIN (SELECT rowid AS id, bm25(workflows_fts, {weights}) AS rank FROM workflows_fts "
-            "WHERE workflows_fts MATCH ?) m ON m.id = w.id"), [query]
-
-
 def search_templates(conn, site, query="", nodes=(), category="", include_paid=True, limit=LIMIT, offset=0,
                      fields=()):
     """{total, templates: [summary]}: live templates matching every word of `query` (best first; without
@@ -91,30 +77,9 @@ def search_templates(conn, site, query="", nodes=(), category="", include_paid=T
     or its last part, `slack`, any case), in `category`, and not paid unless `include_paid`."""
     limit, offset = _bounded(limit, offset, MAX_LIMIT)
     keys = _picked(fields)
-    joins, where, params = "", ["w.removed_at IS NULL"], []
-    order = "w.total_views DESC, w.id"
-    if query.strip():
-        joins, params = _match(conn, query)
-        order = "m.rank, w.id"
-    # text that is not a JSON list matches nothing (jsonsql guards it in each dialect)
-    node_each, node_where = jsonsql.list_strings(is_postgres(conn), "w.node_types")
-    for node in nodes:
-        where.append(f"EXISTS (SELECT 1 FROM {node_each} WHERE {node_where} AND (lower(j.value) = lower(?) "
-                     "OR lower(j.value) LIKE ?))")
-        params += [node, "%." + node.lower()]
-    if category.strip():
-        each, cond = jsonsql.list_strings(is_postgres(conn), "w.categories")
-        where.append(f"EXISTS (SELECT 1 FROM {each} WHERE {cond} AND lower(j.value) = lower(?))")
-        params.append(category.strip())
-    if not include_paid:
-        where.append("(w.paid IS NULL OR w.paid = 0)")
     if query.strip():
         search.query(conn, query, 1)     # a query that is not valid says so in one sentence
-    body = f"FROM workflows w {joins} WHERE {' AND '.join(where)}"
-    total = conn.execute(f"SELECT COUNT(*) {body}", params).fetchone()[0]
-    found = conn.execute(
-        f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, w.paid AS paid "
-        f"{body} ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
+    total, found = index.filtered(conn, query, nodes, category, include_paid, limit, offset)
     templates = [{k: s[k] for k in keys} for s in (_summary(r, site) for r in found)]
     return {"total": total, "templates": templates}
 
@@ -129,8 +94,7 @@ def get_template(conn, site, template_id, mode="summary"):
         tid = int(template_id)
     except (TypeError, ValueError):
         raise ConfigError(f"template id {template_id!r} is not a number; ids are numbers such as 6270.") from None
-    row = conn.execute(
-        "SELECT w.*, w.paid AS paid FROM workflows w WHERE w.id = ?", (tid,)).fetchone()
+    row = templates.row(conn, tid)
     if row is None:
         raise NotFound(f"no template {tid} in this mirror; find ids with search_templates (by words, node types or "
                        f"category), or it may not be scraped yet.")
@@ -157,10 +121,7 @@ def get_template(conn, site, template_id, mode="summary"):
 def template_stats(conn):
     """{templates: {live, removed, paid}, node_types: [{type, templates}], categories: [...]}: the top TOP
     of each by the number of live templates using them."""
-    live = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NULL").fetchone()[0]
-    removed = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NOT NULL").fetchone()[0]
-    paid = conn.execute("SELECT COUNT(*) FROM workflows WHERE removed_at IS NULL AND paid = 1").fetchone()[0]
-    return {"templates": {"live": live, "removed": removed, "paid": paid},
+    return {"templates": templates.counts(conn),
             "node_types": stats.top(conn, "node_types", "type", TOP, live_only=True),
             "categories": stats.top(conn, "categories", "category", TOP, live_only=True)}
 
@@ -179,10 +140,7 @@ def recent_changes(conn, since="", kinds=(), limit=CHANGES_LIMIT):
                           ) from None
     found = answers.changes(conn, at, tuple(kinds), limit)
     ids = sorted({c["id"] for c in found if "id" in c})
-    names = {}
-    if ids:
-        names = dict(tuple(r) for r in conn.execute(
-            f"SELECT id, name FROM workflows WHERE id IN ({','.join('?' * len(ids))})", ids))
+    names = sources_report.names(conn, ids, ())[0]
     for c in found:
         if "id" in c:
             c["name"] = names.get(c["id"])
@@ -190,7 +148,7 @@ def recent_changes(conn, since="", kinds=(), limit=CHANGES_LIMIT):
 
 
 def sources(conn):
-    return [r[0] for r in conn.execute("SELECT DISTINCT source FROM items ORDER BY source")]
+    return item_table.sources(conn)
 
 
 def _source(conn, source):
@@ -208,8 +166,7 @@ def search_items(conn, source, query="", limit=LIMIT, offset=0):
     if query.strip():
         found = search.query_items(conn, source, query, limit + offset)[offset:]
         return {"items": [{k: v for k, v in r.items() if k != "rank"} for r in found]}
-    rows = conn.execute("SELECT source, key, url, record FROM items WHERE source = ? AND removed_at IS NULL "
-                        "ORDER BY key LIMIT ? OFFSET ?", (source, limit, offset)).fetchall()
+    rows = item_table.live_page(conn, source, limit, offset)
     return {"items": [{"key": f"{r['source']}:{r['key']}", "source": r["source"], "url": r["url"],
                        "name": _record(r["record"]).get("name")} for r in rows]}
 
@@ -229,7 +186,7 @@ def get_item(conn, source, key):
     found = item_rows.find_key(conn, source, path)
     if found is None:
         raise NotFound(f"no item {key!r} in source {source!r}; find keys with search_items.")
-    r = conn.execute("SELECT * FROM items WHERE source = ? AND key = ?", (source, found)).fetchone()
+    r = item_table.row(conn, source, found)
     return {"key": f"{source}:{r['key']}", "source": source, "url": r["url"], "record": _record(r["record"]),
             "version": r["version"], "first_seen_at": r["first_seen_at"], "last_seen_at": r["last_seen_at"],
             "removed_at": r["removed_at"]}

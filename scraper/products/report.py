@@ -12,11 +12,13 @@ import math
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
-from scraper.db import fetchlearn, jsonsql, store
+from scraper.db import counters, fetchlearn, reports, sources_report, store
+from scraper.db.queue import Queue
 from scraper.products import output, stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
 TOP_NODE_TYPES = 20
+ANSWERED = ("ok", "robots_4xx")   # a robots.txt that answered 4xx (no rules) is an answer, not an error
 LATENCY_BINS_MS = (10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)    # upper edges; one more bin above
 
 
@@ -26,9 +28,7 @@ def gather(conn, now, run_id=None, settings=None):
     n8n library is spoken of (scraper.products.scope)."""
     from scraper.products import scope as scope_mod
     scope = scope_mod.of(conn, settings)
-    runs = [_run_figures(conn, r) for r in conn.execute(
-        "SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, exit_code FROM runs "
-        "ORDER BY id").fetchall()]
+    runs = [_run_figures(conn, r) for r in reports.runs(conn)]
     chosen = None
     if run_id is not None:
         chosen = next((r for r in runs if r["id"] == run_id), None)
@@ -38,17 +38,16 @@ def gather(conn, now, run_id=None, settings=None):
     elif runs:
         chosen = runs[-1]
     st = stats.report(conn)
-    counts = dict(conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
     return {
         "generated_at": _iso(now),
-        "jobs": {s: counts.get(s, 0) for s in ("pending", "running", "done", "failed", "invalid")},
-        "jobs_by_source": _jobs_by_source(conn),
+        "jobs": Queue(conn).counts(),
+        "jobs_by_source": sources_report.jobs_by_source(conn),
         "fetch": fetchlearn.summary(conn),
         "templates": st["templates"],
         "runs": runs,
         "run": chosen and _run_series(conn, chosen),
-        "errors_all_time": {name.split(":", 1)[1]: n for name, n in conn.execute(
-            "SELECT name, value FROM counters WHERE name LIKE 'error:%' ORDER BY name")},
+        "errors_all_time": {name.split(":", 1)[1]: n for name, n in sorted(counters.every(conn).items())
+                            if name.startswith("error:")},
         "quality": st["quality_score"],
         "node_types": st["node_types"][:TOP_NODE_TYPES],
         "node_types_total": len(st["node_types"]),
@@ -56,14 +55,6 @@ def gather(conn, now, run_id=None, settings=None):
         "n8n": scope.n8n,
         "items": scope.items,
     }
-
-
-def _jobs_by_source(conn):
-    """{source: {status: rows}}: the summary breaks the counts down per source (issue 16)."""
-    out = {}
-    for name, status, n in conn.execute("SELECT source, status, COUNT(*) FROM jobs GROUP BY source, status"):
-        out.setdefault(name, dict.fromkeys(("pending", "running", "done", "failed", "invalid"), 0))[status] = n
-    return out
 
 
 def render(data):
@@ -111,15 +102,11 @@ def _run_figures(conn, r):
     # a run that died keeps finished_at empty: its window ends at its last trace
     end = r["finished_at"]
     if end is None:
-        end = conn.execute("SELECT MAX(at) FROM (SELECT at FROM requests WHERE run_id = ? "
-                           "UNION ALL SELECT at FROM run_jobs WHERE run_id = ?)", (run_id, run_id)).fetchone()[0]
-        end = max(end or start, start)
+        end = max(reports.last_trace(conn, run_id) or start, start)
     # a robots.txt that answered 4xx (no rules) is an answer, not an error
-    req = conn.execute(f"""SELECT COUNT(*), {jsonsql.count_if("kind IN ('ok', 'robots_4xx')")},
-                           {jsonsql.count_if("kind = 'http_429'")} FROM requests WHERE run_id = ?""",
-                       (run_id,)).fetchone()
-    ms = [m for (m,) in conn.execute("SELECT ms FROM requests WHERE run_id = ? ORDER BY ms", (run_id,))]
-    done = conn.execute("SELECT COUNT(*) FROM run_jobs WHERE run_id = ? AND status = 'done'", (run_id,)).fetchone()[0]
+    req = reports.request_counts(conn, run_id, ANSWERED)
+    ms = reports.latencies_ms(conn, run_id)
+    done = len(reports.done_at(conn, run_id))
     duration = max(end - start, 0.0)
     domain, rate = _chart_domain(conn, run_id, settings)
     return {
@@ -128,8 +115,8 @@ def _run_figures(conn, r):
         "workers": r["workers"], "rate_per_s": rate if settings.get("limiter", True) else None,
         "domain": domain,
         "burst": settings.get("burst"), "exit_code": r["exit_code"],
-        "done_in_run": done, "requests": req[0], "ok": req[1] or 0, "http_429": req[2] or 0,
-        "errors": req[0] - (req[1] or 0),
+        "done_in_run": done, "requests": req[0], "ok": req[1], "http_429": req[2],
+        "errors": req[0] - req[1],
         "requests_per_s": round(req[0] / duration, 2) if duration > 0 else None,
         "latency_p50_ms": _percentile(ms, 50), "latency_p95_ms": _percentile(ms, 95),
         "totals_at_end": {"done": r["done"], "failed": r["failed"], "invalid": r["invalid"]},
@@ -140,7 +127,6 @@ def _chart_domain(conn, run_id, settings):
     """(domain, configured rate) the rate chart shows: n8n's site when the run sent to it, else the domain
     the run sent most requests to, with the rate its settings gave that domain (--domain-rate, else the
     lowest of the sources on it, else --rate)."""
-    from scraper.db import sources_report
     n8n = domain_of(settings.get("site_url") or "")
     sent = sources_report.requests_by_domain(conn, run_id)
     if not sent or sent.get(n8n) or max(sent.values()) == 0:
@@ -160,17 +146,16 @@ def _run_series(conn, run):
     width = max(1.0, math.ceil((end - start) / MAX_BUCKETS))
     n = max(1, math.ceil((end - start) / width))
     done = [0] * n
-    for (t,) in conn.execute("SELECT at FROM run_jobs WHERE run_id = ? AND status = 'done'", (run["id"],)):
+    for t in reports.done_at(conn, run["id"]):
         done[max(0, min(int((t - start) // width), n - 1))] += 1
     requests = [0] * n
     latency = [0] * (len(LATENCY_BINS_MS) + 1)
     errors = {}
-    rows = conn.execute("SELECT at, domain, kind, ms FROM requests WHERE run_id = ?", (run["id"],))
-    for at, domain, kind, ms in rows:
+    for at, domain, kind, ms in reports.requests(conn, run["id"]):
         if domain == run["domain"]:     # --rate is that domain's budget (youtube.com has its own)
             requests[max(0, min(int((at - start) // width), n - 1))] += 1
         latency[next((i for i, edge in enumerate(LATENCY_BINS_MS) if ms < edge), len(LATENCY_BINS_MS))] += 1
-        if kind not in ("ok", "robots_4xx"):
+        if kind not in ANSWERED:
             errors[kind] = errors.get(kind, 0) + 1
     cumulative, total = [], 0
     for d in done:

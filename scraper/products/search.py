@@ -1,28 +1,16 @@
-"""Full-text search over the stored templates: SQLite FTS5, ranked by bm25, with snippets.
-
-The index (`workflows_fts`, created in store.MIGRATIONS) is kept in step by triggers on `workflows`, `transcripts`
-and `template_videos`, in the writer's own transaction; `rebuild()` makes it again from scratch.
+"""Full-text search over the stored templates and catalogue items, with snippets: the query's checks,
+the answer's shape and its text. The queries, each database in its own spelling (FTS5 with bm25 on
+SQLite, weighted tsvectors with ts_rank on PostgreSQL), are the data layer's (`scraper/db/search`).
 """
 
 import html
-import sqlite3
 
 from scraper.base.errors import ConfigError
-from scraper.db import schema
-from scraper.db.store import is_postgres, transaction
+from scraper.db import search as index
 
-COLUMNS = ("name", "description", "explainer", "node_types", "categories", "author", "transcripts")
-# bm25 weight of each column, in COLUMNS order: a word in the name says more than one in a sticky note
-WEIGHTS = (10.0, 4.0, 1.0, 2.0, 3.0, 3.0, 1.0)
 MARK_START, MARK_END, ELLIPSIS = "«", "»", "…"
-SNIPPET_TOKENS = 16
+MARKS = (MARK_START, MARK_END, ELLIPSIS)
 LIMIT = 20
-
-# what SQLite says when the query itself is wrong (as opposed to the database)
-_QUERY_ERRORS = ("fts5", "syntax error", "unterminated", "no such column", "unknown special query")
-
-_WORDS = """CASE WHEN json_valid({c}) THEN (SELECT group_concat(value, '{sep}') FROM json_each({c}))
-                 ELSE {c} END"""
 
 
 def query(conn, text, limit=LIMIT):
@@ -31,28 +19,7 @@ def query(conn, text, limit=LIMIT):
     ConfigError (one sentence) when `text` is not a usable FTS5 query."""
     if not text.strip():
         raise ConfigError("the search query is empty; give one or more words.")
-    if is_postgres(conn):
-        from scraper.products import pgsearch
-        return pgsearch.query(conn, text, limit, (MARK_START, MARK_END, ELLIPSIS))
-    weights = ", ".join(str(w) for w in WEIGHTS)
-    sql = f"""
-        SELECT w.id, w.name,
-               snippet(workflows_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet,
-               bm25(workflows_fts, {weights}) AS rank, w.paid, w.hollow
-        FROM workflows_fts JOIN workflows w ON w.id = workflows_fts.rowid
-        WHERE workflows_fts MATCH ?
-        ORDER BY rank, w.id
-        LIMIT ?"""
-    try:
-        found = conn.execute(sql, (MARK_START, MARK_END, ELLIPSIS, text, limit)).fetchall()
-    except sqlite3.OperationalError as e:
-        reason = str(e)
-        if any(s in reason.lower() for s in _QUERY_ERRORS):
-            raise ConfigError(
-                f"the search query {text!r} is not valid FTS5 syntax ({reason}); put words with punctuation "
-                f'in double quotes, e.g. \'"n8n-nodes-base.slack"\'.'
-            ) from None
-        raise
+    found = index.templates(conn, text, limit, MARKS)
     # paid: null when no walk listed the template yet; hollow: its stored answer is the graph's shape only
     return [{"id": r[0], "name": r[1], "snippet": one_line(r[2]), "rank": round(r[3], 4),
              "paid": None if r[4] is None else bool(r[4]), "hollow": bool(r[5])} for r in found]
@@ -60,33 +27,14 @@ def query(conn, text, limit=LIMIT):
 
 def count(conn, text):
     """How many stored templates match `text` (the total `--limit` cuts); call after `query()`."""
-    if is_postgres(conn):
-        from scraper.products import pgsearch
-        return pgsearch.count(conn, text)
-    return conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).fetchone()[0]
+    return index.count(conn, text)
 
 
 def query_items(conn, source, text, limit=LIMIT):
     """[{key, source, url, name, snippet, rank}] of one catalogue source's items, best first."""
     if not text.strip():
         raise ConfigError("the search query is empty; give one or more words.")
-    if is_postgres(conn):
-        from scraper.products import pgsearch
-        return pgsearch.query_items(conn, source, text, limit, (MARK_START, MARK_END, ELLIPSIS))
-    sql = f"""
-        SELECT i.source, i.key, i.url, json_extract(i.record, '$.name') AS name,
-               snippet(items_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet, bm25(items_fts, 10.0, 4.0, 1.0) AS rank
-        FROM items_fts JOIN items i ON i.rowid = items_fts.rowid
-        WHERE items_fts MATCH ? AND i.source = ?
-        ORDER BY rank, i.key
-        LIMIT ?"""
-    try:
-        found = conn.execute(sql, (MARK_START, MARK_END, ELLIPSIS, text, source, limit)).fetchall()
-    except sqlite3.OperationalError as e:
-        if any(s in str(e).lower() for s in _QUERY_ERRORS):
-            raise ConfigError(f"the search query {text!r} is not valid FTS5 syntax ({e}); put words with "
-                              "punctuation in double quotes.") from None
-        raise
+    found = index.items(conn, source, text, limit, MARKS)
     return [{"key": f"{r[0]}:{r[1]}", "source": r[0], "url": r[2], "name": r[3], "snippet": one_line(r[4]),
              "rank": round(r[5], 4)} for r in found]
 
@@ -141,22 +89,8 @@ def render_everything(text, found):
 def rebuild(conn):
     """Make the index again from `workflows` and the transcripts of each template's videos, in one
     transaction; returns the number of rows indexed. For a re-extraction and repairs: writes keep it in
-    step by themselves. On PostgreSQL: `workflows_tsv` (pgsearch.rebuild)."""
-    if is_postgres(conn):
-        from scraper.products import pgsearch
-        return pgsearch.rebuild(conn)
-    transcripts = "NULL"
-    if {"transcripts", "template_videos"} <= schema.tables(conn):
-        transcripts = """(SELECT group_concat(t.text, ' ') FROM template_videos tv
-                          JOIN transcripts t ON t.video_id = tv.video_id WHERE tv.template_id = w.id)"""
-    with transaction(conn) as c:
-        c.execute("DELETE FROM workflows_fts")
-        c.execute(f"""
-            INSERT INTO workflows_fts (rowid, {', '.join(COLUMNS)})
-            SELECT w.id, w.name, w.description, w.explainer, {_WORDS.format(c='w.node_types', sep=' ')},
-                   {_WORDS.format(c='w.categories', sep=', ')}, w.author, {transcripts}
-            FROM workflows w""")
-        return c.execute("SELECT COUNT(*) FROM workflows_fts").fetchone()[0]
+    step by themselves. On PostgreSQL: `workflows_tsv`."""
+    return index.rebuild(conn)
 
 
 def render(text, results, total):

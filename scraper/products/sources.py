@@ -2,7 +2,7 @@
 its jobs by status, its items (live, removed) and what its fetcher did (plain HTTP, the browser)."""
 
 from scraper.base.settings import YOUTUBE_BURST, YOUTUBE_DOMAIN, YOUTUBE_RATE_PER_S
-from scraper.db import fetchlearn, jobcounts, schema
+from scraper.db import fetchlearn, items, schema, sources_report, templates
 from scraper.db import walklog as walks
 from scraper.db.store import JOB_STATUSES
 
@@ -10,7 +10,7 @@ from scraper.db.store import JOB_STATUSES
 def report(conn, settings, now):
     """One dict per source of the file, in the file's order (the `sources --json` list)."""
     last = walks.last_walks(conn)
-    jobs = _jobs(conn)
+    jobs = sources_report.jobs_by_source(conn)
     fetch = fetchlearn.summary(conn)
     out = []
     for src in settings.sources:
@@ -40,20 +40,15 @@ def _domain(settings, src, domain):
     return {"domain": domain, "rate_per_s": rate, "configured_rate_per_s": src.rate or default[0], "burst": burst}
 
 
-def _jobs(conn):
-    return jobcounts.by(jobcounts.rows(conn), "source")
-
-
 def _items(conn, src):
     """{live, removed}: the n8n source's templates; a catalogue's rows of `items` (zeros before it exists)."""
     if src.kind == "n8n":
-        sql, args = "SELECT removed_at IS NULL, COUNT(*) FROM workflows GROUP BY 1", ()
-    elif schema.has_table(conn, "items"):
-        sql, args = "SELECT removed_at IS NULL, COUNT(*) FROM items WHERE source = ? GROUP BY 1", (src.name,)
-    else:
-        return {"live": 0, "removed": 0}
-    counts = dict(conn.execute(sql, args).fetchall())
-    return {"live": counts.get(1, 0), "removed": counts.get(0, 0)}
+        counts = templates.counts(conn)
+        return {"live": counts["live"], "removed": counts["removed"]}
+    if schema.has_table(conn, "items"):
+        live, removed = items.live_and_removed(conn, src.name)
+        return {"live": live, "removed": removed}
+    return {"live": 0, "removed": 0}
 
 
 def render(rows):

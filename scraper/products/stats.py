@@ -1,8 +1,7 @@
 """What `scraper stats` reports about the stored templates: node types, categories, authors, creation
-months, quality scores, videos and transcript coverage. Read-only queries over `workflows`."""
+months, quality scores, videos and transcript coverage, as the data layer reads them (`db/stats`)."""
 
-from scraper.db import jsonsql, schema
-from scraper.db.store import is_postgres
+from scraper.db import stats as figures
 
 QUALITY_BIN = 10          # quality scores (0-100) are shown in bins of ten; the last one holds 90-100
 TEXT_TOP = 15             # rows of each ranking that the text shows (--json gives them all)
@@ -10,64 +9,37 @@ TEXT_TOP = 15             # rows of each ranking that the text shows (--json giv
 
 def report(conn):
     """The statistics as one dict (the `stats --json` object)."""
-    def one(sql):
-        return conn.execute(sql).fetchone()[0]
-
-    def ranking(sql, key):
-        return [{key: r[0], "templates": r[1]} for r in conn.execute(sql)]
-
+    c = figures.counts(conn)
     return {
-        "templates": one("SELECT COUNT(*) FROM workflows"),
-        # COUNT(DISTINCT id): a template counts once per type, however many nodes of it it has
-        "node_types": ranking(_each(conn, "node_types", "type"), "type"),
-        "categories": ranking(_each(conn, "categories", "category"), "category"),
-        "authors": ranking("""SELECT author, COUNT(*) AS n FROM workflows WHERE author IS NOT NULL
-                              GROUP BY author ORDER BY n DESC, author""", "author"),
-        "created_per_month": [
-            {"month": r[0], "templates": r[1]} for r in conn.execute(
-                """SELECT substr(created_at, 1, 7) AS month, COUNT(*) FROM workflows
-                   WHERE created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*' GROUP BY month ORDER BY month""")
-        ],
-        "created_unknown": one("""SELECT COUNT(*) FROM workflows WHERE created_at IS NULL
-                                  OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*'"""),
+        "templates": c["templates"],
+        "node_types": _ranking(figures.ranking(conn, "node_types"), "type"),
+        "categories": _ranking(figures.ranking(conn, "categories"), "category"),
+        "authors": _ranking(figures.authors(conn), "author"),
+        "created_per_month": [{"month": m, "templates": n} for m, n in figures.per_month(conn)],
+        "created_unknown": c["created_unknown"],
         "quality_score": _quality(conn),
-        "videos": {
-            "templates_with_videos": one(f"""SELECT COUNT(*) FROM workflows
-                                             WHERE {jsonsql.list_length(is_postgres(conn), 'videos')} > 0"""),
-            "videos": one("""SELECT COUNT(DISTINCT j.value) FROM workflows w, {}
-                             WHERE {}""".format(*jsonsql.list_strings(is_postgres(conn), "w.videos"))),
-        },
+        "videos": {"templates_with_videos": c["templates_with_videos"], "videos": c["videos"]},
         "transcripts": transcript_coverage(conn),
         # issue 28: paid templates (from the listing; unknown until a walk lists them) and hollow answers
-        "paid": one("SELECT COUNT(*) FROM workflows WHERE paid = 1"),
-        "paid_unknown": one("SELECT COUNT(*) FROM workflows WHERE paid IS NULL"),
-        "hollow": one("SELECT COUNT(*) FROM workflows WHERE hollow = 1"),
+        "paid": c["paid"],
+        "paid_unknown": c["paid_unknown"],
+        "hollow": c["hollow"],
     }
 
 
-def _each(conn, column, name, live_only=False):
-    """Templates per element of a JSON-list column, most used first, ties by name."""
-    live = " AND w.removed_at IS NULL" if live_only else ""
-    each, where = jsonsql.list_strings(is_postgres(conn), f"w.{column}")
-    return f"""SELECT j.value AS {name}, COUNT(DISTINCT w.id) AS n
-               FROM workflows w, {each}
-               WHERE {where}{live}
-               GROUP BY j.value ORDER BY n DESC, j.value"""
+def _ranking(pairs, key):
+    return [{key: value, "templates": n} for value, n in pairs]
 
 
 def top(conn, column, name, limit, live_only=False):
     """[{name: value, templates: n}]: the `limit` values of a JSON-list column (node_types, categories)
     used by the most templates (`live_only`: of those not removed)."""
-    return [{name: r[0], "templates": r[1]}
-            for r in conn.execute(_each(conn, column, name, live_only) + " LIMIT ?", (limit,))]
+    return _ranking(figures.ranking(conn, column, limit, live_only), name)
 
 
 def _quality(conn):
-    row = conn.execute("""SELECT COUNT(quality_score), MIN(quality_score), MAX(quality_score), AVG(quality_score)
-                          FROM workflows""").fetchone()
-    counts = dict(conn.execute(f"""SELECT MIN(quality_score / {QUALITY_BIN}, {100 // QUALITY_BIN - 1}) AS bin,
-                                          COUNT(*) FROM workflows WHERE quality_score IS NOT NULL GROUP BY bin"""))
     top = 100 // QUALITY_BIN - 1
+    row, counts = figures.quality(conn, QUALITY_BIN, top)
     histogram = [{"from": b * QUALITY_BIN, "to": 100 if b == top else b * QUALITY_BIN + QUALITY_BIN - 1,
                   "templates": counts.get(b, 0)} for b in range(top + 1)]
     return {"scored": row[0], "min": row[1], "max": row[2],
@@ -77,19 +49,7 @@ def _quality(conn):
 def transcript_coverage(conn):
     """How many linked videos and templates have a transcript; None while the transcripts tables
     (`transcripts`, `template_videos`) do not exist in this database."""
-    if not {"transcripts", "template_videos"} <= schema.tables(conn):
-        return None
-    def one(sql):
-        return conn.execute(sql).fetchone()[0]
-
-    return {
-        "videos": one("SELECT COUNT(DISTINCT video_id) FROM template_videos"),
-        "videos_with_transcript": one("""SELECT COUNT(DISTINCT tv.video_id) FROM template_videos tv
-                                         JOIN transcripts t ON t.video_id = tv.video_id"""),
-        "templates_with_videos": one("SELECT COUNT(DISTINCT template_id) FROM template_videos"),
-        "templates_with_transcript": one("""SELECT COUNT(DISTINCT tv.template_id) FROM template_videos tv
-                                            JOIN transcripts t ON t.video_id = tv.video_id"""),
-    }
+    return figures.transcript_coverage(conn)
 
 
 def sources(conn):

@@ -207,19 +207,10 @@ def _errors_line(r):
 def mirror_fields(conn, active=None):
     """The mirror's part of `scraper status`: the last complete walk and the removed count. `active`: the
     n8n jobs pending or running, when known."""
-    last = conn.execute("SELECT finished_at, listed FROM walks WHERE complete = 1 ORDER BY id DESC LIMIT 1").fetchone()
-    live, removed = conn.execute("SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM workflows").fetchone()
-    # a pending or running job whose template is stored already re-fetches it: its data stays meanwhile.
-    # Walked from the smaller side: a million pending jobs cost a row lookup each (0.6 s), a few thousand
-    # stored templates one lookup each in the jobs' key index
-    if active is not None and live + removed <= active:
-        refreshing = conn.execute(
-            "SELECT COUNT(*) FROM workflows AS w WHERE EXISTS (SELECT 1 FROM jobs WHERE key = 'n8n:' || w.id "
-            "AND status IN ('pending', 'running'))").fetchone()[0]
-    else:
-        refreshing = conn.execute(
-            "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') AND site = 'n8n' "
-            "AND CAST(substr(key, 5) AS INTEGER) IN (SELECT id FROM workflows)").fetchone()[0]
+    from scraper.db import listing, templates
+    last = listing.last_complete_walk(conn)
+    # a pending or running job whose template is stored already re-fetches it: its data stays meanwhile
+    live, removed, refreshing = templates.stored_and_refreshing(conn, active)
     return {"last_complete_walk": last and last[0], "listed": last[1] if last else None, "removed": removed,
             "stored": {"live": live, "removed": removed}, "refreshing": refreshing}
 

@@ -1,0 +1,119 @@
+"""The tables of the mirror's history: `answers` (each raw answer, one per item, version and kind, kept
+compressed) and `changes` (added, changed, removed, restored), keyed by (source, key) for templates and
+catalogue items alike. The rules (what a version is, what a change is) live in `scraper/mirror/answers`;
+this module only reads and writes the rows. One spelling serves both backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from scraper.db.backend import Conn, Row
+
+# a stored answer's template row, or its catalogue item's (its URL, its removal)
+_JOINS = ("LEFT JOIN workflows AS w ON w.id = a.template_id "
+          "LEFT JOIN items AS i ON i.source = a.source AND i.key = a.key AND a.template_id IS NULL")
+
+
+def last_hash(conn: Conn, source: str, key: str, kind: str) -> str | None:
+    """The content hash of the item's newest stored answer of `kind`, or None."""
+    last = conn.execute("SELECT content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
+                        "ORDER BY version DESC LIMIT 1", (source, key, kind)).fetchone()
+    return None if last is None else last["content_hash"]
+
+
+def put(conn: Conn, source: str, key: str, template_id: int | None, version: int, kind: str, digest: str,
+        fetched_at: str, size: int, blob: bytes, url: str | None, status: int | None, ctype: str | None) -> None:
+    """Store one compressed answer: a new version gets its row; the same version gets the latest body."""
+    conn.execute(
+        """INSERT INTO answers (source, key, template_id, version, kind, content_hash, fetched_at, body_fetched_at,
+                               size, body, url, http_status, content_type)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (source, key, version, kind) DO UPDATE SET content_hash = excluded.content_hash,
+               body_fetched_at = excluded.body_fetched_at, size = excluded.size, body = excluded.body,
+               url = excluded.url, http_status = excluded.http_status, content_type = excluded.content_type""",
+        (source, key, template_id, version, kind, digest, fetched_at, fetched_at, size, blob, url, status, ctype),
+    )
+
+
+def body(conn: Conn, source: str, key: str, version: int, kind: str) -> Row | None:
+    """(body, body_fetched_at) of one stored answer, or None."""
+    return conn.execute("SELECT body, body_fetched_at FROM answers WHERE source = ? AND key = ? AND version = ? "
+                        "AND kind = ?", (source, key, version, kind)).fetchone()
+
+
+def latest_body(conn: Conn, source: str, key: str, kind: str, up_to: int) -> bytes | None:
+    """The compressed body of the newest answer of `kind` at version `up_to` or before, or None."""
+    row = conn.execute("SELECT body FROM answers WHERE source = ? AND key = ? AND kind = ? AND version <= ? "
+                       "ORDER BY version DESC LIMIT 1", (source, key, kind, up_to)).fetchone()
+    return None if row is None else row["body"]
+
+
+def versions(conn: Conn, source: str, key: str, kind: str) -> list[dict[str, Any]]:
+    """An item's versions of `kind`, oldest first: [{version, fetched_at, content_hash}]."""
+    return [dict(r) for r in conn.execute(
+        "SELECT version, fetched_at, content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
+        "ORDER BY version", (source, key, kind))]
+
+
+def sources(conn: Conn) -> list[str]:
+    """The sources that have a stored answer, by name."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT source FROM answers ORDER BY source")]
+
+
+def has_source(conn: Conn, source: str) -> bool:
+    return conn.execute("SELECT 1 FROM answers WHERE source = ? LIMIT 1", (source,)).fetchone() is not None
+
+
+def add_change(conn: Conn, source: str, key: str, change: str, at: str, version: int | None = None,
+               template_id: int | None = None) -> None:
+    conn.execute("INSERT INTO changes (source, key, template_id, change, at, version) VALUES (?, ?, ?, ?, ?, ?)",
+                 (source, key, template_id, change, at, version))
+
+
+def changes(conn: Conn, since: str | None = None, kinds: Sequence[str] = (), limit: int | None = None) -> list[Row]:
+    """The `changes` rows (template_id, source, key, change, at, seq) ordered by time then key: from `since`
+    on, of `kinds` only (default all); `limit`: the newest that many, still oldest first."""
+    where: list[str] = []
+    args: list[Any] = []
+    if since is not None:
+        where, args = where + ["at >= ?"], args + [since]
+    if kinds:
+        where, args = where + [f"change IN ({','.join('?' * len(kinds))})"], args + list(kinds)
+    sql = ("SELECT template_id, source, key, change, at, seq FROM changes"
+           + (" WHERE " + " AND ".join(where) if where else ""))
+    if limit is not None:
+        sql, args = (f"SELECT * FROM ({sql} ORDER BY at DESC, source DESC, template_id DESC, key DESC, seq DESC "
+                     "LIMIT ?) AS newest"), args + [limit]     # PostgreSQL needs the alias
+    return conn.execute(sql + " ORDER BY at, source, template_id, key, seq", args).fetchall()
+
+
+def _stored_where(source: str | None, since: str | None, live_only: bool) -> tuple[str, tuple[Any, ...]]:
+    # the one place that knows how an answer belongs to a source: its `source` column (n8n's templates,
+    # or a catalogue's items)
+    where, args = ("1 = 1", ()) if source is None else ("a.source = ?", (source,))
+    if since is not None:
+        where, args = where + " AND a.body_fetched_at >= ?", (*args, since)
+    if live_only:
+        where += " AND w.removed_at IS NULL AND i.removed_at IS NULL"
+    return where, args
+
+
+def stored(conn: Conn, source: str | None = None, since: str | None = None,
+           live_only: bool = False) -> Iterator[Row]:
+    """Every stored answer, one at a time, in (source, template, key, version, kind) order: (template_id,
+    version, kind, url (the item's when the answer has none), http_status, content_type, body_fetched_at,
+    compressed body, whether the answer kept no URL). `since`: fetched at or after (ISO 8601 text);
+    `live_only`: leave out what the site removed."""
+    where, args = _stored_where(source, since, live_only)
+    yield from conn.execute(
+        "SELECT a.template_id, a.version, a.kind, COALESCE(a.url, i.url), a.http_status, a.content_type, "
+        "a.body_fetched_at, a.body, a.url IS NULL "
+        f"FROM answers AS a {_JOINS} WHERE {where} ORDER BY a.source, a.template_id, a.key, a.version, a.kind", args)
+
+
+def count_stored(conn: Conn, source: str | None = None, since: str | None = None, live_only: bool = False) -> int:
+    """How many answers `stored` gives."""
+    where, args = _stored_where(source, since, live_only)
+    return int(conn.execute(f"SELECT COUNT(*) FROM answers AS a {_JOINS} WHERE {where}", args).fetchone()[0])

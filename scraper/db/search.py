@@ -1,0 +1,335 @@
+"""Full-text search, each database in its own way, side by side: SQLite's FTS5 (`workflows_fts`,
+`items_fts`, ranked by bm25 with column weights, `snippet()`), PostgreSQL's weighted `tsvector`s with GIN
+indexes (db/pgschema: `workflows_tsv`, transcripts included, kept by triggers; `items.search_tsv`, kept by
+a trigger), ranked by `ts_rank` (negated, so `rank` stays lower-is-better), with `ts_headline` snippets
+made only for the rows shown. The indexes are kept in step by triggers in the writer's own transaction;
+`rebuild()` makes the templates' again from scratch.
+
+The query syntax, the same on both: words (all must match), "a phrase", prefix*, NOT word, a OR b,
+column:word. On PostgreSQL column:word is the column's weight class (templates: name A; description,
+author B; node_types, categories C; explainer, transcripts D, so `explainer:` and `transcripts:` each
+match a word of either; items: name A, description B, text D, where text holds every string of the
+record), and parentheses are FTS5-only and refused with a sentence. A query either database cannot run is
+a `ConfigError` of one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from scraper.base.errors import ConfigError
+from scraper.db import jsonsql, pgschema, schema
+from scraper.db.backend import Conn
+from scraper.db.store import is_postgres, transaction
+
+Marks = tuple[str, str, str]      # (start, end, ellipsis) of a snippet
+COLUMNS = ("name", "description", "explainer", "node_types", "categories", "author", "transcripts")
+# bm25 weight of each column, in COLUMNS order: a word in the name says more than one in a sticky note
+WEIGHTS = (10.0, 4.0, 1.0, 2.0, 3.0, 3.0, 1.0)
+SNIPPET_TOKENS = 16
+
+# --- SQLite: FTS5 -------------------------------------------------------------------------------------
+
+# what SQLite says when the query itself is wrong (as opposed to the database)
+_QUERY_ERRORS = ("fts5", "syntax error", "unterminated", "no such column", "unknown special query")
+
+_WORDS = """CASE WHEN json_valid({c}) THEN (SELECT group_concat(value, '{sep}') FROM json_each({c}))
+                 ELSE {c} END"""
+
+
+def _fts5(text: str, e: sqlite3.OperationalError, hint: str) -> None:
+    """Raise ConfigError when `e` is the query's fault; else let the caller re-raise."""
+    if any(s in str(e).lower() for s in _QUERY_ERRORS):
+        raise ConfigError(f"the search query {text!r} is not valid FTS5 syntax ({e}); {hint}") from None
+
+
+def _sqlite_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+    weights = ", ".join(str(w) for w in WEIGHTS)
+    sql = f"""
+        SELECT w.id, w.name,
+               snippet(workflows_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet,
+               bm25(workflows_fts, {weights}) AS rank, w.paid, w.hollow
+        FROM workflows_fts JOIN workflows w ON w.id = workflows_fts.rowid
+        WHERE workflows_fts MATCH ?
+        ORDER BY rank, w.id
+        LIMIT ?"""
+    try:
+        return [tuple(r) for r in conn.execute(sql, (*marks, text, limit)).fetchall()]
+    except sqlite3.OperationalError as e:
+        _fts5(text, e, "put words with punctuation in double quotes, e.g. '\"n8n-nodes-base.slack\"'.")
+        raise
+
+
+def _sqlite_items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+    sql = f"""
+        SELECT i.source, i.key, i.url, json_extract(i.record, '$.name') AS name,
+               snippet(items_fts, -1, ?, ?, ?, {SNIPPET_TOKENS}) AS snippet, bm25(items_fts, 10.0, 4.0, 1.0) AS rank
+        FROM items_fts JOIN items i ON i.rowid = items_fts.rowid
+        WHERE items_fts MATCH ? AND i.source = ?
+        ORDER BY rank, i.key
+        LIMIT ?"""
+    try:
+        return [tuple(r) for r in conn.execute(sql, (*marks, text, source, limit)).fetchall()]
+    except sqlite3.OperationalError as e:
+        _fts5(text, e, "put words with punctuation in double quotes.")
+        raise
+
+
+def _sqlite_rebuild(conn: Conn) -> int:
+    transcripts = "NULL"
+    if {"transcripts", "template_videos"} <= schema.tables(conn):
+        transcripts = """(SELECT group_concat(t.text, ' ') FROM template_videos tv
+                          JOIN transcripts t ON t.video_id = tv.video_id WHERE tv.template_id = w.id)"""
+    with transaction(conn) as c:
+        c.execute("DELETE FROM workflows_fts")
+        c.execute(f"""
+            INSERT INTO workflows_fts (rowid, {', '.join(COLUMNS)})
+            SELECT w.id, w.name, w.description, w.explainer, {_WORDS.format(c='w.node_types', sep=' ')},
+                   {_WORDS.format(c='w.categories', sep=', ')}, w.author, {transcripts}
+            FROM workflows w""")
+        return int(c.execute("SELECT COUNT(*) FROM workflows_fts").fetchone()[0])
+
+
+# --- PostgreSQL: tsvector -----------------------------------------------------------------------------
+
+WEIGHT = {"name": "A", "description": "B", "author": "B", "node_types": "C", "categories": "C", "explainer": "D",
+          "transcripts": "D"}
+ITEM_WEIGHT = {"name": "A", "description": "B", "text": "D"}      # items_fts' columns
+_TOKEN = re.compile(r'"[^"]*"|\S+')
+_WORD = re.compile(r"[\w][\w.\-]*", re.U)
+
+
+def _fail(text: str, why: str) -> ConfigError:
+    return ConfigError(f"the search query {text!r} cannot run here ({why}); use words, \"phrases\", prefix*, "
+                       f"NOT word, a OR b, or column:word.")
+
+
+def tsquery(text: str, weights: dict[str, str] = WEIGHT) -> tuple[str, list[str]]:
+    """(SQL expression, params) of the tsquery for `text` (`weights`: the column names it knows and
+    their weight class); ConfigError when it cannot be one."""
+    if text.count('"') % 2:
+        raise _fail(text, "an unterminated double quote")
+    if "(" in text or ")" in text:
+        raise _fail(text, "parentheses are not supported on PostgreSQL")
+    parts: list[str] = []
+    params: list[str] = []
+    op, negate = "&&", False
+    for token in _TOKEN.findall(text):
+        upper = token.upper()
+        if upper in ("AND", "OR", "NOT") and not token.startswith('"'):
+            if upper == "NOT":
+                negate = True
+            else:
+                op = "||" if upper == "OR" else "&&"
+            continue
+        weight = ""
+        column, colon, rest = token.partition(":")
+        if colon and not token.startswith('"') and column in weights:
+            weight, token = weights[column], rest
+        elif colon and not token.startswith('"') and _WORD.fullmatch(column):
+            raise _fail(text, f"there is no column {column!r} to search here")
+        if token.startswith('"'):
+            expr, value = "phraseto_tsquery('english', %s)", token.strip('"')
+        elif token.endswith("*"):
+            word = token[:-1]
+            if not _WORD.fullmatch(word):
+                raise _fail(text, f"{token!r} is not a word followed by *")
+            expr, value = "to_tsquery('english', %s)", f"'{word}':*{weight}"
+            weight = ""
+        else:
+            expr, value = "plainto_tsquery('english', %s)", token
+        if weight:     # a weight on each lexeme of the term: setweight of a query is not a thing; filter
+            expr, value = "to_tsquery('english', %s)", " <-> ".join(
+                f"'{w}':{weight}" for w in _WORD.findall(value)) or "''"
+        expr = ("!!" + expr) if negate else expr
+        if parts:
+            parts.append(op)
+        parts.append(expr)
+        params.append(value)
+        op, negate = "&&", False
+    if not parts:
+        raise _fail(text, "it has no word to look for")
+    return "(" + " ".join(parts) + ")", params
+
+
+def _headline_options(marks: Marks) -> str:
+    start, end, ellipsis = marks
+    return f"StartSel={start}, StopSel={end}, MaxWords=16, MinWords=4, FragmentDelimiter={ellipsis}"
+
+
+def _pg_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+    expr, params = tsquery(text)
+    sql = f"""
+        WITH q AS (SELECT {expr} AS q),
+        best AS (SELECT s.id, -ts_rank(s.tsv, q.q) AS rank FROM workflows_tsv s, q WHERE s.tsv @@ q.q
+                 ORDER BY rank, s.id LIMIT %s)
+        SELECT w.id, w.name,
+               ts_headline('english', concat_ws(' ', w.name, w.description,
+                   translate(w.node_types, '."[],-', '      '), w.explainer, {pgschema.TRANSCRIPTS_TEXT}), q.q, %s),
+               best.rank, w.paid, w.hollow
+        FROM best JOIN workflows w ON w.id = best.id, q
+        ORDER BY best.rank, w.id"""
+    try:
+        return [tuple(r) for r in conn.raw(sql, [*params, limit, _headline_options(marks)]).fetchall()]
+    except sqlite3.OperationalError as e:
+        raise _fail(text, str(e)) from None
+
+
+def _pg_count(conn: Conn, text: str) -> int:
+    expr, params = tsquery(text)
+    try:
+        return int(conn.raw(f"SELECT COUNT(*) FROM workflows_tsv s WHERE s.tsv @@ ({expr})", params).fetchone()[0])
+    except sqlite3.OperationalError as e:
+        raise _fail(text, str(e)) from None
+
+
+def _pg_items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+    expr, params = tsquery(text, ITEM_WEIGHT)
+    sql = f"""
+        WITH q AS (SELECT {expr} AS q),
+        best AS (SELECT i.source, i.key, -ts_rank(i.search_tsv, q.q) AS rank FROM items i, q
+                 WHERE i.source = %s AND i.search_tsv @@ q.q ORDER BY rank, i.key LIMIT %s)
+        SELECT i.source, i.key, i.url, i.record, best.rank
+        FROM best JOIN items i ON i.source = best.source AND i.key = best.key
+        ORDER BY best.rank, i.key"""
+    try:
+        found = conn.raw(sql, [*params, source, limit]).fetchall()
+        # the snippets: ts_headline over the text the index was made of, for the rows shown only
+        snippets = [r[0] for r in conn.raw(
+            f"""SELECT ts_headline('english', t.text, q.q, %s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(text, n),
+                (SELECT {expr} AS q) AS q ORDER BY t.n""",
+            [_headline_options(marks), [item_text(r[3]) for r in found], *params]).fetchall()] if found else []
+    except sqlite3.OperationalError as e:
+        raise _fail(text, str(e)) from None
+    return [(r[0], r[1], r[2], _name(r[3]), snippet, r[4]) for r, snippet in zip(found, snippets, strict=True)]
+
+
+def _pg_rebuild(conn: Conn) -> int:
+    with transaction(conn) as c:
+        c.raw("DELETE FROM workflows_tsv")
+        c.raw(pgschema.REFRESH_ALL)
+        return int(c.raw("SELECT COUNT(*) FROM workflows_tsv").fetchone()[0])
+
+
+# what jsonb refuses in a string or a key: NUL, half a surrogate pair
+_REFUSED = re.compile("[\x00\ud800-\udfff]")
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def item_text(record: str) -> str:
+    """Every string of a record, as the items' trigger indexes it (db/pgschema: in jsonb's order, an
+    object's keys by length then bytes, depth first); the record as it is when jsonb would not take it."""
+    try:
+        doc = json.loads(record, parse_constant=_refuse_constant)
+    except ValueError:
+        return record
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            if any(_REFUSED.search(key) for key in value):
+                raise ValueError("a key jsonb refuses")
+            for key in sorted(value, key=lambda k: (len(k.encode()), k.encode())):
+                walk(value[key])
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    try:
+        walk(doc)
+    except ValueError:
+        return record
+    return record if any(_REFUSED.search(text) for text in out) else " ".join(out)
+
+
+def _name(record: str) -> Any:
+    """The record's `name` (json_extract's answer on SQLite); None when there is none."""
+    try:
+        doc = json.loads(record)
+    except ValueError:
+        return None
+    return doc.get("name") if isinstance(doc, dict) else None
+
+
+# --- the data layer's search, one call per question -----------------------------------------------------
+
+def templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+    """(id, name, snippet, rank, paid, hollow) of the best `limit` templates for `text`, best (lowest
+    rank) first."""
+    if is_postgres(conn):
+        return _pg_templates(conn, text, limit, marks)
+    return _sqlite_templates(conn, text, limit, marks)
+
+
+def count(conn: Conn, text: str) -> int:
+    """How many stored templates match `text`."""
+    if is_postgres(conn):
+        return _pg_count(conn, text)
+    return int(conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).fetchone()[0])
+
+
+def items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+    """(source, key, url, name, snippet, rank) of the best `limit` items of `source` for `text`."""
+    if is_postgres(conn):
+        return _pg_items(conn, source, text, limit, marks)
+    return _sqlite_items(conn, source, text, limit, marks)
+
+
+def rebuild(conn: Conn) -> int:
+    """Make the templates' index again from `workflows` (and the transcripts of each template's videos), in
+    one transaction; the number of templates indexed."""
+    return _pg_rebuild(conn) if is_postgres(conn) else _sqlite_rebuild(conn)
+
+
+def _match(conn: Conn, text: str) -> tuple[str, list[Any]]:
+    """(FROM fragment joining the full-text matches as `m` with their rank, its params)."""
+    if is_postgres(conn):
+        expr, params = tsquery(text)
+        # db/pg translates `?` for the whole statement: the tsquery's own placeholders become `?` too
+        expr = expr.replace("%s", "?")
+        return (f"JOIN (SELECT s.id, -ts_rank(s.tsv, {expr}) AS rank FROM workflows_tsv s WHERE s.tsv @@ {expr}) m "
+                "ON m.id = w.id"), [*params, *params]
+    weights = ", ".join(str(x) for x in WEIGHTS)
+    return (f"JOIN (SELECT rowid AS id, bm25(workflows_fts, {weights}) AS rank FROM workflows_fts "
+            "WHERE workflows_fts MATCH ?) m ON m.id = w.id"), [text]
+
+
+def filtered(conn: Conn, text: str = "", nodes: Sequence[str] = (), category: str = "", include_paid: bool = True,
+             limit: int = 20, offset: int = 0) -> tuple[int, list[Any]]:
+    """(total, rows of id, name, author, node_types, total_views, created_at, paid): the live templates
+    matching every word of `text` (best first; without one, most viewed first), using every node type in
+    `nodes` (the full type or its last part, any case), in `category`, and not paid unless `include_paid`;
+    `limit` of them from `offset` on."""
+    pg = is_postgres(conn)
+    joins, where, params = "", ["w.removed_at IS NULL"], list[Any]()
+    order = "w.total_views DESC, w.id"
+    if text.strip():
+        joins, params = _match(conn, text)
+        order = "m.rank, w.id"
+    # text that is not a JSON list matches nothing (jsonsql guards it in each dialect)
+    node_each, node_where = jsonsql.list_strings(pg, "w.node_types")
+    for node in nodes:
+        where.append(f"EXISTS (SELECT 1 FROM {node_each} WHERE {node_where} AND (lower(j.value) = lower(?) "
+                     "OR lower(j.value) LIKE ?))")
+        params += [node, "%." + node.lower()]
+    if category.strip():
+        each, cond = jsonsql.list_strings(pg, "w.categories")
+        where.append(f"EXISTS (SELECT 1 FROM {each} WHERE {cond} AND lower(j.value) = lower(?))")
+        params.append(category.strip())
+    if not include_paid:
+        where.append("(w.paid IS NULL OR w.paid = 0)")
+    body = f"FROM workflows w {joins} WHERE {' AND '.join(where)}"
+    total = int(conn.execute(f"SELECT COUNT(*) {body}", params).fetchone()[0])
+    found = conn.execute(
+        f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, w.paid AS paid "
+        f"{body} ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
+    return total, found
