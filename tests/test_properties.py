@@ -58,9 +58,10 @@ def test_decide_is_total_and_gives_one_of_the_documented_outcomes(kind, status, 
     # a counted attempt is retried only while attempts remain: at max_attempts the job ends
     if out.action == retry.RETRY and out.counted:
         assert n < max_attempts
-    # a retry that spends no attempt is for the domain's trouble only (failed probe, block, 429)
+    # a retry that spends no attempt is for the domain's or the proxies' trouble only (failed probe, block,
+    # 429, no proxy usable)
     if out.action == retry.RETRY and not out.counted:
-        assert (probe and kind in retry.BREAKER_KINDS) or kind in (retry.BLOCKED, retry.HTTP_429)
+        assert (probe and kind in retry.BREAKER_KINDS) or kind in (retry.BLOCKED, retry.HTTP_429, retry.PROXY)
     # Retry-After is a minimum (up to the cap) wherever decide waits on it (a block waits on the breaker instead)
     if (out.action == retry.RETRY and retry_after is not None and kind != retry.BLOCKED
             and not (probe and kind in retry.BREAKER_KINDS)):
