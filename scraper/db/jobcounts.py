@@ -1,8 +1,8 @@
 """The jobs counted by (site, source, domain, status): what `status`, `stats` and the readers' scope ask.
 
 On SQLite the counts are kept (migration 22): `job_counts` holds every job up to `job_counts_mark.upto`,
-triggers follow those jobs' changes, and whoever inserts jobs calls `catch_up` in the same transaction,
-which adds its new rows (ids are never reused, so they are the rows above the mark). A reader adds the
+triggers follow those jobs' changes, and whoever inserts jobs calls `catch_up` then `count_new` in the same
+transaction (ids are never reused, so its new rows are the rows above the mark). A reader adds the
 rows above the mark itself, so jobs inserted by another tool are counted too. On PostgreSQL the counts are
 one GROUP BY (its ids come from a sequence, committed out of order, so a mark could pass a row by)."""
 
@@ -27,6 +27,19 @@ def catch_up(c: Conn) -> None:
         "INSERT INTO job_counts (site, source, domain, status, n) "
         + GROUPED.format(where="WHERE id > ?")
         + " ON CONFLICT (site, source, domain, status) DO UPDATE SET n = n + excluded.n", (upto,))
+    c.execute("UPDATE job_counts_mark SET upto = (SELECT max(id) FROM jobs)")
+
+
+def count_new(c: Conn, new: dict[tuple[str, str, str], int]) -> None:
+    """Count the jobs the caller just inserted, all pending, {(site, source, domain): rows}, and move the mark
+    past them (SQLite, in the transaction that began with `catch_up`, so every row above the mark is theirs):
+    their count is known, so no GROUP BY reads them again (a second of a million-row seed)."""
+    if is_postgres(c) or not any(new.values()):
+        return
+    c.executemany(
+        "INSERT INTO job_counts (site, source, domain, status, n) VALUES (?, ?, ?, 'pending', ?) "
+        "ON CONFLICT (site, source, domain, status) DO UPDATE SET n = n + excluded.n",
+        [(*group, n) for group, n in new.items() if n])
     c.execute("UPDATE job_counts_mark SET upto = (SELECT max(id) FROM jobs)")
 
 

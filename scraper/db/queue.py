@@ -26,14 +26,20 @@ def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int =
              source: str = DEFAULT_SOURCE) -> int:
     """Queue (key, site, url, domain[, source]) rows inside the caller's transaction (a row without its
     source gets `source`); known keys are left as they are. Returns how many were new."""
-    new = 0
-    values = [row if len(row) == 5 else with_source(row, source) for row in rows]
-    for i in range(0, len(values), INSERT_CHUNK):
-        chunk = values[i:i + INSERT_CHUNK]
-        new += c.execute(INSERT_JOBS.format(", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))),
-                         [priority, now, now, *itertools.chain.from_iterable(chunk)]).rowcount
-    jobcounts.catch_up(c)
-    return new
+    jobcounts.catch_up(c)      # rows another tool inserted are counted first: those above the mark are then ours
+    groups: dict[tuple[str, str, str], list[Sequence[str]]] = {}
+    for row in rows:
+        row = row if len(row) == 5 else with_source(row, source)
+        groups.setdefault((row[1], row[4], row[3]), []).append(row)     # (site, source, domain)
+    new: dict[tuple[str, str, str], int] = {}
+    for group, values in groups.items():
+        for i in range(0, len(values), INSERT_CHUNK):
+            chunk = values[i:i + INSERT_CHUNK]
+            new[group] = new.get(group, 0) + c.execute(
+                INSERT_JOBS.format(", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))),
+                [priority, now, now, *itertools.chain.from_iterable(chunk)]).rowcount
+    jobcounts.count_new(c, new)
+    return sum(new.values())
 
 
 def with_source(row: Sequence[str], source: str = DEFAULT_SOURCE) -> tuple[str, ...]:
