@@ -48,7 +48,7 @@ from scripts.standin import client
 
 def bulk_jobs(conn, rows):
     """Insert job tuples in one transaction: the fast path for building big test databases. The kept counts
-    take them in, as after the queue's own inserts (`jobcounts.catch_up`)."""
+    take them in (`jobcounts.catch_up`: a GROUP BY over the rows above the mark, as for another tool's rows)."""
     with store.transaction(conn) as c:
         c.executemany(
             """INSERT INTO jobs (key, site, url, domain, status, attempts, available_at, lease_until, worker,
