@@ -30,7 +30,9 @@ def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int =
     groups: dict[tuple[str, str, str], list[Sequence[str]]] = {}
     for row in rows:
         row = row if len(row) == 5 else with_source(row, source)
-        groups.setdefault((row[1], row[4], row[3]), []).append(row)     # (site, source, domain)
+        # by (site, source, domain), so each insert's new rows are counted without reading them again; the
+        # ids (a claim's last tie-break) follow the rows' order within a group, the groups one after another
+        groups.setdefault((row[1], row[4], row[3]), []).append(row)
     new: dict[tuple[str, str, str], int] = {}
     for group, values in groups.items():
         for i in range(0, len(values), INSERT_CHUNK):
