@@ -1,8 +1,8 @@
 """A PostgreSQL connection that speaks to the rest of the code like a sqlite3 connection.
 
 The project's SQL stays in SQLite's dialect; `execute` translates each statement once (`dialect.translate`,
-cached) and returns rows that index by position and by name, like sqlite3.Row. `total_changes`,
-`rowcount` and `lastrowid` behave as the code expects, and errors come out as sqlite3's exception classes,
+cached) and returns rows that index by position and by name, like sqlite3.Row. `total_changes`
+and `rowcount` behave as the code expects, and errors come out as sqlite3's exception classes,
 so every `except sqlite3.Error` keeps working on both backends.
 
 Transactions: `BEGIN IMMEDIATE` takes a transaction-level advisory lock, so the read-modify-write
@@ -75,7 +75,7 @@ def _sqlite_error(e: Exception) -> sqlite3.Error:
 
 
 class Cursor:
-    """What a statement gave: rows, rowcount, lastrowid. Inside a transaction its statement may still be in
+    """What a statement gave: rows and rowcount. Inside a transaction its statement may still be in
     the pipeline: asking for its rows or its count waits for the answers sent so far (one round trip)."""
 
     def __init__(self, conn: Connection, cur: Any) -> None:
@@ -114,14 +114,6 @@ class Cursor:
     @property
     def description(self) -> list[tuple[Any, ...]] | None:
         return None if self._cur.description is None else [(c.name,) + (None,) * 6 for c in self._cur.description]
-
-    @property
-    def lastrowid(self) -> int | None:
-        """The id the last INSERT made in this session (its identity column), like SQLite's rowid."""
-        try:
-            return self._conn.raw("SELECT lastval()").fetchone()[0]
-        except Exception:
-            return None
 
     def close(self) -> None:
         self._cur.close()
@@ -342,7 +334,6 @@ class _Rows:
     def __init__(self, rows: list[tuple[Any, ...]]) -> None:
         self._rows = rows
         self.rowcount = -1
-        self.lastrowid: int | None = None
         self.description = None
 
     def fetchone(self) -> tuple[Any, ...] | None:
