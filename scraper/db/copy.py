@@ -4,11 +4,12 @@ by introspection (so tables that later migrations add come along), in one transa
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
 from scraper.db import schema, store
+from scraper.db.backend import Conn
 
 
-def rows_in(dst):
+def rows_in(dst: Conn) -> dict[str, int]:
     """{table: rows} of the target's tables that hold any (schema_version aside)."""
-    out = {}
+    out: dict[str, int] = {}
     for table in sorted(schema.tables(dst) - {"schema_version"}):
         n = dst.raw(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
         if n:
@@ -16,7 +17,7 @@ def rows_in(dst):
     return out
 
 
-def copy(src_path, url, batch=5_000):
+def copy(src_path: str, url: str, batch: int = 5_000) -> dict[str, int]:
     """Copy the SQLite database at `src_path` into the PostgreSQL database at `url`, which must be empty.
     Returns {table: rows copied}; ConfigError (one sentence) when the target is not empty."""
     src = store.open_db(src_path)          # brought to the current schema first, like the target
@@ -27,7 +28,7 @@ def copy(src_path, url, batch=5_000):
             listed = ", ".join(f"{t} {n}" for t, n in list(full.items())[:4])
             raise ConfigError(f"the target database {redact_db_url(url)} is not empty ({listed}); migrate copies "
                               f"into an empty database only.")
-        copied = {}
+        copied: dict[str, int] = {}
         with store.transaction(dst):
             for table in schema.copyable_tables(src):
                 have = schema.column_names(src, table)
@@ -46,7 +47,7 @@ def copy(src_path, url, batch=5_000):
         dst.close()
 
 
-def _copy_table(src, dst, table, columns, batch):
+def _copy_table(src: Conn, dst: Conn, table: str, columns: list[str], batch: int) -> int:
     names = ", ".join(f'"{c}"' for c in columns)
     cur = src.execute(f'SELECT {names} FROM "{table}"')
     n = 0

@@ -40,9 +40,10 @@ _SET_END = re.compile(r"\b(WHERE|RETURNING)\b", re.I)
 _CALL = re.compile(r"\b(MAX|MIN|group_concat)\s*\(", re.I)
 
 
-def _split_args(text):
+def _split_args(text: str) -> list[str]:
     """Top-level comma-separated arguments of a call's inside."""
-    args, depth, start = [], 0, 0
+    args: list[str] = []
+    depth = start = 0
     for i, ch in enumerate(text):
         if ch == "(":
             depth += 1
@@ -58,10 +59,11 @@ def _split_args(text):
 _GLOB = re.compile(r"\b(NOT\s+)?GLOB\s+\x00(\d+)\x00", re.I)
 
 
-def _glob(m, literals):
+def _glob(m: re.Match[str], literals: list[str]) -> str:
     """`x GLOB 'p'` -> `x ~ '^regex$'` (a new literal: the pattern is written as a regular expression)."""
     pattern = literals[int(m.group(2))][1:-1].replace("''", "'")
-    regex, i = [], 0
+    regex: list[str] = []
+    i = 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == "[":
@@ -77,7 +79,7 @@ def _glob(m, literals):
     return ("!~ " if m.group(1) else "~ ") + _MARK.format(len(literals) - 1)
 
 
-def _qualify_upsert(code):
+def _qualify_upsert(code: str) -> str:
     """In `ON CONFLICT ... DO UPDATE SET c = c + excluded.c`, PostgreSQL finds a bare `c` ambiguous (the
     row or the proposed one); SQLite means the stored row: name the table."""
     head, upd = _INSERT.match(code), _DO_UPDATE.search(code)
@@ -94,9 +96,10 @@ def _qualify_upsert(code):
     return code[:upd.end()] + ",".join(parts) + code[stop:]
 
 
-def _calls(code):
+def _calls(code: str) -> str:
     """Rewrite scalar MAX/MIN (two or more arguments) and group_concat, innermost last."""
-    out, pos = [], 0
+    out: list[str] = []
+    pos = 0
     while True:
         m = _CALL.search(code, pos)
         if m is None:
@@ -125,11 +128,11 @@ def _calls(code):
 
 
 @functools.lru_cache(maxsize=2048)
-def translate(sql, ddl=False):
+def translate(sql: str, ddl: bool = False) -> str:
     """PostgreSQL's spelling of `sql` (SQLite's); `ddl`: a migration's statement (the column types too)."""
-    literals = []
+    literals: list[str] = []
 
-    def keep(m):
+    def keep(m: re.Match[str]) -> str:
         literals.append(m.group(0))
         return _MARK.format(len(literals) - 1)
 
@@ -155,7 +158,7 @@ def translate(sql, ddl=False):
             code = code.rstrip().rstrip(";") + conflict
     code = code.replace("%", "%%").replace("?", "%s")
 
-    def restore(m):
+    def restore(m: re.Match[str]) -> str:
         text = literals[int(m.group(1))] if m.group(1).isdigit() else "','"
         return text.replace("%", "%%")
 

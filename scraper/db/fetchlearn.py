@@ -3,17 +3,21 @@
 The rules are scraper.policy.fetchmode's; this module only reads and writes their result, inside the
 caller's transaction (the job's, so a page's learning commits with its record and its `done`)."""
 
+from typing import Any
+
+from scraper.db.backend import Conn
 from scraper.policy import fetchmode
 
 
-def verdict(conn, source, pattern):
+def verdict(conn: Conn, source: str, pattern: str) -> fetchmode.Verdict | None:
     """The pattern's `fetchmode.Verdict`, or None while it has learnt nothing."""
     row = conn.execute("SELECT verdict, agreeing FROM fetch_patterns WHERE source = ? AND pattern = ?",
                        (source, pattern)).fetchone()
     return None if row is None or row[0] == _UNKNOWN else fetchmode.Verdict(row[0], row[1])
 
 
-def record(conn, source, pattern, learned, by_http, by_browser, now):
+def record(conn: Conn, source: str, pattern: str, learned: fetchmode.Learned, by_http: bool, by_browser: bool,
+           now: float) -> None:
     """Count a page's fetches (`by_http`, `by_browser`: whether each path was tried) and store what it
     taught (`learned`, a fetchmode.Learned). A pattern that learnt nothing yet still counts its pages."""
     v = learned.verdict
@@ -33,10 +37,10 @@ def record(conn, source, pattern, learned, by_http, by_browser, now):
 _UNKNOWN = "unknown"    # pages were fetched, but no fetch taught anything yet (failures, fields found by neither)
 
 
-def summary(conn):
+def summary(conn: Conn) -> dict[str, dict[str, Any]]:
     """Per source, for `sources --json` (key `fetch`), `status` and the report: pages by HTTP and by browser,
     re-checks, verdict changes, and the learnt patterns."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for row in conn.execute("""SELECT source, pattern, verdict, by_http, by_browser, rechecks, changes
                                FROM fetch_patterns ORDER BY source, pattern"""):
         source, pattern, v, by_http, by_browser, rechecks, changes = row

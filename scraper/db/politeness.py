@@ -5,14 +5,17 @@ import contextlib
 import fcntl
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+from scraper.db.backend import Conn
 from scraper.db.store import is_postgres, transaction
 
 RATE_COLUMNS = ("configured_rate_per_s", "robots_rate_per_s", "robots_crawl_delay", "adaptive_rate_per_s",
                 "adaptive_mark", "rate_per_s", "rate_burst", "rate_reason", "gave_up_reason")
 
 
-def load_robots(conn, host):
+def load_robots(conn: Conn, host: str) -> dict[str, Any] | None:
     """The stored robots.txt of `host` (a dict of its columns, sitemaps a list), or None."""
     row = conn.execute("SELECT * FROM robots WHERE host = ?", (host,)).fetchone()
     if row is None:
@@ -25,7 +28,8 @@ def load_robots(conn, host):
     return out
 
 
-def save_robots(conn, host, fetched_at, status, body, crawl_delay, request_rate, sitemaps):
+def save_robots(conn: Conn, host: str, fetched_at: float, status: int | None, body: bytes, crawl_delay: float | None,
+                request_rate: str | None, sitemaps: Iterable[str]) -> None:
     with transaction(conn) as c:
         c.execute(
             """INSERT INTO robots (host, fetched_at, status, body, crawl_delay, request_rate, sitemaps)
@@ -38,7 +42,7 @@ def save_robots(conn, host, fetched_at, status, body, crawl_delay, request_rate,
 
 
 @contextlib.contextmanager
-def robots_lock(conn, db_path, host):
+def robots_lock(conn: Conn, db_path: str, host: str) -> Iterator[None]:
     """One robots.txt fetch of `host` at a time across processes (and machines), so that `seed` and every
     worker fetch it once: a session advisory lock on PostgreSQL, a kernel lock beside a SQLite file."""
     if is_postgres(conn):
@@ -56,13 +60,14 @@ def robots_lock(conn, db_path, host):
         os.close(fd)        # closing frees the lock
 
 
-def rate_row(conn, domain):
+def rate_row(conn: Conn, domain: str) -> dict[str, Any]:
     """The rate columns of the domain's row ({} when it has no row)."""
     row = conn.execute(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?", (domain,)).fetchone()
     return dict(row) if row is not None else {}
 
 
-def update_rate(conn, domain, now, change):
+def update_rate(conn: Conn, domain: str, now: float,
+                change: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Apply `change(row dict) -> {column: value}` to the domain's rate columns atomically (the row is
     made when missing); returns (before, after) dicts."""
     with transaction(conn) as c:
@@ -76,7 +81,7 @@ def update_rate(conn, domain, now, change):
         return before, {**before, **values}
 
 
-def new_run(conn):
+def new_run(conn: Conn) -> None:
     """A run starts: robots.txt caps are applied again by the workers that read it, the adaptive rate
     starts from the configured one, and last run's reasons to give a domain up are gone."""
     with transaction(conn) as c:
@@ -85,7 +90,8 @@ def new_run(conn):
                          gave_up_reason = NULL""")
 
 
-def answers_since(conn, domain, since, window):
+def answers_since(conn: Conn, domain: str, since: float,
+                  window: int) -> tuple[int, list[int], list[tuple[int, int | None]]]:
     """(answers of `domain` since `since`, times of its first `window`, (ms, status) of its last `window`),
     from the request log."""
     count = conn.execute("SELECT COUNT(*) FROM requests WHERE domain = ? AND at >= ?", (domain, since)).fetchone()[0]
@@ -97,7 +103,7 @@ def answers_since(conn, domain, since, window):
     return count, first, last
 
 
-def give_up(conn, domain, reason, now, until):
+def give_up(conn: Conn, domain: str, reason: str, now: float, until: float) -> None:
     """This run sends nothing more to `domain` (its robots.txt could not be fetched): its jobs stay pending."""
     with transaction(conn) as c:
         c.execute("INSERT OR IGNORE INTO domains (domain, updated_at) VALUES (?, ?)", (domain, now))
@@ -106,13 +112,13 @@ def give_up(conn, domain, reason, now, until):
                          updated_at = ? WHERE domain = ?""", (until, reason, now, now, domain))
 
 
-def gave_up_reasons(conn):
+def gave_up_reasons(conn: Conn) -> dict[str, str]:
     """{domain: sentence} of the domains this run gave up for a reason of their own (robots.txt)."""
     return dict(conn.execute(
         "SELECT domain, gave_up_reason FROM domains WHERE gave_up != 0 AND gave_up_reason IS NOT NULL"))
 
 
-def disallowed_since(conn, since):
+def disallowed_since(conn: Conn, since: float) -> dict[str, int]:
     """{domain: jobs that ended invalid, kind robots, since `since`}."""
     return dict(conn.execute("SELECT domain, COUNT(*) FROM jobs WHERE error_kind = 'robots' AND status = 'invalid' "
                              "AND finished_at >= ? GROUP BY domain", (since,)))

@@ -6,11 +6,17 @@ a second), written after the answer, so it never sits between a rate slot and it
 to write it is logged and forgotten: the log must never cost a job.
 """
 
+from __future__ import annotations
+
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Literal
 
 from scraper.base.errors import FetchError
+from scraper.db.backend import Conn
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +24,8 @@ OK = "ok"            # the kind of a 2xx answer; failures keep their retry kind 
 NO_ROBOTS = "robots_4xx"    # a robots.txt answered 4xx: no rules (RFC 9309), an answer and not an error
 
 
-def record(conn, at, domain, kind, status, ms, run_id=None, slot_wait_s=0.0):
+def record(conn: Conn, at: float, domain: str, kind: str, status: int | None, ms: int, run_id: int | None = None,
+           slot_wait_s: float = 0.0) -> bool:
     """Append one row (`run_id`: the run that sent it; `slot_wait_s`: the wait for its rate slot before it
     was sent); False (and a warning) when the database would not take it."""
     try:
@@ -34,16 +41,18 @@ class timed:
     """`with requestlog.timed(conn, domain):` around one request: records how it ended and how long it
     took (a FetchError's kind and status), then lets any exception go on."""
 
-    def __init__(self, conn, domain, clock=time.time, run_id=None, slot_wait_s=0.0, answered_4xx=False):
+    def __init__(self, conn: Conn, domain: str, clock: Callable[[], float] = time.time, run_id: int | None = None,
+                 slot_wait_s: float = 0.0, answered_4xx: bool = False) -> None:
         self.conn, self.domain, self.clock = conn, domain, clock
         self.run_id, self.slot_wait_s = run_id, slot_wait_s
         self.answered_4xx = answered_4xx        # a robots.txt: its 4xx is logged as NO_ROBOTS
 
-    def __enter__(self):
+    def __enter__(self) -> timed:
         self.started = time.monotonic()
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         ms = int((time.monotonic() - self.started) * 1000)
         if exc is None:
             kind, status = OK, None
@@ -57,7 +66,7 @@ class timed:
         return False
 
 
-def slot_waits(conn, since):
+def slot_waits(conn: Conn, since: float) -> dict[str, float]:
     """{domain: seconds its workers waited for its rate slot before the requests sent since `since`}."""
     return {d: ms / 1000.0 for d, ms in conn.execute(
         "SELECT domain, SUM(slot_wait_ms) FROM requests WHERE at >= ? GROUP BY domain", (since,))}

@@ -1,16 +1,20 @@
 """Jobs that ended for a reason the operator has since removed go back to pending: those that ended
 `invalid` (kind `robots`) on a domain whose robots.txt is now ignored knowingly."""
 
+from collections.abc import Collection
+from typing import Any
+
+from scraper.db.backend import Conn
 from scraper.db.store import transaction
 
 
-def robots_invalid(conn, domains, now, every_domain=False):
+def robots_invalid(conn: Conn, domains: Collection[str], now: float, every_domain: bool = False) -> dict[str, int]:
     """Move the `invalid`/`robots` jobs of `domains` (or of every domain) back to pending, attempts reset;
     returns {domain: how many}."""
     where = "" if every_domain else f" AND domain IN ({','.join('?' * len(domains))})"
     if not every_domain and not domains:
         return {}
-    params = [] if every_domain else list(domains)
+    params: list[Any] = [] if every_domain else list(domains)
     with transaction(conn) as c:
         counts = dict(c.execute("SELECT domain, COUNT(*) FROM jobs WHERE status = 'invalid' AND error_kind = 'robots'"
                                 f"{where} GROUP BY domain", params).fetchall())

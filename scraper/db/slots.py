@@ -8,6 +8,7 @@ move under the row's lock, on `clock_timestamp()` (seconds since the epoch: no t
 pyrate-limiter's PostgresBucket stores zone-less timestamps, which another session's time zone shifts).
 """
 
+from scraper.db.backend import Conn
 from scraper.policy import margin
 
 _NOW = "extract(epoch FROM clock_timestamp())::float8"
@@ -26,24 +27,24 @@ WAIT = f"SELECT GREATEST(0.0, slot_at - {_NOW} - %(tolerance)s) FROM domains WHE
 ENSURE = "INSERT INTO domains (domain, updated_at) VALUES (%(domain)s, 0) ON CONFLICT (domain) DO NOTHING"
 
 
-def gcra(rate_per_s, burst):
+def gcra(rate_per_s: float, burst: int) -> tuple[float, float]:
     """(interval, tolerance) in seconds for `rate_per_s` with `burst`. The tolerance keeps back
     `policy/margin`'s time for the slot-to-arrival delay, a fraction of a unit where that is what it
     is, so a server enforcing exactly (rate, burst) never answers 429."""
     return 1.0 / rate_per_s, margin.tolerance_s(rate_per_s, burst)
 
 
-def ensure(conn, domain):
+def ensure(conn: Conn, domain: str) -> None:
     conn.raw(ENSURE, {"domain": domain})
 
 
-def take(conn, domain, interval, tolerance):
+def take(conn: Conn, domain: str, interval: float, tolerance: float) -> float:
     """Take the domain's slot now: 0.0 when taken, else the seconds until one may be free."""
     wait = conn.raw(TAKE, {"domain": domain, "interval": interval, "tolerance": tolerance}).fetchone()[0]
     return 0.0 if wait is None else float(wait)
 
 
-def wait(conn, domain, tolerance):
+def wait(conn: Conn, domain: str, tolerance: float) -> float:
     """Seconds until the domain's slot is free (0.0: now); takes nothing."""
     row = conn.raw(WAIT, {"domain": domain, "tolerance": tolerance}).fetchone()
     return 0.0 if row is None else float(row[0])

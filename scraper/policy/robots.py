@@ -74,10 +74,10 @@ def effective(configured_per_s, burst, robots_per_s=None, crawl_delay=False, ada
 class Answers:
     """What the adaptive rule reads of a domain's answers in this run."""
 
-    count: int              # answers so far in this run
-    baseline_ms: float      # median time of its first WINDOW answers (None until there are WINDOW)
-    last_ms: tuple          # times of its last WINDOW answers
-    last_503: int           # how many of those were 503
+    count: int                  # answers so far in this run
+    baseline_ms: float | None   # median time of its first WINDOW answers (None until there are WINDOW)
+    last_ms: tuple              # times of its last WINDOW answers
+    last_503: int               # how many of those were 503
 
 
 def struggling(a):

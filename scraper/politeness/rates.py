@@ -4,16 +4,24 @@
 it); the figures live in the domain's row of `domains`, so every process obeys the same rate. The rules
 are the pure functions of `scraper.policy.robots`."""
 
+from __future__ import annotations
+
 import logging
 import statistics
+from typing import TYPE_CHECKING
 
 from scraper.db import politeness as rows
 from scraper.policy import robots as rules
 
+if TYPE_CHECKING:
+    from scraper.base.settings import Settings
+    from scraper.db.backend import Conn
+    from scraper.politeness.limiter import RateOf
+
 log = logging.getLogger(__name__)
 
 
-def rate_of(conn, settings, domain):
+def rate_of(conn: Conn, settings: Settings, domain: str) -> rules.Rate:
     """The domain's effective `rules.Rate` (rate_per_s, burst, reason) as every process must obey it now."""
     r = rows.rate_row(conn, domain)
     configured, burst = settings.rate_for(domain)
@@ -21,7 +29,7 @@ def rate_of(conn, settings, domain):
                            r.get("adaptive_rate_per_s") if settings.adaptive else None)
 
 
-def store_effective(conn, settings, domain, now):
+def store_effective(conn: Conn, settings: Settings, domain: str, now: float) -> rules.Rate:
     """Write the effective rate (and the configured one, and why) into the domain's row, for `status`."""
     rate = rate_of(conn, settings, domain)
     configured, _ = settings.rate_for(domain)
@@ -30,7 +38,7 @@ def store_effective(conn, settings, domain, now):
     return rate
 
 
-def adapt(conn, settings, domain, since, now, dt_s):
+def adapt(conn: Conn, settings: Settings, domain: str, since: float, now: float, dt_s: float) -> None:
     """One step of the adaptive slow-down for `domain` from its answers since `since` (the run's start)."""
     count, first, last = rows.answers_since(conn, domain, since, rules.WINDOW)
     answers = rules.Answers(count, statistics.median(first) if len(first) >= rules.WINDOW else None,
@@ -54,9 +62,9 @@ def adapt(conn, settings, domain, since, now, dt_s):
         log.info("%s recovered: back to its rate of %.3g/s", domain, rate.rate_per_s)
 
 
-def limiter_rates(conn, settings):
+def limiter_rates(conn: Conn, settings: Settings) -> RateOf:
     """The `rate_of` a DomainLimiter takes: domain -> (rate_per_s, burst), effective."""
-    def read(domain):
+    def read(domain: str) -> tuple[float, int]:
         rate = rate_of(conn, settings, domain)
         return rate.rate_per_s, rate.burst
     return read

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlsplit
 
 from protego import Protego
@@ -143,9 +143,10 @@ class Robots:
             parser = Protego.parse(_text(body)) if status == 200 else None
             crawl_delay = parser.crawl_delay(self.token) if parser else None
             rr = parser.request_rate(self.token) if parser else None
-            row = {"host": host, "fetched_at": self.clock(), "status": status, "body": body,
-                   "crawl_delay": crawl_delay, "request_rate": f"{rr.requests}/{rr.seconds}" if rr else None,
-                   "sitemaps": list(parser.sitemaps) if parser else []}
+            row: dict[str, Any] = {
+                "host": host, "fetched_at": self.clock(), "status": status, "body": body, "crawl_delay": crawl_delay,
+                "request_rate": f"{rr.requests}/{rr.seconds}" if rr else None,
+                "sitemaps": list(parser.sitemaps) if parser else []}
             rows.save_robots(self.conn, **row)
             log.info("robots.txt of %s: HTTP %s%s%s", host, status,
                      f", crawl-delay {crawl_delay:g} s" if crawl_delay else "",
@@ -176,7 +177,7 @@ class Robots:
         self.on_rate(domain)
 
 
-def _fresh(row: Any, now: float) -> bool:
+def _fresh(row: dict[str, Any] | None, now: float) -> TypeGuard[dict[str, Any]]:
     """A stored 2xx/4xx robots.txt younger than 24 hours (5xx and no answer are never reused)."""
     return (row is not None and rules.outcome_of(row["status"]) != rules.UNAVAILABLE
             and now - row["fetched_at"] < rules.REUSE_S)
