@@ -32,7 +32,8 @@ TIMEOUT_S = 30.0            # the whole answer of one request: connect, headers 
 MAX_ANSWER_MB = 50          # decoded; a template answer is 5-60 KB (Scrapy's DOWNLOAD_MAXSIZE is 1 GB, warns at 32 MB)
 MAX_OPEN_CYCLES = 3         # failed probes in a row after which a run stops trying a domain
 LEASE_S = 90.0              # must outlast one rate-limit wait + one request; extended before each fetch
-BACKOFF_BASE_S = 1.0        # 1 s, 2 s, 4 s ... up to retry.BACKOFF_MAX_S
+BACKOFF_BASE_S = 0.5        # 0.5 s, 1 s, 2 s ... up to retry.BACKOFF_MAX_S: one URL's retries (the domain's
+                            # rate, pause and breaker guard the site); 1 s left the last faults as a 3 s tail
 PAUSE_429_S = 1.0           # domain pause after a 429 without Retry-After; doubles while 429s continue
 PAUSE_MAX_S = 300.0
 BREAKER_FAILURES = 10       # consecutive failed requests that open a domain's breaker

@@ -26,7 +26,30 @@ REEXTRACT_BATCH = 500        # rows per transaction; a run may be writing beside
 
 
 def compress(body):
-    return zlib.compress(body, ZLIB_LEVEL)
+    return body.blob if isinstance(body, Packed) else zlib.compress(body, ZLIB_LEVEL)
+
+
+class Packed(bytes):
+    """A raw answer made ready to store: its content hash and compressed form computed once, by the worker
+    before the job's transaction (`mirror.record.prepare`), not inside it under the write lock every worker
+    shares. A bytes subclass with the served URL, status and Content-Type kept, so every reader still works."""
+
+    url: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+    digest: str = ""
+    blob: bytes = b""
+
+
+def pack(body, hashed=True):
+    """`body` with its compressed form and, when `hashed`, its content hash (a `Packed`; an item's answer is
+    versioned by its record's hash instead); a Packed one as it is."""
+    if isinstance(body, Packed):
+        return body
+    out = Packed(body)
+    out.url, out.status, out.content_type = (getattr(body, a, None) for a in ("url", "status", "content_type"))
+    out.digest, out.blob = content_hash(body) if hashed else "", zlib.compress(body, ZLIB_LEVEL)
+    return out
 
 
 def decompress(blob):
@@ -45,6 +68,8 @@ def without_view_counters(obj):
 
 def content_hash(body):
     """SHA-256 of the answer's JSON without view counters, keys sorted (so key order is no change)."""
+    if isinstance(body, Packed) and body.digest:
+        return body.digest
     try:
         data = json.loads(body)
     except (ValueError, TypeError):

@@ -5,13 +5,36 @@ writes it: plain rows, link tables, versioned items with their raw answers, remo
 learnt (fetch_patterns) and child jobs.
 """
 
+import dataclasses
+
 from scraper import sites
 from scraper.db import fetchlearn, templates
 from scraper.db.queue import DEFAULT_SOURCE, add_jobs
 from scraper.db.store import replace_links, transaction, upsert
 from scraper.mirror import answers, items
+from scraper.policy import redact
 
 CHILD_PRIORITY = 1          # a child job completes a record already stored: it goes first when its domain can send
+
+
+def prepare(result: sites.Result) -> sites.Result:
+    """The Result with its costly pure parts done before the job's transaction, so that the write lock every
+    worker shares is held for the SQL alone: raw answers hashed and compressed (`answers.Packed`), a template
+    row's redaction verdict decided (`redact.decided` keeps it for the upsert)."""
+    if not (result.versioned or result.items or result.rejected):
+        return result
+    for row, _raw, _at in result.versioned:
+        redact.decided(row)
+    return dataclasses.replace(
+        result,
+        versioned=tuple((row, _packed(raw), at) for row, raw, at in result.versioned),
+        items=tuple((src, key, url, rec, _packed(raw, hashed=False), at, vol)
+                    for src, key, url, rec, raw, at, vol in result.items),
+        rejected=tuple((src, key, answers.pack(body), at) for src, key, body, at in result.rejected))
+
+
+def _packed(raw, hashed=True):
+    return {kind: answers.pack(body, hashed) for kind, body in raw.items()}
 
 
 def write(conn, result: sites.Result, now: float, at: str = "", source: str = DEFAULT_SOURCE) -> None:

@@ -146,6 +146,7 @@ class Worker:
             self._failed(job, getattr(e, "kind", retry.PARSE), str(e), 200, None, started,
                          result=getattr(e, "result", None))
         else:
+            result = record.prepare(result)     # hashing, compressing, redacting: not under the write lock
             ms = _ms_since(started, self.clock)
             now = self.clock()
             ok = self.queue.complete(job, self.name, now, ms,

@@ -2,6 +2,7 @@
 changes nothing under the current rules, and otherwise the redacted columns saved. Uses the fast path for
 the workflow JSON (`fast.workflow`), the exact rules for the text columns."""
 
+import functools
 import json
 
 from scraper.policy.redact.fast import workflow
@@ -40,6 +41,21 @@ def decided(r):
     (None, None) when not known (see `verdict`)."""
     if not all(col in r for col in COLUMNS):
         return None, None
+    texts = tuple(r[col] for col in COLUMNS)
+    if all(v is None or isinstance(v, (str, int, float)) for v in texts):
+        return _decided(texts)
+    return _decide(r)
+
+
+# A pure function of the columns' texts, walked once per job: the worker decides it before the transaction
+# that stores the row (`mirror.record.prepare`), so the upsert inside, under the write lock all workers
+# share, finds it here. Same string objects: their hashes are cached and equality is identity.
+@functools.lru_cache(maxsize=16)
+def _decided(texts):
+    return _decide(dict(zip(COLUMNS, texts, strict=True)))
+
+
+def _decide(r):
     out = dict(r)
     try:
         n = stored(out)
