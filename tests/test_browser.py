@@ -225,15 +225,19 @@ def test_a_worker_waiting_with_a_fetched_page_is_seen_by_the_slot_holder(tmp_pat
     waiter = subprocess.Popen(
         [sys.executable, "-c", "import sys; from scraper.net.browser import BrowserSlots; s = BrowserSlots("
          "sys.argv[1], 1); assert not s.try_acquire(); s.want(); print('w', flush=True); sys.stdin.readline(); "
-         "s.unwant(); print('u', flush=True); sys.stdin.readline()", path],
+         "assert s.try_acquire(); s.unwant(); s.release(); print('u', flush=True); sys.stdin.readline()", path],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert waiter.stdout.readline() == "w\n"
         assert holder.wanted() and holder.wanted()          # looking does not take the wish away
+        # the holder closes its browser for the waiter: it may not take the freed slot back before the
+        # waiter, which looks only every SLOT_WAIT_S (it did, and launched a browser for every page)
+        holder.release()
+        assert not holder.try_acquire()
         waiter.stdin.write("\n")
         waiter.stdin.flush()
-        assert waiter.stdout.readline() == "u\n"
-        assert not holder.wanted()
+        assert waiter.stdout.readline() == "u\n"           # the waiter took the slot, then let it go
+        assert not holder.wanted() and holder.try_acquire()
     finally:
         waiter.kill()
         waiter.wait()

@@ -90,13 +90,18 @@ class BrowserSlots:
         self.path, self.n = path, n
         self.fd = None
         self.held = None
+        self.wanting = False
 
     def try_acquire(self):
-        """Take a free slot; False when all are taken."""
+        """Take a free slot; False when all are taken, or when another process waits for one with a page it
+        cannot give back: the slot a holder closed for it is left to it (the holder, back first from its
+        own look, would otherwise take it again and again, launching a browser for every page)."""
         if self.held is not None:
             return True
         if self.fd is None:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not self.wanting and self.wanted():
+            return False
         for i in range(self.n):
             try:
                 fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, i)
@@ -121,11 +126,13 @@ class BrowserSlots:
         try:
             fcntl.lockf(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, self.n)
         except OSError:
-            pass    # a holder is looking this instant: the next look says it again
+            return  # a holder is looking this instant: the next look says it again
+        self.wanting = True
 
     def unwant(self):
         if self.fd is not None:
             fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.n)
+        self.wanting = False
 
     def wanted(self):
         """True when another process waits for a slot with a page it cannot give back."""
