@@ -194,3 +194,45 @@ def test_the_report_of_a_run_that_died_ends_at_its_last_trace(backend):
     assert not run["finished"] and run["end_at"] == 140.0 and run["duration_s"] == 40.0
     assert (run["requests"], run["ok"], run["http_429"], run["errors"]) == (2, 1, 1, 1)
     conn.close()
+
+
+def test_a_result_prepared_before_its_transaction_writes_exactly_what_it_would_have(backend):
+    """`record.prepare` (hashes, compressed answers, the redaction verdict, done outside the write lock) changes
+    none of the rows `record.write` makes: two templates, one with a planted secret, and a catalogue item,
+    written once as they are and once prepared, into two databases that must then hold the same rows."""
+    from scraper.net.http import answer
+    from scraper.sites import Result
+    from tests.helpers import SECRETS
+    tid, other = definition_ids()[:2]
+    secret = detail_body(other, description=f"token {SECRETS['openai']}")
+    raw = [(tid, answer(detail_body(tid), f"{SITE}/api/{tid}", 200, "application/json")), (other, secret)]
+    page = answer(PRODUCT.encode(), f"{SITE}/lamp", 200, "text/html")
+
+    def result():
+        return Result(versioned=tuple((n8n.extract(body, AT), {"api": body}, AT) for _, body in raw),
+                      items=(("shop", "/lamp", f"{SITE}/lamp", {"name": "Lamp"}, {"page": page}, AT, ()),),
+                      rejected=(("n8n", "999", b'{"not": "a graph"}', AT),))
+
+    prepared = record.prepare(result())
+    assert all(isinstance(b, answers.Packed) for _, r, _ in prepared.versioned for b in r.values())
+    dumps = []
+    for i, made in enumerate((result(), prepared)):
+        path = backend if i == 0 or not backend.endswith(".db") else backend.replace(".db", "-2.db")
+        conn = store.open_db(path)
+        if i == 1 and not backend.endswith(".db"):     # PostgreSQL: the same database, emptied
+            with store.transaction(conn) as c:
+                for table in ("answers", "workflows", "items", "changes"):
+                    c.execute(f"DELETE FROM {table}")
+        with store.transaction(conn) as c:
+            record.write(c, made, 0.0, AT)
+        dumps.append([[tuple(r) for r in conn.execute(sql).fetchall()] for sql in (
+            "SELECT source, key, version, kind, content_hash, size, body, url, http_status, content_type FROM answers "
+            "ORDER BY source, key, kind",
+            "SELECT id, version, workflow, clean_at_rules, redacted FROM workflows ORDER BY id",
+            "SELECT source, key, version, content_hash, record FROM items")])
+        conn.close()
+    assert dumps[0] == dumps[1]
+    verdicts = {w[0]: (w[3], w[4]) for w in dumps[1][1]}
+    assert verdicts[tid] == (1, None)                             # clean under rules version 1
+    assert verdicts[other][0] is None and SECRETS["openai"] not in verdicts[other][1]
+    assert "[REDACTED]" in verdicts[other][1]                     # its redacted form saved with it
