@@ -14,6 +14,7 @@ import zlib
 from scraper.db import answers as rows
 from scraper.db import listing, templates
 from scraper.db.store import transaction, upsert
+from scraper.net.http import Answer
 from scraper.sites import n8n
 
 API, PAGE = n8n.API, n8n.PAGE
@@ -29,14 +30,11 @@ def compress(body):
     return body.blob if isinstance(body, Packed) else zlib.compress(body, ZLIB_LEVEL)
 
 
-class Packed(bytes):
+class Packed(Answer):
     """A raw answer made ready to store: its content hash and compressed form computed once, by the worker
     before the job's transaction (`mirror.record.prepare`), not inside it under the write lock every worker
-    shares. A bytes subclass with the served URL, status and Content-Type kept, so every reader still works."""
+    shares. Still the served answer (`net.http.Answer`: bytes, URL, status, Content-Type)."""
 
-    url: str | None = None
-    status: int | None = None
-    content_type: str | None = None
     digest: str = ""
     blob: bytes = b""
 
@@ -48,7 +46,7 @@ def pack(body, hashed=True):
         return body
     out = Packed(body)
     out.url, out.status, out.content_type = (getattr(body, a, None) for a in ("url", "status", "content_type"))
-    out.digest, out.blob = content_hash(body) if hashed else "", zlib.compress(body, ZLIB_LEVEL)
+    out.digest, out.blob = content_hash(body) if hashed else "", compress(body)
     return out
 
 
