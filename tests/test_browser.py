@@ -265,13 +265,11 @@ def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path, fetcher):
 
 
 @needs_chromium
-def test_a_kept_page_lets_nothing_of_the_last_one_through(pages, fetcher):
+def test_a_kept_page_lets_nothing_of_the_last_one_through(pages):
     """The browser's page is kept from page to page: what the last page's scripts send after its render
     reaches neither the gate nor the site, its popup is closed, and a page that fails takes the context with
     it (the next starts afresh)."""
-    f = fetcher         # one Playwright per thread: the module's fetcher, on a fresh browser of its own
-    f.retire()
-    limit, f.pages_per_browser = f.pages_per_browser, 100
+    f = browser.BrowserFetcher(EXECUTABLE)
     gated = []
     try:
         status, _, html = f.render(pages + "/lingers", gated.append, 10, 10 * 2**20, settle="#ready")
@@ -290,5 +288,6 @@ def test_a_kept_page_lets_nothing_of_the_last_one_through(pages, fetcher):
         status, _, _ = f.render(pages + "/page", gated.append, 10, 10 * 2**20)
         assert status == 200 and f._page is not kept
     finally:
-        f.pages_per_browser = limit
-        f.retire()
+        pids = f.pids()
+        f.close()
+        assert wait_gone(set(pids) - {os.getpid()}, -1) == []
