@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -33,9 +32,6 @@ PAGE = b"""<!DOCTYPE html><html><head><title>t</title>
 fetch("/api.json").then(r => r.json()).then(d => {{ document.getElementById("app").textContent = d.name; }})
   .catch(() => {{ document.getElementById("app").textContent = "refused"; }});
 </script></body></html>"""
-# read at once (its #ready is there), then, too late for its render, a request, a popup and another request
-LINGERS = (b"<html><body><div id='ready'>r</div><script>setTimeout(() => {{ fetch('/late.json'); "
-           b"window.open('/popup'); }}, 1500); setTimeout(() => fetch('/later.json'), 2000);</script></body></html>")
 NEVER_SETTLES = (b"<html><body><script>setInterval(() => fetch('/api.json?' + Math.random()), 100);"
                  b"</script></body></html>")
 
@@ -58,7 +54,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                       "text/html"),
             "/api.json": (b'{"name": "Jazz night"}', "application/json"),
             "/never": (NEVER_SETTLES, "text/html"),
-            "/lingers": (LINGERS.replace(b"{{", b"{").replace(b"}}", b"}"), "text/html"),
             "/big": (b"<html><body>" + b"x" * 300_000 + b"</body></html>", "text/html"),
         }.get(path, (b"nothing", "text/plain"))
         self.send_response(200 if path != "/missing" else 404)
@@ -262,32 +257,3 @@ def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path, fetcher):
         assert e.value.kind == "internal" and "did not start" in str(e.value)
     finally:
         fetcher.executable = real
-
-
-@needs_chromium
-def test_a_kept_page_lets_nothing_of_the_last_one_through(pages):
-    """The browser's page is kept from page to page: what the last page's scripts send after its render
-    reaches neither the gate nor the site, its popup is closed, and a page that fails takes the context with
-    it (the next starts afresh)."""
-    f = browser.BrowserFetcher(EXECUTABLE)
-    gated = []
-    try:
-        status, _, html = f.render(pages + "/lingers", gated.append, 10, 10 * 2**20, settle="#ready")
-        assert status == 200 and "ready" in html
-        kept = f._page
-        status, _, html = f.render(pages + "/page", gated.append, 10, 10 * 2**20, settle="#app:not(:empty)")
-        assert status == 200 and "Jazz night" in html
-        assert f._page is kept                              # the same page, no new renderer
-        time.sleep(2.5)                                     # /lingers' timers would have fired by now
-        assert not [u for u in gated if "late" in u or "popup" in u]
-        assert not [p for _, p in _Handler.seen if p.startswith(("/late", "/popup"))]
-        assert f._context.pages == [kept]
-        with pytest.raises(FetchError) as e:
-            f.render(pages + "/never", gated.append, 1, 10 * 2**20)
-        assert e.value.kind == "timeout" and f._context is None
-        status, _, _ = f.render(pages + "/page", gated.append, 10, 10 * 2**20)
-        assert status == 200 and f._page is not kept
-    finally:
-        pids = f.pids()
-        f.close()
-        assert wait_gone(set(pids) - {os.getpid()}, -1) == []

@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 MAX_REDIRECTS = 5               # as plain HTTP's
 PAGES_PER_BROWSER = 100         # a browser is retired (closed, a fresh one launched) after this many pages
 LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started by then is not going to
-BLANK_TIMEOUT_S = 5.0           # leaving a rendered page for about:blank
 SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
 BLOCKED_TYPES = frozenset({"image", "font", "media"})
 # Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
@@ -81,11 +80,6 @@ class BrowserFetcher:
         self.launches = 0
         self._pw = None
         self._browser = None
-        self._context = None    # the browser's one context and page, kept from page to page (a fresh
-        self._page = None       # page costs a renderer process: 0.2-0.3 s of the 0.6-0.8 s a page took)
-        self._context_key = None
-        self._state = None      # the _Page being rendered, None between pages (a late request is refused)
-        self._gate = None
         self._watchdog = None
         self._watch_fd = None
         self.browser_pid = None
@@ -139,7 +133,6 @@ class BrowserFetcher:
     def retire(self):
         """Close the browser (and its watchdog); the next page launches a fresh one."""
         browser, self._browser = self._browser, None
-        self._context = self._page = self._context_key = None
         if browser is not None:
             try:
                 browser.close()
@@ -191,10 +184,15 @@ class BrowserFetcher:
         deadline = time.monotonic() + deadline_s
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)
-        rendered = False
+        context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
+                                            accept_downloads=False, **context_proxy(proxy))
         try:
-            page = self._page_for(proxy)
-            self._state, self._gate = state, gate
+            page = context.new_page()
+            cdp = context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            cdp.on("Network.dataReceived", lambda e: _count(state, e.get("dataLength", 0)))
+            page.on("request", lambda request: _redirected(state, gate, request))
+            context.route("**/*", lambda route, request: _route(state, gate, page, route, request))
 
             def check():
                 if state.error is not None:
@@ -236,79 +234,19 @@ class BrowserFetcher:
             if len(html.encode()) > max_bytes:
                 raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
             status = response.status if response is not None else 0
-            rendered = True
             return status, page.url, html
         except PlaywrightError as e:
             # the browser or its page died under us: this attempt's failure, and a fresh browser next time
             self.retire()
             raise FetchError("network", f"the browser failed: {_first_line(e)}", url) from None
         finally:
-            self._state = self._gate = None
-            self.pages += 1
-            if self.pages >= self.pages_per_browser or (self.slots is not None and self.slots.wanted()):
-                self.retire()
-            elif rendered:
-                self._blank()
-            else:
-                self._close_context()   # a page that failed leaves nothing behind: the next starts afresh
-
-    def _page_for(self, proxy):
-        """The browser's context and page, opened on first use and kept while pages render well; a context
-        carries one proxy, so another proxy gets a new one. Every request of the context, a popup's too, is
-        routed to the page being rendered (`_state`, `_gate`); between pages none is let through."""
-        options = context_proxy(proxy)
-        key = repr(options)
-        if self._context is not None and self._context_key != key:
-            self._close_context()
-        if self._context is None:
-            context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
-                                                accept_downloads=False, **options)
-            self._context, self._context_key = context, key
-            page = self._page = context.new_page()
-            cdp = context.new_cdp_session(page)
-            cdp.send("Network.enable")
-            cdp.on("Network.dataReceived", lambda e: self._on_data(e.get("dataLength", 0)))
-            page.on("request", self._on_request)
-            context.route("**/*", self._on_route)
-        return self._page
-
-    def _on_route(self, route, request):
-        state = self._state
-        if state is None:   # a late request of the last page, or of a popup it left
-            try:
-                route.abort("blockedbyclient")
-            except Exception as e:
-                log.debug("refusing %s between pages: %s", request.url, e)
-            return
-        _route(state, self._gate, self._page, route, request)
-
-    def _on_request(self, request):
-        if self._state is not None:
-            _redirected(self._state, self._gate, request)
-
-    def _on_data(self, n):
-        if self._state is not None:
-            _count(self._state, n)
-
-    def _blank(self):
-        """After a page: close what it opened (popups), and leave its document (its scripts and timers stop)
-        for an empty one; a page that will not go is closed with its context."""
-        try:
-            for other in self._context.pages:
-                if other is not self._page:
-                    other.close()
-            self._page.goto("about:blank", timeout=BLANK_TIMEOUT_S * 1000)
-        except Exception as e:
-            log.debug("leaving a page: %s", e)
-            self._close_context()
-
-    def _close_context(self):
-        context, self._context, self._page, self._context_key = self._context, None, None, None
-        if context is not None:
             try:
                 context.close()
             except Exception as e:
                 log.debug("closing a context: %s", e)
+            self.pages += 1
+            if self.pages >= self.pages_per_browser or (self.slots is not None and self.slots.wanted()):
+                self.retire()
 
     def pids(self):
         """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""
