@@ -2,7 +2,9 @@
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
 import click
@@ -32,17 +34,24 @@ def status_cmd(ctx, as_json, watch):
         click.echo(json.dumps(report, indent=2) if as_json else status.render(report))
         return
     terminal = logs.is_terminal(sys.stdout)
+    # Ctrl-C is how a watch ends, not an error. The handler only sets a flag: a KeyboardInterrupt raised
+    # while SQLite runs a statement lands in the connection's progress handler, where sqlite3 turns it into
+    # "interrupted" and the watch went on
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
     try:
-        while True:
+        while not stop.is_set():
             report = _status_report(s)
+            if stop.is_set():
+                break
             if as_json:
                 click.echo(json.dumps(report))
             else:
                 click.echo((CLEAR_SCREEN if terminal else "") + f"status at {logs.stamp()}\n" + status.render(report)
                            + ("" if terminal else "\n"))
-            time.sleep(WATCH_EVERY_S)
-    except KeyboardInterrupt:       # Ctrl-C is how a watch ends: not an error
-        return
+            stop.wait(WATCH_EVERY_S)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _status_report(s):
