@@ -63,6 +63,9 @@ class Ctx:
         self.calls.append(("browser", tuple(allow_domains), settle))
         return url, self.browser_page
 
+    def browser_ready(self):
+        self.calls.append("ready")
+
     def verdict(self, pattern):
         assert pattern == "/live/{slug}-{n}"
         return self.v
@@ -71,9 +74,9 @@ class Ctx:
         return "2026-11-26T00:00:00+00:00"
 
 
-def fetch(src, ctx):
+def fetch(src, ctx, job=None):
     s = dataclasses.replace(settings.build(transcripts=False), sources=(src,))
-    return catalogue.site.open(s).fetch(Job(), ctx)
+    return catalogue.site.open(s).fetch(job or Job(), ctx)
 
 
 def test_http_ends_a_page_under_seventy_percent_of_its_fields_incomplete_naming_them():
@@ -110,6 +113,22 @@ def test_a_learnt_browser_pattern_goes_straight_to_the_browser_and_http_stays_as
     assert fetch(source("http"), plain).learned == () and plain.calls == ["http"]
     browser = Ctx(EMPTY)
     assert fetch(source("browser"), browser).learned == () and [c[0] for c in browser.calls] == ["browser"]
+
+
+def test_a_recheck_makes_the_browser_ready_before_it_sends_anything_and_other_pages_do_not():
+    # a worker without a browser slot then hands the page back for free (the worker's HandedBack) instead of
+    # fetching it by plain HTTP and asking the slot holder to close its browser for it
+    for path, page in ((fetchmode.BROWSER, EMPTY), (fetchmode.HTTP, html(EVENT))):
+        for recheck in (True, False):
+            url = next(u for u in (f"{SITE}/live/jazz-night-{i}" for i in range(1000))
+                       if fetchmode.is_recheck(u) == recheck)
+            ctx = Ctx(page, verdict=fetchmode.Verdict(path))
+            fetch(source("auto"), ctx, Job(key=f"events:{url[len(SITE):]}", url=url))
+            calls = [c if isinstance(c, str) else c[0] for c in ctx.calls]
+            if recheck:
+                assert calls[0] == "ready" and calls.count("ready") == 1 and "http" in calls, (path, calls)
+            else:
+                assert "ready" not in calls, (path, calls)
 
 
 def test_auto_ends_incomplete_only_after_both_paths_lacked_the_fields():

@@ -98,6 +98,15 @@ class BrowserFetcher:
             if self.slots is not None:
                 self.slots.unwant()
 
+    def ready(self, wait=None):
+        """This process's browser, connected: launched when there is none (after waiting for a slot; `wait`
+        as in `_take_slot`, which may raise to hand the job back)."""
+        if self._browser is not None and self._browser.is_connected():
+            return
+        self.retire()
+        self._take_slot(wait)
+        self._launch()
+
     def _launch(self):
         from playwright.sync_api import sync_playwright
         if self._pw is None:
@@ -177,10 +186,7 @@ class BrowserFetcher:
         `base.proxies.ProxyUrl`, not `direct`) carries every request of the page: one proxy per context."""
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
-        if self._browser is None or not self._browser.is_connected():
-            self.retire()
-            self._take_slot(wait)
-            self._launch()
+        self.ready(wait)
         deadline = time.monotonic() + deadline_s
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)

@@ -173,27 +173,29 @@ class Worker:
             self.browser.close()    # a recycle or the end closes the worker's browser
             self.browser = None
 
-    def _render(self, job, url, allow_domains=(), settle=None):
-        """One page in the worker's browser (opened on first use, at most one per worker, within the pool's
-        browser slots): every request it sends takes its domain's turn (`_gate` for the job's domain);
-        (final_url, html), FetchError by the page's status, HandedBack on a stop."""
+    def _browser(self):
+        """The worker's BrowserFetcher (at most one per worker, within the pool's browser slots), made on first use."""
         from scraper.net import browser
         if self.browser is None:
             self.browser = browser.BrowserFetcher(
                 browser.require(self.s.browser_path), user_agent=self.s.user_agent,
                 slots=browser.BrowserSlots(self.s.browser_lock_path,
                                            chromium.slots_for(self.s.memory_limit_mb, self.s.workers)))
-        renew = lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)  # noqa: E731
+        return self.browser
+
+    def _slot_wait(self, job):
+        """What runs between looks for a browser slot while `job` waits for one.
+
+        Every slot is held by workers that keep rendering: waiting on would keep this worker idle, holding its
+        job, for as long as they do. So after SLOT_PATIENCE_S (at once while this worker has handed another
+        job back: the slots are busy) a job that has sent nothing yet goes back, claimable at once by a slot
+        holder and left alone by this worker for HANDED_BACK_S, which works what needs no browser meanwhile;
+        a job whose page was already fetched by plain HTTP (it would be fetched twice) asks a holder to close
+        its browser after its current page instead."""
+        renew = self._renewer(job)
         slot_wait_from = self.clock.monotonic()
 
         def wait_for_slot():
-            """Between looks for a browser slot. Every slot is held by workers that keep rendering: waiting on
-            would keep this worker idle, holding its job, for as long as they do. So after SLOT_PATIENCE_S
-            (at once while this worker has handed another job back: the slots are busy) a job that has sent
-            nothing yet goes back, claimable at once by a slot holder and left alone by this worker for
-            HANDED_BACK_S, which works what needs no browser meanwhile; a job whose page was already fetched
-            by plain HTTP (it would be fetched twice) asks a holder to close its browser after its current
-            page instead."""
             renew()
             mono = self.clock.monotonic()
             patience = 0.0 if any(until > mono for until in self.handed_back.values()) else SLOT_PATIENCE_S
@@ -209,6 +211,22 @@ class Worker:
                 self.politeness_of(job.domain).probe_abandoned()
             log.debug("%s handed back %s: no browser slot is free", self.name, job.key)
             raise HandedBack(job.key)
+
+        return wait_for_slot
+
+    def _renewer(self, job):
+        return lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)
+
+    def _browser_ready(self, job):
+        self._browser().ready(self._slot_wait(job))
+
+    def _render(self, job, url, allow_domains=(), settle=None):
+        """One page in the worker's browser: every request it sends takes its domain's turn (`_gate` for the
+        job's domain); (final_url, html), FetchError by the page's status, HandedBack on a stop."""
+        from scraper.net import browser
+        fetcher = self._browser()
+        wait_for_slot = self._slot_wait(job)
+        renew = self._renewer(job)
 
         def gate(request_url):
             domain = domain_of(request_url)
@@ -226,7 +244,7 @@ class Worker:
         proxy = self._page_proxy(job)
         try:
             with requestlog.timed(self.queue.conn, job.domain, self.clock, self.queue.run_id, polite.take_waited()):
-                status, final_url, html = self.browser.render(
+                status, final_url, html = fetcher.render(
                     url, gate, self.s.browser_deadline_s, self.s.max_answer_bytes, settle=settle,
                     wait=wait_for_slot, allow_domains=allow_domains, proxy=proxy)
                 kind = http.kind_of_status(status)
@@ -508,6 +526,9 @@ class _JobContext:
 
     def render(self, url, allow_domains=(), settle=None):
         return self.w._render(self.job, url, allow_domains, settle)
+
+    def browser_ready(self):
+        self.w._browser_ready(self.job)
 
     def verdict(self, pattern):
         return fetchlearn.verdict(self.w.queue.conn, self.job.source, pattern)

@@ -57,6 +57,11 @@ class Context(Protocol):
         """(final_url, html) of the page in the worker's browser, every request it sends polite (rate slot,
         robots) and the page bounded (--browser-timeout, --max-answer-mb); FetchError or HandedBack."""
 
+    def browser_ready(self) -> None:
+        """Before a page that will need the worker's browser sends anything: the browser launched, after a
+        wait for a browser slot; HandedBack (nothing sent, the job free for a worker that has a browser)
+        when every slot stays held."""
+
     def verdict(self, pattern: str) -> Verdict | None:
         """What `fetcher = "auto"` has learnt about this URL pattern of the job's source, or None (read
         from the database by the worker: a site holds no SQL)."""

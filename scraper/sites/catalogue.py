@@ -297,7 +297,7 @@ class _Fetcher:
         page = adaptive.fetch(mode, job.url, verdict, get_http=ctx.get,
                               render=lambda u: ctx.render(u, allow_domains=allow, settle=settle)[1],
                               found=fields_of, required=tuple(source.opt("required") or ()),
-                              fields=tuple(dict(source.opt("fields") or {})))
+                              fields=tuple(dict(source.opt("fields") or {})), browser_ready=ctx.browser_ready)
         record = records.get(id(page.html))
         if record is None:
             record = record_of(source, job.url, page.html)
