@@ -1,6 +1,7 @@
 """Fixtures shared by the test files: a safe environment, the stand-ins as real processes, the worker on a
 real queue with the network faked. Plain helpers live in tests/helpers.py."""
 
+import os
 import random
 import re
 
@@ -22,6 +23,24 @@ from tests.helpers import API, NOW, SAFE_ENV, SITE, TID
 from tests.pg import pg_migrated_url, pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
 
 BACKENDS = ["sqlite", "postgres"]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--pin-lanes", action="store_true",
+                     help="pin each test process (pytest-xdist's gw0, gw1, ...) to a CPU of its own: the serial "
+                          "phase of `make test`, one timing test at a time on each core")
+
+
+def pytest_configure(config):
+    """With --pin-lanes, this test process and all it starts (the scraper, the stand-ins, Chromium) run on one
+    CPU of their own. CPU affinity is inherited across fork, exec and new sessions, unlike `nice`, which only
+    weighs within a session's autogroup (the scraper's runs and Chromium start sessions of their own), so a
+    rate window or a deadline in one lane never waits for the other lane's work."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not config.getoption("pin_lanes") or not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
 from scraper.net import browser, chromium
 from tests.helpers import ROOT, wait_gone
 
-# Chromium: run one at a time after the parallel phase (`make test`)
+# Chromium: run after the parallel phase, one at a time on its CPU (`make test`)
 pytestmark = pytest.mark.timing
 
 EXECUTABLE = browser.find_browser("chromium")
