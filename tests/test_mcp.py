@@ -2,6 +2,7 @@
 by a client that speaks plain JSON-RPC (no SDK), as a desktop agent's would."""
 
 import asyncio
+import importlib.util
 import json
 import sqlite3
 
@@ -21,7 +22,10 @@ from tests.helpers import (
     served_mirror,
 )
 
-mcp = pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'scraper[mcp]'")
+# found, not imported: the SDK takes 1.6 s of CPU to import, paid then by every test process that collects
+# this file rather than by the one that runs its tests
+if importlib.util.find_spec("mcp") is None:
+    pytest.skip("the MCP SDK is an optional extra: pip install 'scraper[mcp]'", allow_module_level=True)
 
 
 
@@ -36,6 +40,8 @@ def mirror(tmp_path_factory):
 def call(db, *calls, time_limit_s=mcpserver.QUERY_LIMIT_S):
     """[(is_error, structured content or the error text, the whole result's JSON)] of each (tool, arguments),
     through the SDK's in-memory client."""
+    import mcp
+
     async def run():
         server = mcpserver.build(str(db), "https://n8n.io", time_limit_s)
         out = []

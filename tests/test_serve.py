@@ -38,11 +38,20 @@ pytest.importorskip("datasette", reason="Datasette is an optional extra: pip ins
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
 
 
-@pytest.fixture
-def mirror(tmp_path):
-    """(db, planted ids): the served mirror (two templates with planted credentials)."""
-    db = tmp_path / "jobs.db"
+@pytest.fixture(scope="module")
+def built_mirror(tmp_path_factory):
+    db = tmp_path_factory.mktemp("served") / "jobs.db"
     planted, _ = served_mirror(db, copies=5)
+    return db, planted
+
+
+@pytest.fixture
+def mirror(built_mirror, tmp_path):
+    """(db, planted ids): the served mirror (two templates with planted credentials), each test's own copy of
+    one built once for the module (building it is about 2 s of CPU)."""
+    built, planted = built_mirror
+    db = tmp_path / "jobs.db"
+    shutil.copyfile(built, db)
     return db, planted
 
 

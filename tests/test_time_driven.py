@@ -25,7 +25,8 @@ from scraper.sites import n8n
 from tests.helpers import API, DOMAIN, NOW, SITE, definition_ids, detail_body, search_items
 
 # templates whose whole answer the fixtures hold (6270 and the 20 definitions, where listed)
-IDS = [i for i in dict.fromkeys([6270, *definition_ids()]) if i in {item["id"] for item in search_items()}][:6]
+_LISTED = {item["id"] for item in search_items()}
+IDS = [i for i in dict.fromkeys([6270, *definition_ids()]) if i in _LISTED][:6]
 ANY_DETAIL = re.compile(re.escape(API) + r"/templates/workflows/(\d+)$")
 
 
