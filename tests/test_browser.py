@@ -18,7 +18,7 @@ from scraper.net import browser, chromium
 from tests.helpers import ROOT, wait_gone
 
 # Chromium: run after the parallel phase, one at a time on its CPU (`make test`)
-pytestmark = pytest.mark.timing
+pytestmark = [pytest.mark.timing, pytest.mark.chromium]
 
 EXECUTABLE = browser.find_browser("chromium")
 needs_chromium = pytest.mark.skipif(

@@ -402,6 +402,7 @@ CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "goog
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (Debian: apt-get install chromium); "
                                              "the report's charts cannot be checked in a browser")
 @pytest.mark.timing
+@pytest.mark.chromium
 def test_the_report_renders_its_charts_in_headless_chromium(library, tmp_path):
     site, db = library
     out = tmp_path / "report.html"

@@ -49,7 +49,8 @@ def stored(db):
 
 # --- against the stand-in ---------------------------------------------------------------------
 
-@pytest.mark.timing      # Chromium: one at a time (`make test`)
+@pytest.mark.timing      # Chromium: one at a time on its CPU (`make test`)
+@pytest.mark.chromium
 @needs_chromium
 @pytest.mark.slow
 def test_discover_within_40_requests_proposes_a_source_that_mirrors_the_events_and_no_other_page(calendar, tmp_path):

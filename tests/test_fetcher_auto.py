@@ -132,7 +132,8 @@ def live_page_requests(stats):
     return sum(n for path, n in stats["by_path"].items() if path.startswith("/live/"))
 
 
-@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time (`make test`)
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time on its CPU (`make test`)
+@pytest.mark.chromium
 @needs_chromium
 @pytest.mark.slow
 def test_auto_stores_every_event_rendering_each_script_page_about_once_within_rate_and_memory(calendar, tmp_path):
@@ -167,7 +168,8 @@ def test_auto_stores_every_event_rendering_each_script_page_about_once_within_ra
     assert fetch["browser"] >= len(live) and fetch["http"] >= EVENTS - len(live)
 
 
-@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time (`make test`)
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time on its CPU (`make test`)
+@pytest.mark.chromium
 @needs_chromium
 @pytest.mark.slow
 def test_no_chromium_is_left_after_kill_9_of_the_group_and_the_resumed_run_completes(small_calendar, tmp_path):

@@ -208,6 +208,7 @@ def test_a_quarantined_proxy_is_used_again_once_its_quarantine_is_over(standin, 
 
 
 @pytest.mark.timing     # drives Chromium
+@pytest.mark.chromium
 @pytest.mark.skipif(browser.problem("chromium") is not None, reason="no Chromium on PATH or no Playwright")
 def test_the_browser_s_pages_go_through_the_pool(proxy_servers, tmp_path):
     """A page rendered in the worker's browser and its script's request come through the proxy (the catalogue

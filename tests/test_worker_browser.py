@@ -13,7 +13,7 @@ from scraper.pool import worker
 from scripts.standin import client
 from tests.helpers import wait_gone
 
-pytestmark = [pytest.mark.timing, pytest.mark.skipif(browser.problem("chromium") is not None,
+pytestmark = [pytest.mark.timing, pytest.mark.chromium, pytest.mark.skipif(browser.problem("chromium") is not None,
                                 reason="no Chromium on PATH (apt-get install chromium) or no Playwright")]
 
 
