@@ -215,6 +215,7 @@ class Worker:
         return wait_for_slot
 
     def _renewer(self, job):
+        """A callable that renews the job's lease (for the waits: a rate slot, a browser slot, a page)."""
         return lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s)
 
     def _browser_ready(self, job):
@@ -404,8 +405,7 @@ class Worker:
         """Ask the job's domain for its turn (lease renewed while waiting); HandedBack, the job released,
         when a stop came first or the domain's breaker opened after the job was taken."""
         polite = self.politeness_of(job.domain)
-        verdict = polite.before(job.probe, lambda: self.queue.heartbeat(job, self.name, self.clock(), self.s.lease_s),
-                                url)
+        verdict = polite.before(job.probe, self._renewer(job), url)
         if verdict == politeness.GO:
             return
         self.queue.release(job, self.name, self.clock())
