@@ -24,15 +24,17 @@ $(BIN)/scraper: setup.cfg pyproject.toml
 install: $(BIN)/scraper
 
 # Two phases: the tests that only check outcomes side by side (TEST_JOBS processes; most of their time is
-# spent waiting on real processes), then the tests marked `timing` (rate windows, memory peaks, Chromium)
-# one at a time on each CPU, in a lane of its own (TIMING_LANES processes, each pinned to its CPU with all
-# it starts), so each measures on a quiet core. Both print their slowest tests.
+# spent waiting on real processes), then the tests marked `timing` (rate windows, memory peaks, Chromium),
+# so each measures on a quiet machine: first the `wide` ones (dozens of pages in Chromium) alone on every
+# CPU, then the others one at a time on each CPU, in a lane of its own (TIMING_LANES processes, each pinned
+# to its CPU with all it starts). Each prints its slowest tests.
 # the project's own modules byte-compiled first, for the same reason: a test suite starts a few hundred
 # Python processes, and compiling what they import each time more than doubled its CPU time
 test: install
 	$(BIN)/python -m compileall -q scraper scripts tests
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not timing" --durations=15
-	$(BIN)/python -m pytest -q -n $(TIMING_LANES) --pin-lanes -m timing --durations=15
+	$(BIN)/python -m pytest -q -m "timing and wide" --durations=5
+	$(BIN)/python -m pytest -q -n $(TIMING_LANES) --pin-lanes -m "timing and not wide" --durations=15
 
 # the quick loop while editing: the parallel phase only (CI runs both)
 test-fast: install

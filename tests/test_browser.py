@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 
+import psutil
 import pytest
 
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
@@ -257,3 +258,19 @@ def test_a_browser_that_cannot_start_ends_the_attempt(tmp_path, fetcher):
         assert e.value.kind == "internal" and "did not start" in str(e.value)
     finally:
         fetcher.executable = real
+
+
+@needs_chromium
+def test_a_retired_browser_takes_its_driver_along_and_the_next_page_starts_both_again(pages, fetcher):
+    fetcher.retire()
+    before = set(fetcher.pids())
+    status, _, html = fetcher.render(pages + "/page", lambda u: None, 20, 2**20)
+    assert status == 200 and "Jazz night" in html
+    started = set(fetcher.pids()) - before
+    names = {psutil.Process(pid).name() for pid in started}
+    assert any(n.startswith("node") for n in names) and any("chrom" in n for n in names), names
+    fetcher.retire()    # what a handed-over slot or a recycle does: nothing of this browser stays, its driver neither
+    assert wait_gone(started, -1) == []
+    launches = fetcher.launches
+    status, _, html = fetcher.render(pages + "/page", lambda u: None, 20, 2**20)
+    assert status == 200 and "Jazz night" in html and fetcher.launches == launches + 1

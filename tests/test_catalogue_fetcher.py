@@ -14,6 +14,7 @@ from scraper.base.sources import Source
 from scraper.db import fetchlearn, store
 from scraper.db.queue import Queue
 from scraper.mirror import record
+from scraper.net import chromium
 from scraper.policy import fetchmode
 from scraper.pool import worker
 from scraper.products import report
@@ -180,3 +181,16 @@ def test_an_incomplete_auto_page_still_counts_its_fetches_in_the_failures_transa
     assert (summary["http"], summary["browser"]) == (1, 1)
     assert [p["verdict"] for p in summary["patterns"]] == ["unknown"]      # counted; nothing learnt
     conn.close()
+
+
+def test_the_default_browser_is_debians_headless_shell_when_it_is_installed(tmp_path, monkeypatch):
+    for name in ("chromium", "chromium-headless-shell", "my-chrome"):
+        exe = tmp_path / name
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert chromium.find_browser(settings.BROWSER) == str(tmp_path / "chromium-headless-shell")
+    assert chromium.find_browser("my-chrome") == str(tmp_path / "my-chrome")        # any other name as it is
+    assert chromium.find_browser(str(tmp_path / "chromium")) == str(tmp_path / "chromium")   # and any path
+    (tmp_path / "chromium-headless-shell").unlink()
+    assert chromium.find_browser(settings.BROWSER) == str(tmp_path / "chromium")    # else the full browser

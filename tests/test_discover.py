@@ -49,7 +49,8 @@ def stored(db):
 
 # --- against the stand-in ---------------------------------------------------------------------
 
-@pytest.mark.timing      # Chromium: one at a time on its CPU (`make test`)
+@pytest.mark.timing      # Chromium: after the parallel phase (`make test`)
+@pytest.mark.wide        # dozens of pages in Chromium: alone, on every CPU, before the lanes
 @pytest.mark.chromium
 @needs_chromium
 @pytest.mark.slow

@@ -67,24 +67,27 @@ class Watch:
         self.thread.start()
 
     def _loop(self):
+        # twice a second, each process's PSS read once: the kernel walks every page table to answer
+        # (smaps_rollup), and at 4 looks a second, a peak read twice, this thread was a sixth of the test's CPU
         while not self.stop.is_set():
             procs = memory.tree(self.pid)
-            pss = memory.usage(procs)[0]
+            each = [(p, memory.usage([p])[0]) for p in procs]
+            pss = sum(n for _, n in each)
             if pss > self.peak:     # what the peak was made of: python processes, Chromium, Playwright's node
                 self.peak, self.at_peak = pss, {}
-                for p in procs:
+                for p, n in each:
                     try:
                         kind = p.name().lower()[:12]
-                        self.at_peak[kind] = self.at_peak.get(kind, 0) + memory.usage([p])[0] // 2**20
                     except psutil.Error:
                         continue
+                    self.at_peak[kind] = self.at_peak.get(kind, 0) + n // 2**20
             for p in procs:
                 try:
                     if "chrom" in p.name().lower():
                         self.chromium.add(p.pid)
                 except psutil.Error:
                     continue
-            self.stop.wait(0.25)
+            self.stop.wait(0.5)
 
     def done(self):
         self.stop.set()
@@ -132,7 +135,8 @@ def live_page_requests(stats):
     return sum(n for path, n in stats["by_path"].items() if path.startswith("/live/"))
 
 
-@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time on its CPU (`make test`)
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: after the parallel phase (`make test`)
+@pytest.mark.wide        # dozens of pages in Chromium: alone, on every CPU, before the lanes
 @pytest.mark.chromium
 @needs_chromium
 @pytest.mark.slow
@@ -168,7 +172,8 @@ def test_auto_stores_every_event_rendering_each_script_page_about_once_within_ra
     assert fetch["browser"] >= len(live) and fetch["http"] >= EVENTS - len(live)
 
 
-@pytest.mark.timing      # Chromium, a PSS peak, rate windows: one at a time on its CPU (`make test`)
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: after the parallel phase (`make test`)
+@pytest.mark.wide        # dozens of pages in Chromium: alone, on every CPU, before the lanes
 @pytest.mark.chromium
 @needs_chromium
 @pytest.mark.slow

@@ -101,7 +101,8 @@ class Settings:
     youtube_url: str = setting(YOUTUBE_URL, "youtube_url", "url", "Where requests for https://www.youtube.com go, "
                                "same path and query.")
     browser_path: str = setting(BROWSER, "browser_path", "str", "The Chromium of sources with fetcher browser or "
-                                "auto: a path, or a name on PATH; nothing is ever downloaded.", check=str.strip,
+                                "auto: a path, or a name on PATH (`chromium`, the default, is Debian's "
+                                "chromium-headless-shell when installed); nothing is ever downloaded.", check=str.strip,
                                 env_aliases=("SCRAPER_BROWSER",), allowed="a Chromium executable (a path or a name)")
     browser_timeout_s: float | None = setting(None, "browser_timeout", "float", "Time one page may take in the "
                                               "browser, loading and settling (default: timeout).", unit="s",
