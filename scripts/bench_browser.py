@@ -3,7 +3,7 @@ Chromium), render the catalogue stand-in's script-rendered /live/ pages; prints 
 RSS of the whole process tree (this process, the workers, Playwright's drivers, Chromium's processes; the
 stand-in left out), sampled every 0.2 s.
 
-    .venv/bin/python -m scripts.bench_browser [--workers 4] [--pages 60] [--slots N]
+    .venv/bin/python -m scripts.bench_browser [--workers 4] [--pages 60] [--slots N] [--browser PATH]
 
 By default at most as many browsers are open at once as `chromium.slots_for` allows for the workers
 under the default 1 GB ceiling (3 for 4 workers); `--slots 0` gives every worker its own browser.
@@ -52,11 +52,14 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--pages", type=int, default=60)
     parser.add_argument("--slots", type=int, default=None, help="browsers open at once (0: one per worker)")
+    parser.add_argument("--browser", default=settings.BROWSER,
+                        help="as --browser-path: a path or a name on PATH (default: chromium, which is Debian's "
+                             "chromium-headless-shell when installed)")
     args = parser.parse_args(argv)
     if args.slots is None:
         args.slots = chromium.slots_for(settings.MEMORY_LIMIT_MB, args.workers)
     lock = os.path.join(tempfile.mkdtemp(prefix="bench-browser-"), "slots.lock")
-    executable = browser.require("chromium")
+    executable = browser.require(args.browser)
     site = client.start(catalogue=True, events=60, seed=1)
     try:
         live = [e["url"] for e in site.truth()["events"] if "/live/" in e["url"]]
