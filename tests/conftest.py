@@ -53,8 +53,7 @@ def pytest_collection_finish(session):
 
 def pytest_collection_modifyitems(config, items):
     """With --pin-lanes, the longest tests first (Chromium's slow ones, then Chromium's others), so the lanes
-    end together rather than one lane starting the longest test when the other is nearly done (measured on
-    2 cores: the `auto` test alone is 70-80 s on one CPU)."""
+    end together rather than one lane starting the longest test when the other is nearly done."""
     if config.getoption("pin_lanes"):
         items.sort(key=lambda item: (item.get_closest_marker("chromium") is None,
                                      item.get_closest_marker("slow") is None))
