@@ -19,7 +19,7 @@ from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.sites import n8n
 from scripts.standin import client
-from tests import proxies
+from tests import proxies, warm
 from tests.helpers import API, NOW, SAFE_ENV, SITE, TID
 from tests.pg import pg_migrated_url, pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
 
@@ -30,18 +30,34 @@ def pytest_addoption(parser):
     parser.addoption("--pin-lanes", action="store_true",
                      help="pin each test process (pytest-xdist's gw0, gw1, ...) to a CPU of its own: the serial "
                           "phase of `make test`, one timing test at a time on each core")
+    parser.addoption("--cold", action="store_true",
+                     help="start every command and stand-in in a new interpreter; by default the tests not "
+                          "marked `cold` fork theirs from a warm starter (tests/warm.py)")
 
 
 def pytest_configure(config):
-    """With --pin-lanes, this test process and all it starts (the scraper, the stand-ins, Chromium) run on one
-    CPU of their own. CPU affinity is inherited across fork, exec and new sessions, unlike `nice`, which only
-    weighs within a session's autogroup (the scraper's runs and Chromium start sessions of their own), so a
-    rate window or a deadline in one lane never waits for the other lane's work."""
+    """The stand-ins start through the warm starter where it is on (tests/warm.py). With --pin-lanes, this
+    test process and all it starts (the scraper, the stand-ins, Chromium) run on one CPU of their own. CPU
+    affinity is inherited across fork, exec and new sessions, unlike `nice`, which only weighs within a
+    session's autogroup (the scraper's runs and Chromium start sessions of their own), so a rate window or a
+    deadline in one lane never waits for the other lane's work."""
+    client.popen = warm.Popen
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not config.getoption("pin_lanes") or not worker.startswith("gw") or not hasattr(os, "sched_setaffinity"):
         return
     cpus = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+
+
+def pytest_unconfigure(config):
+    warm.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """The commands and stand-ins of a test (its fixtures' included) start warm (tests/warm.py), but for the
+    tests marked `cold`, which measure what a new interpreter holds (PSS, RSS) or run as a user would."""
+    warm.enabled = not item.config.getoption("cold") and item.get_closest_marker("cold") is None
 
 
 def pytest_collection_finish(session):

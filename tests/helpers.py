@@ -24,6 +24,7 @@ from scraper.base import logs
 from scraper.db import schema, store
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, load_json
+from tests import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 # A closed local port: a test that forgets to point the scraper at the stand-in fails fast
@@ -58,8 +59,8 @@ def scraper_env(site, db):
 
 def scraper(site, db, *args, timeout=300, check=None, env=None):
     """Run `scraper ARGS` as a real process (`env`: extra variables); returns the CompletedProcess."""
-    done = subprocess.run([sys.executable, "-m", "scraper", *args], env={**scraper_env(site, db), **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    done = warm.run([sys.executable, "-m", "scraper", *args], env={**scraper_env(site, db), **(env or {})},
+                    capture_output=True, text=True, timeout=timeout)
     if check is not None:
         assert done.returncode == check, done.stderr[-3000:]
     return done
@@ -101,8 +102,8 @@ def in_process(site, db, *args, check=None, env=None):
 
 def start_scraper(site, db, *args):
     """Start `scraper ARGS` in the background (for signal tests)."""
-    return subprocess.Popen([sys.executable, "-m", "scraper", *args], env=scraper_env(site, db),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return warm.Popen([sys.executable, "-m", "scraper", *args], env=scraper_env(site, db),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def rows(db, sql, *params):

@@ -15,6 +15,7 @@ FAULTS = "503:0.03,500x2:0.02,reset:0.01,truncate:0.01,slow:0.01,404:0.01,403:0.
 RUN = ("run", "--workers", "4", "--rate", "20", "--burst", "5", "--timeout", "2")
 
 
+@pytest.mark.cold        # the acceptance run as a user starts it
 @pytest.mark.timing
 def test_acceptance_500_templates_with_faults_and_kills(standin, tmp_path):
     """The issue's 500 templates, time compressed to three fifths: 300 at the same rate and faults, the

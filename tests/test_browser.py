@@ -16,6 +16,7 @@ import pytest
 
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
 from scraper.net import browser, chromium
+from tests import warm
 from tests.helpers import ROOT, wait_gone
 
 # Chromium: run after the parallel phase, one at a time on its CPU (`make test`)
@@ -88,7 +89,7 @@ def fetcher():
     finally:
         pids = f.pids()
         f.close()
-        assert wait_gone(set(pids) - {os.getpid()}, -1) == []
+        assert wait_gone(set(pids) - {os.getpid()} - warm.family(), -1) == []
 
 
 @needs_chromium

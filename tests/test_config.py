@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from scraper import cli
 from scraper.base import config, settings
+from tests import warm
 from tests.helpers import ROOT, assert_one_sentence_error, in_process, scraper_env
 
 OLD_HELP = ROOT / "tests" / "snapshots" / "help-before-issue-26.txt"
@@ -272,8 +273,8 @@ def test_a_run_takes_rate_burst_and_workers_from_scraper_toml_and_the_site_sees_
     in_process(site, db, "seed", "--from-search", check=0)
     env = {k: v for k, v in scraper_env(site, db).items() if k not in ("SCRAPER_RATE", "SCRAPER_BURST",
                                                                       "SCRAPER_WORKERS")}
-    done = subprocess.run([sys.executable, "-m", "scraper", "run"], env=env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    done = warm.run([sys.executable, "-m", "scraper", "run"], env=env, cwd=tmp_path, capture_output=True,
+                    text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert site.stats()["http_429"] == 0
     import sqlite3

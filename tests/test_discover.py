@@ -5,7 +5,6 @@ pages, other pages in the same sitemaps): it sends at most 40 requests, obeys ro
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -19,6 +18,7 @@ from scraper.net import browser, http
 from scraper.politeness.visit import Visit
 from scraper.sites import discover as infer
 from scripts.standin import client
+from tests import warm
 from tests.helpers import assert_one_sentence_error, rows, write
 
 needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
@@ -28,8 +28,8 @@ MAX_REQUESTS = 40
 
 
 def scraper(env, *args, timeout=300, cwd=None):
-    return subprocess.run([sys.executable, "-m", "scraper", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
+    return warm.run([sys.executable, "-m", "scraper", *args], env=env, capture_output=True, text=True,
+                    timeout=timeout, cwd=cwd)
 
 
 def base_env(tmp_path, **extra):

@@ -138,6 +138,7 @@ def live_page_requests(stats):
 @pytest.mark.timing      # Chromium, a PSS peak, rate windows: after the parallel phase (`make test`)
 @pytest.mark.wide        # dozens of pages in Chromium: alone, on every CPU, before the lanes
 @pytest.mark.chromium
+@pytest.mark.cold         # a PSS peak of new interpreters
 @needs_chromium
 @pytest.mark.slow
 def test_auto_stores_every_event_rendering_each_script_page_about_once_within_rate_and_memory(calendar, tmp_path):
@@ -175,6 +176,7 @@ def test_auto_stores_every_event_rendering_each_script_page_about_once_within_ra
 @pytest.mark.timing      # Chromium, a PSS peak, rate windows: after the parallel phase (`make test`)
 @pytest.mark.wide        # dozens of pages in Chromium: alone, on every CPU, before the lanes
 @pytest.mark.chromium
+@pytest.mark.cold         # a PSS peak of new interpreters
 @needs_chromium
 @pytest.mark.slow
 def test_no_chromium_is_left_after_kill_9_of_the_group_and_the_resumed_run_completes(small_calendar, tmp_path):

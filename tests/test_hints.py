@@ -5,7 +5,6 @@ record's `missing`; ignoring a domain's robots.txt re-queues its jobs that ended
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -14,6 +13,7 @@ from scraper.base.sources import Source
 from scraper.policy import outcome
 from scraper.sites import catalogue
 from scripts.standin import client
+from tests import warm
 from tests.helpers import in_process, rows, scraper, write
 
 pytestmark = pytest.mark.slow
@@ -35,8 +35,8 @@ fetcher = "http"
 def run(folder, site, include, *args):
     env = {**os.environ, "SCRAPER_DB": str(folder / "jobs.db"), "SCRAPER_TRANSCRIPTS": "0",
            "SCRAPER_SOURCES": write(folder, SOURCES.format(url=site.url, include=include))}
-    return subprocess.run([sys.executable, "-m", "scraper", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+    return warm.run([sys.executable, "-m", "scraper", *args], env=env, capture_output=True, text=True,
+                    timeout=300)
 
 
 def test_script_pages_over_plain_http_name_fetcher_auto_and_the_walk_counts_what_include_left_out(tmp_path):

@@ -55,6 +55,7 @@ class PoolSampler(threading.Thread):
             self.samples += 1
 
 
+@pytest.mark.cold        # the pool's RSS peak, as a new interpreter holds it
 @pytest.mark.timing
 def test_hostile_answers_end_their_own_jobs_and_everything_else_is_stored_exactly(standin, tmp_path):
     site = standin(templates=150, rate=100, burst=10, faults=ORDINARY, hostile=0.015, trickle_s=0.5, seed=11)

@@ -23,6 +23,7 @@ from scraper.db.queue import Queue
 from scraper.policy import outcome
 from scraper.products import status as status_report
 from scraper.sites import n8n
+from tests import warm
 from tests.conftest import ANY_ROBOTS
 from tests.helpers import (
     in_process,
@@ -366,8 +367,8 @@ def test_twelve_seconds_into_a_run_at_rate_5_the_rate_is_about_300_per_min(tmp_p
 @pytest.mark.slow
 def test_status_watch_redraws_until_ctrl_c(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=5)
-    proc = subprocess.Popen([sys.executable, "-m", "scraper", "status", "--watch"], env=scraper_env(site, db),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = warm.Popen([sys.executable, "-m", "scraper", "status", "--watch"], env=scraper_env(site, db),
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []
     while len(seen) < 2:
         line = proc.stdout.readline()

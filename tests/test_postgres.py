@@ -17,6 +17,7 @@ from scraper import cli
 from scraper.db import slots, store
 from scraper.politeness.gcra import GcraLimiter
 from scraper.sites import n8n
+from tests import warm
 from tests.helpers import (
     check_every_row,
     definition_ids,
@@ -160,10 +161,10 @@ RATE, BURST = 30, 5
 def start_group(site, db, tz):
     """One `scraper run` process group, as another machine would start it."""
     env = {**scraper_env(site, db), "TZ": tz}
-    return subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", str(RATE),
-                             "--burst", str(BURST), "--lease", "6", "--timeout", "5", "--backoff-base", "0.1"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return warm.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", str(RATE),
+                       "--burst", str(BURST), "--lease", "6", "--timeout", "5", "--backoff-base", "0.1"],
+                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                      start_new_session=True)
 
 
 @pytest.mark.timing

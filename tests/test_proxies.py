@@ -25,6 +25,7 @@ from scraper.policy import proxies as policy
 from scraper.politeness.limiter import DomainLimiter
 from scraper.pool import worker
 from scripts.standin import client
+from tests import warm
 from tests.helpers import in_process, jobs_in, rows, scraper, scraper_env
 
 SECRET = "pw-Secret-29"
@@ -254,9 +255,9 @@ def test_two_run_groups_on_postgresql_share_the_pool_and_the_site_s_limit(standi
     site.reset()
     a, b, dead = proxy_servers(bind="127.0.0.2"), proxy_servers(bind="127.0.0.3"), proxy_servers(mode="dead")
     env = {**scraper_env(site, pg_url), "SCRAPER_PROXIES": f"{dead.url},{a.url},{b.url}"}
-    groups = [subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "2", "--rate", "20",
-                                "--burst", "5"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True) for _ in range(2)]
+    groups = [warm.Popen([sys.executable, "-m", "scraper", "run", "--workers", "2", "--rate", "20",
+                          "--burst", "5"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True) for _ in range(2)]
     try:
         for group in groups:
             assert group.wait(120) == 0, group.stderr.read()[-2000:]

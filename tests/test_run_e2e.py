@@ -1,11 +1,11 @@
 """The real CLI against the stand-in site: faults, the database row by row."""
 
 import json
-import subprocess
 import sys
 
 import pytest
 
+from tests import warm
 from tests.helpers import ROOT, check_every_row, in_process, rows, scraper
 
 pytestmark = pytest.mark.slow
@@ -43,8 +43,8 @@ def test_a_server_stricter_than_the_rate_pauses_the_domain_and_loses_no_job(stan
 
 def test_make_demo_script_scrapes_the_standin_end_to_end(tmp_path):
     db = tmp_path / "demo.db"
-    done = subprocess.run([sys.executable, "-m", "scripts.demo", "--templates", "30", "--db", str(db)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = warm.run([sys.executable, "-m", "scripts.demo", "--templates", "30", "--db", str(db)],
+                    capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "seeded 30 new job(s)" in done.stdout
     # the templates carry videos: the status counts their transcript jobs too, so read the n8n site's line

@@ -18,6 +18,7 @@ from scraper.db import store
 from scraper.db.migrations import MIGRATIONS
 from scraper.policy import redact
 from scraper.products import browse, lookup, mcpserver
+from tests import warm
 from tests.helpers import (
     RARE_WORDS,
     SECRETS,
@@ -216,8 +217,8 @@ def served(mirror):
     """(db, planted ids, base URL) of a real `scraper serve --port P` process, stopped at the end."""
     db, planted = mirror
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "scraper", "--db", str(db), "serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = warm.Popen([sys.executable, "-m", "scraper", "--db", str(db), "serve", "--port", str(port)],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: proc.poll() is not None or fetch(base + "/-/databases.json")[0] == 200, timeout=60)
@@ -271,11 +272,11 @@ def test_a_real_server_beside_a_running_run_searches_and_chromium_shows_the_temp
     ids = tmp_path / "ids.txt"
     ids.write_text("".join(f"{i}\n" for i in site.corpus()["ids"] if i not in known))
     env = scraper_env(site, db)
-    subprocess.run([sys.executable, "-m", "scraper", "seed", "--ids", str(ids)], env=env, check=True,
-                   capture_output=True)
+    warm.run([sys.executable, "-m", "scraper", "seed", "--ids", str(ids)], env=env, check=True,
+             capture_output=True)
     before = count(db, "SELECT COUNT(*) FROM workflows")
-    run = subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "1", "--rate", "4", "--burst", "1",
-                            "--no-transcripts"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = warm.Popen([sys.executable, "-m", "scraper", "run", "--workers", "1", "--rate", "4", "--burst", "1",
+                      "--no-transcripts"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: count(db, "SELECT COUNT(*) FROM workflows") > before, timeout=60)   # it writes
         status, body = fetch(f"{base}/jobs/templates.json?_search={RARE_WORDS[0]}&_shape=array")

@@ -6,7 +6,6 @@ calendar (a real seed and run against the catalogue stand-in), `search WORD` fin
 import json
 import os
 import re
-import subprocess
 import sys
 
 import pytest
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 
 from scraper.cli import main
 from scripts.standin import client
+from tests import warm
 from tests.helpers import served_mirror, write
 
 SOURCES = """
@@ -38,8 +38,8 @@ def calendar_db(tmp_path_factory):
         env = {**os.environ, "SCRAPER_DB": str(folder / "jobs.db"), "SCRAPER_SOURCES": sources,
                "SCRAPER_TRANSCRIPTS": "0"}
         for args in (["seed"], ["run", "--workers", "2"]):
-            done = subprocess.run([sys.executable, "-m", "scraper", *args], env=env, capture_output=True, text=True,
-                                  timeout=300)
+            done = warm.run([sys.executable, "-m", "scraper", *args], env=env, capture_output=True, text=True,
+                            timeout=300)
             assert done.returncode == 0, done.stderr[-2000:]
         static = [e for e in site.truth()["events"] if not e["script_rendered"]]
     return str(folder / "jobs.db"), sources, static

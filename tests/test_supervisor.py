@@ -147,6 +147,7 @@ def test_a_503_storm_opens_the_breaker_then_the_run_finishes(standin, tmp_path):
     assert status_json(site, db)["domains"]["127.0.0.1"]["state"] == "closed"
 
 
+@pytest.mark.cold        # PSS of a new interpreter
 def test_a_small_memory_share_recycles_workers_and_the_run_completes(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=120, rate=50, burst=5, latency_ms=50)
     # the ceiling counts PSS: a worker holds 10-16 MB of it, the supervisor about as much

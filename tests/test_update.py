@@ -11,6 +11,7 @@ import pytest
 
 from scraper.db import store
 from scraper.products import report
+from tests import warm
 from tests.helpers import (
     NOWHERE,
     STAMPED_ERROR,
@@ -305,13 +306,12 @@ def test_refresh_says_why_nothing_was_queued(stored_db):
 def test_update_with_no_network_points_to_make_demo(tmp_path):
     # issue 32: `make scrape` offline fails in one clear sentence that names the offline way in
     import os
-    import subprocess
     import sys
     env = {**os.environ, "SCRAPER_DB": str(tmp_path / "jobs.db"), "SCRAPER_API_URL": "http://127.0.0.1:9/api",
            "SCRAPER_SITE_URL": "http://127.0.0.1:9"}
     env.pop("SCRAPER_SOURCES", None)
-    done = subprocess.run([sys.executable, "-m", "scraper", "update", "--backoff-base", "0", "--workers", "1"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = warm.run([sys.executable, "-m", "scraper", "update", "--backoff-base", "0", "--workers", "1"],
+                    env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     failed = [line for line in done.stderr.splitlines() if "the walk failed" in line]
     assert len(failed) == 1 and "could not reach http://127.0.0.1:9/robots.txt" in failed[0]

@@ -11,6 +11,7 @@ from scraper.net import browser, http
 from scraper.politeness.limiter import DomainLimiter
 from scraper.pool import worker
 from scripts.standin import client
+from tests import warm
 from tests.helpers import wait_gone
 
 pytestmark = [pytest.mark.timing, pytest.mark.chromium, pytest.mark.skipif(browser.problem("chromium") is not None,
@@ -44,7 +45,7 @@ def test_script_rendered_pages_take_a_rate_slot_for_every_request(catalogue, tmp
             job = queue.claim(w.name, 2.0, s.lease_s, sites=["catalogue"])
             final_url, html = worker._JobContext(w, job).render(job.url)
             assert final_url == job.url and "application/ld+json" in html    # the script built the record
-            pids = set(w.browser.pids()) - {catalogue.proc.pid}      # all our descendants but the stand-in
+            pids = set(w.browser.pids()) - {catalogue.proc.pid} - warm.family()    # the browser's alone
     finally:
         w.close()
         session.close()

@@ -27,6 +27,8 @@ from .timeline import rate_series
 # the repository's root: `python -m scripts.standin` resolves from there, whatever the caller's folder
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK_URL = "http://127.0.0.1:"
+# what starts a stand-in's process: the test suite puts its warm starter here (tests/warm.py)
+popen = subprocess.Popen
 LOOPBACK_URLS = (LOOPBACK_URL, "http://127.0.0.2:")
 MODULES = {"n8n": "scripts.standin", "youtube": "scripts.standin.youtube", "catalogue": "scripts.standin.catalogue"}
 
@@ -172,8 +174,8 @@ def command(*args, youtube=False, catalogue=False, **options):
 def start(*args, youtube=False, catalogue=False, **options):
     """Start a stand-in process (n8n; ``youtube=True``; ``catalogue=True``: the events catalogue, on
     127.0.0.2 unless ``host="127.0.0.1"``) and wait for its ``listening on URL`` line; returns a ``Standin``."""
-    proc = subprocess.Popen(command(*args, youtube=youtube, catalogue=catalogue, **options), cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)
+    proc = popen(command(*args, youtube=youtube, catalogue=catalogue, **options), cwd=ROOT, stdout=subprocess.PIPE,
+                 text=True)
     line = proc.stdout.readline()
     if "listening on " not in line:
         proc.kill()
