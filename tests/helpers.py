@@ -332,8 +332,7 @@ class Plain:
     """A client of a stdio MCP server in plain JSON-RPC 2.0: one JSON object a line each way."""
 
     def __init__(self, args):
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+        self.proc = warm.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines, self.next_id = queue.Queue(), 0
         threading.Thread(target=self._read, daemon=True).start()
 

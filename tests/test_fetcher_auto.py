@@ -19,6 +19,7 @@ from scraper.base import exitcodes
 from scraper.net import browser
 from scraper.pool import memory
 from scripts.standin import client
+from tests import warm
 from tests.helpers import rows, wait_gone, wait_until, write
 
 RATE, BURST = 12, 4
@@ -53,8 +54,8 @@ def env(tmp_path, text, **extra):
 
 
 def scraper(e, *args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "scraper", *args], env=e, capture_output=True, text=True,
-                          timeout=timeout)
+    return warm.run([sys.executable, "-m", "scraper", *args], env=e, capture_output=True, text=True,
+                    timeout=timeout)
 
 
 class Watch:
@@ -97,8 +98,8 @@ class Watch:
 def run_watched(e, *args, kill_when=None):
     """`scraper run ARGS` in a session of its own, its tree sampled; with `kill_when(watch)`, kill -9 of
     its whole process group once that is true. Returns (exit code, stderr, Watch)."""
-    proc = subprocess.Popen([sys.executable, "-m", "scraper", "run", *args], env=e, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = warm.Popen([sys.executable, "-m", "scraper", "run", *args], env=e, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE, text=True, start_new_session=True)
     watch = Watch(proc.pid)
     try:
         if kill_when is not None:

@@ -297,9 +297,9 @@ def seeded(standin, tmp_path, templates, latency_ms=0, **site_options):
 @pytest.mark.slow
 def test_a_live_run_shows_its_pid_and_a_killed_one_shows_none_with_its_orphans(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=40, rate=50, burst=5, latency_ms=1500)
-    proc = subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", "50"],
-                            env=scraper_env(site, db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = warm.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", "50"],
+                      env=scraper_env(site, db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                      start_new_session=True)
     try:
         wait_until(lambda: jobs_in(db, "running") == 3)
         live = status_json(site, db)
