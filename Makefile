@@ -12,12 +12,14 @@ TIMING_LANES ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaf
 .PHONY: install test test-fast lint scrape demo bench clean
 
 $(BIN)/scraper: setup.cfg pyproject.toml
-	$(PYTHON) -m venv $(VENV)
 	# uv (Astral's installer, from PyPI) resolves and installs the same packages as pip, in parallel: 8 s
-	# instead of pip's 26 s (and 3 s of upgrading pip) in a fresh venv. Where uv cannot be had (an index only
-	# pip is configured for), pip does it.
-	($(BIN)/pip install --quiet uv && $(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[test]') \
-		|| $(BIN)/pip install --quiet --no-compile -e '.[test]'
+	# instead of pip's 26 s (and 3 s of upgrading pip) in a fresh venv. The venv is made without pip
+	# (ensurepip took 7 s): the system's pip puts uv in it, and uv installs pip beside the packages. Where
+	# $(PYTHON) has no pip, or uv cannot be had (an index only pip is configured for), ensurepip and pip do it.
+	$(PYTHON) -m pip --version >/dev/null 2>&1 && $(PYTHON) -m venv --without-pip $(VENV) \
+		&& $(PYTHON) -m pip --python $(BIN)/python install --quiet uv \
+		&& $(BIN)/uv pip install --quiet --python $(BIN)/python pip -e '.[test]' \
+		|| ($(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --no-compile -e '.[test]')
 	# byte-compiled at install: where PYTHONDONTWRITEBYTECODE is set (as on our CI machines) nothing imported
 	# is ever cached, so without it every process compiles every module it imports, each time; compileall on
 	# every CPU
