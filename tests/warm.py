@@ -1,18 +1,21 @@
 """A warm starter for the commands the tests start: `python -m MODULE ARGS` forked from a process that has
 already imported the scraper and the stand-ins, instead of a new interpreter importing them again.
 
-A test suite starts a few hundred `scraper` commands and stand-ins; each new interpreter spent about 0.4 s
-of CPU importing click, requests, pyrate-limiter, psutil and the scraper before doing anything (the parallel
-phase is CPU-bound on 2 cores, so that was about a minute of its wall time). Here one starter per test
-process imports them once; each command is a fork of it, so it is still a process of its own, with its
-own pid, argv, environment, working folder, pipes and exit status, and real signals reach it. What differs
-from a new interpreter: the imports are done and the hash seed is the starter's. The tests that measure
-(marked `timing`) and those about the interpreter's start itself start a new interpreter as before.
+A test suite starts a few hundred `scraper` commands and stand-ins; each new interpreter spent 0.2-0.5 s of
+CPU importing click, requests, pyrate-limiter, psutil and the scraper before it did anything, and the
+parallel phase is CPU-bound on 2 cores. Here one starter per test process imports them once; each command is
+a fork of it, so it is still a process of its own, with its own pid, argv, environment, working folder,
+pipes, exit status and (when asked) session, and real signals reach it. What differs from a new
+interpreter: the imports are done and the hash seed is the starter's. The tests marked `cold` (they measure
+what a process holds, or are the acceptance run) and those about the interpreter's own start start new
+interpreters.
 
 `Popen` is subprocess.Popen with the fork done by the starter: the test sends argv, environment and
 folder, and the child's three standard descriptors (SCM_RIGHTS), over a SOCK_SEQPACKET connection; the
 starter answers with the pid, then with the wait status when the child ends (it waits on a pidfd).
-Anything else (another program, extra descriptors, another user) is a plain subprocess.
+Anything else (another program, extra descriptors, another user) is a plain subprocess. It is built on
+subprocess.Popen's internals and the interpreter's exit steps (CPython 3.10-3.13); tests/test_warm.py checks
+what a command sees and how it ends.
 """
 
 import atexit
@@ -32,13 +35,12 @@ import threading
 import time
 import traceback
 
-# what the tests' commands import: the scraper (every module but the optional extras' own, which import
-# them when their command runs), its heavy imports and the stand-ins
+# what the tests' commands import: every module of the scraper (the optional extras' packages are imported
+# by their commands, as in a new interpreter), its heavy imports and the stand-ins
 PRELOAD = ("requests", "psutil", "pyrate_limiter", "sqlite_utils", "scripts.standin.server",
            "scripts.standin.youtube", "scripts.standin.catalogue")
-EXTRAS = ("mcp", "datasette", "playwright", "pyarrow", "warcio")
 
-# set per test by tests/conftest.py: the warm start for the tests that do not measure
+# set per test by tests/conftest.py: warm but for the tests marked `cold`
 enabled = False
 _starter = None
 
@@ -48,15 +50,11 @@ def _preload():
     for name in PRELOAD:
         importlib.import_module(name)
     for info in pkgutil.walk_packages(scraper.__path__, "scraper."):
-        if info.name.endswith("__main__"):
-            continue
-        before = set(sys.modules)
-        try:
-            importlib.import_module(info.name)
-        except ImportError:
-            continue
-        if any(m.split(".")[0] in EXTRAS for m in set(sys.modules) - before):
-            raise RuntimeError(f"{info.name} imports an optional extra at import")
+        if not info.name.endswith("__main__"):
+            try:
+                importlib.import_module(info.name)
+            except ImportError:         # a module of an extra that is not installed: its command says so
+                pass
 
 
 def _serve(path):
@@ -110,8 +108,8 @@ def _serve(path):
 
 
 def _become(request, fds):
-    """In the forked child: take the command's descriptors, folder, environment and argv, and run it as
-    `python -m` would; the interpreter's own exit (atexit, threads, buffers) ends it."""
+    """In the forked child: take the command's descriptors, folder, environment and argv, run it as
+    `python -m` would, and end as the interpreter would (`_exit`)."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         if fd > 2:
@@ -124,23 +122,23 @@ def _become(request, fds):
     time.tzset()
     sys.path[0] = request["cwd"]
     sys.argv = ["-m", *request["args"]]
-    code = 0
+    code, interrupted = 0, False
     try:
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
     except SystemExit as exit:
         code = exit.code
     except KeyboardInterrupt:
         traceback.print_exc()
-        code = -signal.SIGINT
+        interrupted = True
     except BaseException:
         traceback.print_exc()
         code = 1
-    _exit(code)
+    _exit(code, interrupted)
 
 
-def _exit(code):
-    """End as the interpreter would after `code` (SystemExit's), without its teardown: freeing every
-    object the starter imported would write to (and so copy) all of the memory the fork shares."""
+def _exit(code, interrupted):
+    """End as the interpreter would after SystemExit(`code`) or an uncaught Ctrl-C, without its teardown:
+    freeing every object the starter imported would write to (and so copy) all the memory the fork shares."""
     threading._shutdown()                   # the non-daemon threads first, as at an interpreter's exit
     atexit._run_exitfuncs()
     if code is None:
@@ -153,7 +151,7 @@ def _exit(code):
             stream.flush()
         except (OSError, ValueError):
             pass
-    if code == -signal.SIGINT:              # as an interpreter killed by an uncaught Ctrl-C ends
+    if interrupted:                         # as an interpreter ends after an uncaught Ctrl-C
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     os._exit(code & 0xFF)
