@@ -31,23 +31,25 @@ install: $(BIN)/scraper
 # First one collection, which keeps the test modules with their assertions rewritten (tests/conftest.py): every
 # test process of the phases then loads them (2.5 s of CPU each to collect, against 8.8 s rewriting them).
 # Then two phases: the tests that only check outcomes side by side (TEST_JOBS processes; most of their time is
-# spent waiting on real processes), then the tests marked `timing` (rate windows, memory peaks, Chromium),
-# so each measures on a quiet machine: first the `wide` ones (dozens of pages in Chromium) alone on every
-# CPU, then the others one at a time on each CPU, in a lane of its own (TIMING_LANES processes, each pinned
-# to its CPU with all it starts). Each prints its slowest tests.
+# spent waiting on real processes; an idle process takes tests queued for another, as xdist's default hands
+# out runs of consecutive tests and one process went on alone for a minute with several long ones), then
+# the tests marked `timing` (rate windows, memory peaks, Chromium), so each measures on a quiet machine:
+# first the `wide` ones (dozens of pages in Chromium) alone on every CPU, then the others one at a time on
+# each CPU, in a lane of its own (TIMING_LANES processes, each pinned to its CPU with all it starts). Each
+# prints its slowest tests.
 # the project's own modules byte-compiled first, for the same reason: a test suite starts a few hundred
 # Python processes, and compiling what they import each time more than doubled its CPU time
 test: install
 	$(BIN)/python -m compileall -q scraper scripts tests
 	$(BIN)/python -m pytest -q --collect-only > /dev/null
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not timing" --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not timing" --durations=15
 	$(BIN)/python -m pytest -q -m "timing and wide" --durations=5
 	$(BIN)/python -m pytest -q -n $(TIMING_LANES) --pin-lanes -m "timing and not wide" --durations=15
 
 # the quick loop while editing: the parallel phase only (CI runs both)
 test-fast: install
 	$(BIN)/python -m compileall -q scraper scripts tests
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not timing"
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not timing"
 
 # ruff; import-linter's layer contracts (pyproject.toml); mypy over the seams (pyproject.toml); no private
 # name imported across modules (scripts/check_private_imports.py); no SQL outside scraper/db/
