@@ -96,11 +96,7 @@ def test_a_database_of_the_previous_schema_upgrades_in_place_keeping_every_row(t
     import sqlite3
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    previous = 6            # the schema before the mirror core (issue 16)
-    for number in range(previous):
-        for statement in store.statements(store.MIGRATIONS[number]):
-            conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {previous}")
+    store.migrate(conn, 6)          # the schema before the mirror core (issue 16)
     conn.execute("INSERT INTO workflows (id, name, version, fetched_at, content_hash) VALUES (7, 'T', 2, 'x', 'h')")
     for v in (1, 2):
         for kind in ("api", "page"):

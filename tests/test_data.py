@@ -134,9 +134,7 @@ def test_the_index_follows_every_write_to_workflows(small_db):
 def test_the_migration_indexes_rows_stored_before_it(tmp_path):
     db = str(tmp_path / "old.db")
     conn = store.connect(db)
-    for statement in store.statements(store.MIGRATIONS[0]):
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
+    store.migrate(conn, 1)
     row = n8n.extract(detail_body(definition_ids()[0]), "x")
     row.pop("hollow")       # schema 17's column
     # as the code of schema 1 wrote it (store.upsert now writes columns that schema has not)

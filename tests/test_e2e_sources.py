@@ -164,10 +164,7 @@ def previous_release_database(path, site):
     (a stored template with its answers, change, video and transcript; a done, a failed and a pending
     job on the stand-in), made with plain SQL as that release did. Returns the ids (stored, pending)."""
     conn = sqlite3.connect(path, isolation_level=None)
-    for number in range(PREVIOUS):
-        for statement in store.statements(store.MIGRATIONS[number]):
-            conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {PREVIOUS}")
+    store.migrate(conn, PREVIOUS)
     stored, failed, pending = site.corpus()["ids"][:3]
     now = time.time() - 3600
     for tid, status in ((stored, "done"), (failed, "failed"), (pending, "pending")):

@@ -99,9 +99,7 @@ def test_status_shows_each_domains_jobs_in_flight_and_slot_wait(q):
 def test_the_request_log_of_an_older_database_gains_the_slot_wait_column(tmp_path):
     path = str(tmp_path / "old.db")
     conn = sqlite3.connect(path)
-    for sql in store.MIGRATIONS[:-1]:
-        conn.executescript(sql)
-    conn.execute(f"PRAGMA user_version = {len(store.MIGRATIONS) - 1}")
+    store.migrate(conn, store.SCHEMA_VERSION - 1)
     conn.execute("INSERT INTO requests (at, domain, kind, status, ms) VALUES (1, 'n8n.io', 'ok', 200, 40)")
     conn.commit()
     conn.close()

@@ -132,9 +132,7 @@ def test_the_store_keeps_verdicts_and_counts(tmp_path):
 def test_a_database_of_the_previous_schema_upgrades_in_place(tmp_path):
     path = str(tmp_path / "old.db")
     conn = store.connect(path)
-    for statement in store.statements("\n".join(store.MIGRATIONS[:-1])):
-        conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION - 1}")
+    store.migrate(conn, store.SCHEMA_VERSION - 1)
     conn.execute("INSERT INTO jobs (key, site, url, domain, created_at, updated_at) "
                  "VALUES ('n8n:1', 'n8n', 'http://x/1', 'x', 1, 1)")
     conn.close()

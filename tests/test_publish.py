@@ -156,10 +156,7 @@ def test_answers_stored_before_urls_were_kept_get_their_url_rebuilt(mirror, tmp_
 def test_a_database_of_schema_6_upgrades_in_place_losing_nothing(tmp_path):
     path = str(tmp_path / "old.db")
     conn = store.connect(path)
-    for number in range(6):
-        for statement in store.statements(store.MIGRATIONS[number]):
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 6")
+    store.migrate(conn, 6)
     conn.execute("INSERT INTO answers VALUES (1, 1, 'api', 'h', 't', 't', 3, ?)", (answers.compress(b"abc"),))
     conn.close()
     conn = store.open_db(path)

@@ -266,10 +266,7 @@ def test_the_limiter_follows_a_lowered_rate(tmp_path):
 def test_a_database_of_the_previous_schema_upgrades_in_place(tmp_path):
     path = str(tmp_path / "old.db")
     conn = sqlite3.connect(path)
-    for number in range(store.SCHEMA_VERSION - 1):
-        for statement in store.statements(store.MIGRATIONS[number]):
-            conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION - 1}")
+    store.migrate(conn, store.SCHEMA_VERSION - 1)
     conn.execute("INSERT INTO domains (domain, state, gave_up) VALUES ('n8n.io', 'open', 1)")
     conn.commit()
     conn.close()

@@ -88,11 +88,8 @@ def test_run_source_limits_the_run_to_those_sources(tmp_path, db):
 def test_a_database_of_the_previous_schema_upgrades_in_place_and_keeps_every_row(tmp_path):
     path = str(tmp_path / "old.db")
     conn = store.connect(path)
+    store.migrate(conn, 6)              # the schema of the previous release
     conn.execute("BEGIN")
-    for number, script in enumerate(store.MIGRATIONS[:6]):    # the schema of the previous release
-        for statement in store.statements(script):
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {number + 1}")
     conn.execute("INSERT INTO jobs (key, site, url, domain, status, created_at, updated_at) VALUES "
                  "('n8n:1', 'n8n', 'http://n8n.io/x/1', 'n8n.io', 'done', 1, 1), "
                  "('youtube:abc', 'youtube', 'http://youtube.com/abc', 'youtube.com', 'pending', 1, 1)")

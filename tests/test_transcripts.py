@@ -289,9 +289,7 @@ def test_run_refuses_a_bad_domain_rate_in_one_sentence(tmp_path):
 def test_migration_links_templates_stored_before_it(tmp_path):
     path = str(tmp_path / "old.db")
     conn = store.connect(path)
-    for statement in store.statements(store.MIGRATIONS[0]):
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
+    store.migrate(conn, 1)
     conn.execute("INSERT INTO workflows (id, videos) VALUES (1, '[\"AzOgpdn8ngY\", \"laHIzhsz12E\"]'), "
                  "(2, '[]'), (3, 'not json')")
     store.migrate(conn)

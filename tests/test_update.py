@@ -154,11 +154,7 @@ def test_a_runs_done_in_run_stays_what_its_last_line_said(standin, tmp_path):
 def test_the_migration_gives_earlier_runs_a_record_and_loses_nothing(tmp_path):
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
-    version = 6                 # the schema before migration 7 (each run's own record)
-    for number in range(version):
-        for statement in store.statements(store.MIGRATIONS[number]):
-            conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {version}")
+    store.migrate(conn, 6)      # the schema before migration 7 (each run's own record)
     conn.execute("INSERT INTO runs (pid, started_at, finished_at, workers, done) VALUES (1, 100, 200, 2, 1)")
     conn.execute("INSERT INTO jobs (key, site, url, domain, status, created_at, updated_at, finished_at) "
                  "VALUES ('n8n:1', 'n8n', 'u', 'd', 'done', 0, 0, 150)")

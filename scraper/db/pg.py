@@ -17,13 +17,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
-from scraper.db import dialect, pgschema
+from scraper.db import dialect, migrations
 
 log = logging.getLogger(__name__)
 
@@ -180,11 +180,6 @@ class Connection:
         if not rows:
             return _Rows([])
         return self._send(self._translate(sql), rows, many=True, counted=True)
-
-    def executescript(self, script: str) -> None:
-        from scraper.db import store
-        for statement in store.statements(script):
-            self.execute(statement)
 
     def _translate(self, sql: str) -> str:
         return dialect.translate(sql)
@@ -358,10 +353,6 @@ def unreachable(url: str, error: BaseException) -> str:
             f"~/.pgpass) and the database name.")
 
 
-# PostgreSQL's own additions, run right after the migration of that index (0-based): the search tsvectors
-EXTRA_MIGRATIONS = pgschema.EXTRA_MIGRATIONS
-
-
 # --- the schema ------------------------------------------------------------------------------------
 
 def schema_version(conn: Connection) -> int:
@@ -372,36 +363,22 @@ def schema_version(conn: Connection) -> int:
     return 0 if row is None else row[0]
 
 
-def _skipped(statement: str) -> bool:
-    """SQLite-only statements of a migration: FTS5 tables and their triggers (search has its own index
-    here, `EXTRA_MIGRATIONS`)."""
-    head = " ".join(statement.split()[:3]).upper()
-    return head.startswith("CREATE VIRTUAL TABLE") or head.startswith("CREATE TRIGGER") or "_fts" in statement
-
-
-def migrate(conn: Connection, migrations: Sequence[str], extra: Mapping[int, Sequence[str]]) -> int:
-    """Apply the migrations this database has not seen (each translated, or in PostgreSQL's own spelling
-    where pgschema.OWN_SPELLING has one; `extra[i]`, PostgreSQL's own addition, right after migration i),
-    all in one transaction; returns the schema version."""
-    target = len(migrations)
+def migrate(conn: Connection, target: int) -> int:
+    """Run the migrations this database has not run yet, up to schema version `target`, all in one
+    transaction: each file's PostgreSQL text as written where it has one (`NNNN_name.pg.sql`), else its
+    SQLite text translated statement by statement. Returns the schema version."""
     if schema_version(conn) >= target:
         return target
-    from scraper.db import store
     conn.raw("BEGIN")
     try:
         conn.raw("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
         conn.raw("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        version = schema_version(conn)
-        for number in range(version, target):
-            if number in pgschema.OWN_SPELLING:
-                for statement in pgschema.OWN_SPELLING[number]:
-                    conn.raw(statement)
+        for migration in migrations.pending(schema_version(conn), target):
+            if migration.postgres is not None:
+                conn.raw(migration.postgres)
             else:
-                for statement in store.statements(migrations[number]):
-                    if not _skipped(statement):
-                        conn.raw(dialect.translate(statement, ddl=True), ())
-            for statement in extra.get(number, ()):
-                conn.raw(statement)
+                for statement in migrations.statements(migration.sqlite):
+                    conn.raw(dialect.translate(statement, ddl=True), ())
         conn.raw("DELETE FROM schema_version")
         conn.raw("INSERT INTO schema_version (version) VALUES (%s)", (target,))
         conn.raw("COMMIT")

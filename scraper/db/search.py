@@ -1,9 +1,9 @@
 """Full-text search, each database in its own way, side by side: SQLite's FTS5 (`workflows_fts`,
 `items_fts`, ranked by bm25 with column weights, `snippet()`), PostgreSQL's weighted `tsvector`s with GIN
-indexes (db/pgschema: `workflows_tsv`, transcripts included, kept by triggers; `items.search_tsv`, kept by
-a trigger), ranked by `ts_rank` (negated, so `rank` stays lower-is-better), with `ts_headline` snippets
-made only for the rows shown. The indexes are kept in step by triggers in the writer's own transaction;
-`rebuild()` makes the templates' again from scratch.
+indexes (`workflows_tsv`, transcripts included, kept by triggers; `items.search_tsv`, kept by a trigger:
+migrations 15 and 21), ranked by `ts_rank` (negated, so `rank` stays lower-is-better), with `ts_headline`
+snippets made only for the rows shown. The indexes are kept in step by triggers in the writer's own
+transaction; `rebuild()` makes the templates' again from scratch.
 
 The query syntax, the same on both: words (all must match), "a phrase", prefix*, NOT word, a OR b,
 column:word. On PostgreSQL column:word is the column's weight class (templates: name A; description,
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scraper.base.errors import ConfigError
-from scraper.db import jsonsql, pgschema, schema
+from scraper.db import jsonsql, schema
 from scraper.db.backend import Conn
 from scraper.db.store import is_postgres, transaction
 
@@ -99,6 +99,21 @@ def _sqlite_rebuild(conn: Conn) -> int:
 WEIGHT = {"name": "A", "description": "B", "author": "B", "node_types": "C", "categories": "C", "explainer": "D",
           "transcripts": "D"}
 ITEM_WEIGHT = {"name": "A", "description": "B", "text": "D"}      # items_fts' columns
+
+# the text of one template's transcripts, as workflows_fts.transcripts holds it
+_TRANSCRIPTS_TEXT = """(SELECT string_agg(t.text, ' ' ORDER BY t.video_id) FROM template_videos tv
+                   JOIN transcripts t ON t.video_id = tv.video_id WHERE tv.template_id = w.id)"""
+
+# every template's `workflows_tsv` row made again, as the trigger function of migration 21 writes one (the test
+# of `rebuild` on PostgreSQL checks that they agree); in id order, so that two writers lock rows in one order
+_PG_REBUILD = f"""INSERT INTO workflows_tsv (id, tsv)
+    SELECT w.id, setweight(to_tsvector('english', coalesce(w.name, '')), 'A')
+        || setweight(to_tsvector('english', coalesce(w.description, '') || ' ' || coalesce(w.author, '')), 'B')
+        || setweight(to_tsvector('english', translate(coalesce(w.node_types, '') || ' ' || coalesce(w.categories, ''),
+                                                      '."[],-', '      ')), 'C')
+        || setweight(to_tsvector('english', coalesce(w.explainer, '') || ' ' || coalesce({_TRANSCRIPTS_TEXT}, '')), 'D')
+    FROM workflows w ORDER BY w.id
+    ON CONFLICT (id) DO UPDATE SET tsv = EXCLUDED.tsv"""
 _TOKEN = re.compile(r'"[^"]*"|\S+')
 _WORD = re.compile(r"[\w][\w.\-]*", re.U)
 
@@ -169,7 +184,7 @@ def _pg_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple
                  ORDER BY rank, s.id LIMIT %s)
         SELECT w.id, w.name,
                ts_headline('english', concat_ws(' ', w.name, w.description,
-                   translate(w.node_types, '."[],-', '      '), w.explainer, {pgschema.TRANSCRIPTS_TEXT}), q.q, %s),
+                   translate(w.node_types, '."[],-', '      '), w.explainer, {_TRANSCRIPTS_TEXT}), q.q, %s),
                best.rank, w.paid, w.hollow
         FROM best JOIN workflows w ON w.id = best.id, q
         ORDER BY best.rank, w.id"""
@@ -211,7 +226,7 @@ def _pg_items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> l
 def _pg_rebuild(conn: Conn) -> int:
     with transaction(conn) as c:
         c.raw("DELETE FROM workflows_tsv")
-        c.raw(pgschema.REFRESH_ALL)
+        c.raw(_PG_REBUILD)
         return int(c.raw("SELECT COUNT(*) FROM workflows_tsv").fetchone()[0])
 
 
@@ -224,7 +239,7 @@ def _refuse_constant(name: str) -> None:
 
 
 def item_text(record: str) -> str:
-    """Every string of a record, as the items' trigger indexes it (db/pgschema: in jsonb's order, an
+    """Every string of a record, as the items' trigger indexes it (migration 21: in jsonb's order, an
     object's keys by length then bytes, depth first); the record as it is when jsonb would not take it."""
     try:
         doc = json.loads(record, parse_constant=_refuse_constant)

@@ -1,5 +1,6 @@
 """Connections and the schema: SQLite (WAL, busy timeout, migrated by `PRAGMA user_version`) for a path,
-PostgreSQL (`scraper.db.pg`: the same SQL, translated; a `schema_version` table) for a database URL."""
+PostgreSQL (`scraper.db.pg`: the same SQL, translated; a `schema_version` table) for a database URL. The
+migrations are the files of `scraper/db/migrations/`."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from typing import Any, Literal
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import is_db_url
+from scraper.db import migrations
 from scraper.db.backend import Conn, Row
-from scraper.db.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA_VERSION = migrations.MIGRATIONS[-1].version    # what `migrate` brings a database to: the last file's number
 
 JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
 
@@ -89,39 +90,29 @@ def open_db(path: str) -> Conn:
     return conn
 
 
-def migrate(conn: Conn) -> int:
-    """Apply the migrations this file has not seen yet, all in one transaction (a failure leaves the
-    schema as it was); returns the schema version."""
+def migrate(conn: Conn, target: int = SCHEMA_VERSION) -> int:
+    """Run the migrations this database has not run yet, up to schema version `target` (a lower one makes a
+    database as an older release left it), all in one transaction: a failure leaves the schema as it was.
+    Returns the schema version."""
     if is_postgres(conn):
         from scraper.db import pg
-        return pg.migrate(conn, MIGRATIONS, pg.EXTRA_MIGRATIONS)
+        return pg.migrate(conn, target)
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version >= SCHEMA_VERSION:
+    if version >= target:
         return version
     conn.execute("BEGIN IMMEDIATE")
     try:
         # another process may have migrated while we waited for the lock
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        for number in range(version, SCHEMA_VERSION):
-            for statement in statements(MIGRATIONS[number]):
+        for migration in migrations.pending(version, target):
+            for statement in migrations.statements(migration.sqlite):
                 conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {number + 1}")
+            conn.execute(f"PRAGMA user_version = {migration.version}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return SCHEMA_VERSION
-
-
-def statements(script: str) -> list[str]:
-    """Split a migration into statements (executescript would commit our transaction)."""
-    parts, buf = [], []
-    for line in script.splitlines():
-        buf.append(line)
-        if sqlite3.complete_statement("\n".join(buf)):
-            parts.append("\n".join(buf).strip())
-            buf = []
-    return [p for p in parts if p]
+    return max(version, target)
 
 
 class transaction:

@@ -1,11 +1,8 @@
-"""Migration 8 (issue 16), kept apart so store.py stays small: one mirror core for every kind.
+-- 8: one mirror core for every kind (issue 16): `items` holds the catalogue sources' records; `answers`
+-- and `changes` become keyed by (source, key). They are rebuilt because their primary key and CHECKs named
+-- templates: every old column stays, with its name (template_id is kept, filled for n8n rows), the new
+-- columns come last, and every row is copied.
 
-`items` holds the catalogue sources' records; `answers` and `changes` become keyed by (source, key).
-They are rebuilt because their primary key and CHECKs named templates: every old column stays, with its
-name (template_id is kept, filled for n8n rows), the new columns come last, and every row is copied.
-"""
-
-MIRROR_CORE = """
     CREATE TABLE items (
         source TEXT NOT NULL,
         key TEXT NOT NULL,
@@ -74,4 +71,3 @@ MIRROR_CORE = """
     DROP TABLE changes;
     ALTER TABLE changes_new RENAME TO changes;
     CREATE INDEX changes_at ON changes (at);
-    """

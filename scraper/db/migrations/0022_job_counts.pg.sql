@@ -1,0 +1,2 @@
+-- PostgreSQL: nothing to do. Its CHECK costs nothing, and its counts stay a GROUP BY over jobs_counts
+-- (db/jobcounts.py).
