@@ -165,7 +165,8 @@ def test_an_older_postgres_database_migrates_to_the_fresh_schema_with_its_rows_a
                 VALUES ('events', 'e1', 'https://e/1', '{"name": "Wombat fair", "where": "Hobart"}', 1, 'f', 'f',
                         'h', 'f')""")
     conn.raw("""INSERT INTO answers (template_id, version, kind, content_hash, fetched_at, body_fetched_at, size,
-                                     body, source, key) VALUES (1001, 1, 'api', 'h', 'f', 'f', 2, '\\x7b7d', 'n8n', '1001')""")
+                                     body, source, key)
+                VALUES (1001, 1, 'api', 'h', 'f', 'f', 2, '\\x7b7d', 'n8n', '1001')""")
     before = {t: conn.raw(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in ("jobs", "items", "answers")}
     assert store.migrate(conn) == store.SCHEMA_VERSION
     for table, rows in before.items():

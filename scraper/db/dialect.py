@@ -10,7 +10,8 @@ comments are set aside first, so nothing inside them is touched. What it maps:
   `BLOB` -> `BYTEA`.
 What differs in more than spelling (JSON, search, the catalogue) is not translated: each dialect has its
 own SQL for it (db/jsonsql.py, db/schema.py, the `.pg.sql` files of db/migrations/), and nothing imitating
-SQLite is created in a PostgreSQL database. Every rule has a golden test (tests/test_dialect.py); a rule no statement needs is deleted.
+SQLite is created in a PostgreSQL database. Every rule has a golden test (tests/test_dialect.py); a rule no
+statement needs is deleted.
 """
 
 import functools
