@@ -22,6 +22,7 @@ COMMANDS = {
     "status": "scraper.cli.reading:status_cmd",
     "failures": "scraper.cli.reading:failures_cmd",
     "sources": "scraper.cli.reading:sources_cmd",
+    "runs": "scraper.cli.reading:runs_cmd",
     "refresh": "scraper.cli.mirror:refresh_cmd",
     "changes": "scraper.cli.mirror:changes_cmd",
     "history": "scraper.cli.mirror:history_cmd",
