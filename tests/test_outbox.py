@@ -241,7 +241,7 @@ def test_on_postgresql_a_polling_reader_misses_no_event_of_writers_committing_la
                 with store.transaction(conn, shared=True) as c:
                     events.append(c, "job.failed", "n8n", f"{name}:{i}", {"i": i}, iso(T0))
                     time.sleep(rnd.uniform(0, 0.5))
-        except Exception as e:      # noqa: BLE001 - reported by the test's assertion
+        except Exception as e:      # reported by the test's assertion
             errors.append(e)
         finally:
             conn.close()

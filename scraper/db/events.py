@@ -117,7 +117,7 @@ def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tupl
 
 
 def _where(cursor: int, types: tuple[str, ...]) -> tuple[str, list[Any]]:
-    where, args = "seq > ?", [cursor]
+    where, args = "seq > ?", list[Any]([cursor])
     if types:
         parts = []
         for t in types:

@@ -99,9 +99,9 @@ def finished(c: Conn, run_id: int, at: float, exit_code: int) -> None:
     row = c.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
     st = status(exit_code, at, None, at)
     for source, counts in counted(c, run_id, _sources_of(row)).items():
-        c.execute("INSERT INTO run_sources (run_id, source, total, finished, failed, invalid) VALUES (?, ?, ?, ?, ?, ?) "
-                  "ON CONFLICT (run_id, source) DO UPDATE SET total = excluded.total, finished = excluded.finished, "
-                  "failed = excluded.failed, invalid = excluded.invalid",
+        c.execute("INSERT INTO run_sources (run_id, source, total, finished, failed, invalid) "
+                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, source) DO UPDATE SET total = excluded.total, "
+                  "finished = excluded.finished, failed = excluded.failed, invalid = excluded.invalid",
                   (run_id, source, *(counts[k] for k in COUNTS)))
         events.append(c, "run.finished", source, str(run_id),
                       {"run_id": run_id, "status": st, "exit_code": exit_code,
