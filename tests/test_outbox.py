@@ -278,3 +278,33 @@ def test_on_postgresql_a_polling_reader_misses_no_event_of_writers_committing_la
     conn.close()
     assert len(final) == 10
     assert gathered == final
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_the_changes_recorded_before_the_outbox_become_its_first_events(kind, tmp_path, request):
+    from scraper.db import pg
+    from scraper.db.migrations import MIGRATIONS
+    url = request.getfixturevalue("pg_url") if kind == "postgres" else str(tmp_path / "jobs.db")
+    conn = store.connect(url)
+    before = MIGRATIONS[:-1]         # the schema as it was before migration 24
+    if kind == "postgres":
+        pg.migrate(conn, before, pg.EXTRA_MIGRATIONS)
+    else:
+        for statement in (s for m in before for s in store.statements(m)):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {len(before)}")
+    conn.execute("INSERT INTO answers (source, key, template_id, version, kind, content_hash, fetched_at, "
+                 "body_fetched_at, size, body, url) VALUES ('n8n', '7', 7, 1, 'api', 'h7', 't', 't', 1, ?, 'http://a/7')",
+                 (b"x",))
+    conn.execute("INSERT INTO changes (source, key, template_id, change, at, version) VALUES "
+                 "('n8n', '7', 7, 'added', '2026-01-01T00:00:00+00:00', 1)")
+    conn.execute("INSERT INTO changes (source, key, template_id, change, at, version) VALUES "
+                 "('events', '/e/1', NULL, 'removed', '2026-01-02T00:00:00+00:00', 3)")
+    store.migrate(conn)
+    got = [events.as_dict(r) for r in events.after(conn)]
+    conn.close()
+    assert [(e["id"][:7], e["type"], e["source"], e["subject"], e["occurred_at"][:10]) for e in got] == [
+        ("change:", "template.created", "n8n", "7", "2026-01-01"), ("change:", "item.removed", "events", "/e/1",
+                                                                      "2026-01-02")]
+    assert got[0]["data"] == {"id": 7, "version": 1, "content_hash": "h7", "url": "http://a/7"}
+    assert got[1]["data"] == {"key": "/e/1", "version": 3, "content_hash": None, "url": None}
