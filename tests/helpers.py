@@ -180,7 +180,8 @@ def check_outbox(db, jobs):
         elif e["type"] in ("job.failed", "job.invalid"):
             ended.add((e["subject"], e["type"][4:]))
     versions = {}
-    for r in rows(db, "SELECT template_id, version FROM answers WHERE source = 'n8n' AND kind = 'api' ORDER BY version"):
+    for r in rows(db, "SELECT template_id, version FROM answers WHERE source = 'n8n' AND kind = 'api' "
+                      "ORDER BY version"):
         versions.setdefault(r["template_id"], []).append(r["version"])
     assert told == versions
     assert {(f"n8n:{tid}", j["status"]) for tid, j in jobs.items() if j["status"] in ("failed", "invalid")} <= ended

@@ -23,6 +23,8 @@ COMMANDS = {
     "failures": "scraper.cli.reading:failures_cmd",
     "sources": "scraper.cli.reading:sources_cmd",
     "runs": "scraper.cli.reading:runs_cmd",
+    "deliver": "scraper.cli.delivery:deliver_cmd",
+    "deliveries": "scraper.cli.delivery:deliveries_cmd",
     "refresh": "scraper.cli.mirror:refresh_cmd",
     "changes": "scraper.cli.mirror:changes_cmd",
     "history": "scraper.cli.mirror:history_cmd",

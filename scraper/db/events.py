@@ -94,10 +94,13 @@ def as_dict(row: Row) -> dict[str, Any]:
     return out
 
 
-def after(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[str, ...] = ()) -> list[Row]:
-    """The events with `seq` above `cursor`, in seq order; at most `limit`; of `types` only (a type, or a
-    family as `template.*`)."""
+def after(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[str, ...] = (),
+          until: int | None = None) -> list[Row]:
+    """The events with `seq` above `cursor` (and at most `until`), in seq order; at most `limit`; of `types`
+    only (a type, or a family as `template.*`)."""
     where, args = _where(cursor, types)
+    if until is not None:
+        where, args = where + " AND seq <= ?", [*args, until]
     sql = f"{_SELECT} WHERE {where} ORDER BY seq"
     if limit is not None:
         sql, args = sql + " LIMIT ?", [*args, limit]

@@ -32,7 +32,8 @@ TEMPLATES_VIEW = """
 # describes (db/events.py: why `seq` is commit-ordered on both backends; AUTOINCREMENT so that a seq is never
 # issued twice). The changes recorded before it become its first events, with ids of their own
 # (`change:<seq>`). `runs.sources`: the sources a run worked (JSON list); `run_sources`: each one's counts
-# as the run ended (`scraper runs`). PostgreSQL's spelling: db/pgschema.OUTBOX.
+# as the run ended (`scraper runs`); `webhook_endpoints` and `deliveries`: where each webhook endpoint is in
+# the outbox and every attempt (`scraper deliver`). PostgreSQL's spelling: db/pgschema.OUTBOX.
 OUTBOX = """
     CREATE TABLE events (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -70,6 +71,33 @@ OUTBOX = """
         invalid INTEGER NOT NULL,
         PRIMARY KEY (run_id, source)
     );
+    -- each webhook endpoint's place in the outbox (by its URL without credentials): the last seq it took with
+    -- a 2xx, the batch being retried (so a retry sends the same events), the failed attempts in a row
+    CREATE TABLE webhook_endpoints (
+        url TEXT PRIMARY KEY,
+        cursor INTEGER NOT NULL DEFAULT 0,
+        pending_upto INTEGER,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at REAL NOT NULL DEFAULT 0,
+        last_error TEXT,
+        disabled INTEGER NOT NULL DEFAULT 0,
+        updated_at REAL
+    );
+    -- every attempt to deliver a batch
+    CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL,
+        webhook_id TEXT NOT NULL,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        events INTEGER NOT NULL,
+        at REAL NOT NULL,
+        status INTEGER,
+        ok INTEGER NOT NULL,
+        error TEXT,
+        ms INTEGER NOT NULL
+    );
+    CREATE INDEX deliveries_url ON deliveries (url, id);
 """
 
 

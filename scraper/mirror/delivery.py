@@ -1,0 +1,92 @@
+"""Webhook delivery (`scraper deliver`): each endpoint gets the outbox's events it wants, in seq order, in
+batches, and its cursor moves only over a 2xx for the whole batch (strict order per endpoint, at least once).
+
+A failed batch is pinned (`pending_upto`): its retries send the same events, the same bytes and the same
+`webhook-id`, when the endpoint's schedule allows (policy/delivery). One endpoint that is down or disabled
+holds back no other, and delivery runs apart from the workers, so it never slows a crawl.
+"""
+
+import logging
+import random
+import time
+
+from scraper.db import deliveries, events
+from scraper.net import webhook
+from scraper.policy import delivery
+
+log = logging.getLogger(__name__)
+
+SCAN = 500                  # events read at a time while looking for those an endpoint wants
+POLL_S = 1.0                # --follow: how often an idle delivery looks again
+
+
+def _batch(conn, endpoint, st):
+    """(events to send, seq up to which they cover) for one endpoint: the pinned batch again, or the next
+    `batch` it wants; the cursor skips what it does not want."""
+    cursor, upto = st["cursor"], st["pending_upto"]
+    if upto is not None:
+        rows = [events.as_dict(r) for r in events.after(conn, cursor, until=upto)]
+        return [e for e in rows if endpoint.wants(e["type"], e["source"])][:endpoint.batch], upto
+    chosen = []
+    while True:
+        page = [events.as_dict(r) for r in events.after(conn, cursor, SCAN)]
+        for e in page:
+            if endpoint.wants(e["type"], e["source"]):
+                chosen.append(e)
+                if len(chosen) == endpoint.batch:
+                    return chosen, e["seq"]
+            cursor = e["seq"]
+        if len(page) < SCAN:
+            return chosen, cursor
+
+
+def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.random):
+    """One attempt for each endpoint that is due and has something to send; returns what happened, one
+    dict per attempt: {url, webhook_id, events, status, error, ok, disabled}."""
+    done = []
+    for endpoint in endpoints:
+        url = endpoint.shown
+        st = deliveries.state(conn, url)
+        if st["disabled"] or st["next_at"] > now:
+            continue
+        batch, upto = _batch(conn, endpoint, st)
+        if not batch:
+            if upto > st["cursor"]:
+                deliveries.skip(conn, url, upto, now)
+            continue
+        if st["pending_upto"] is None:
+            deliveries.pin(conn, url, upto, now)
+        msg_id = webhook.webhook_id(batch)
+        ctype, payload = webhook.body(batch, endpoint.batch == 1)
+        status, retry_after, error, ms = post(endpoint.url, payload,
+                                              webhook.headers(endpoint.secrets, msg_id, ctype, payload, now),
+                                              endpoint.timeout_s)
+        verdict = delivery.verdict(status)
+        wait = None
+        if verdict == delivery.RETRY:
+            wait = delivery.next_wait_s(st["attempts"] + 1, endpoint.retry, unit_random(),
+                                        delivery.retry_after_s(retry_after, now))
+        disabled = verdict == delivery.DISABLE or (verdict == delivery.RETRY and wait is None)
+        deliveries.attempted(conn, url, msg_id, batch[0]["seq"], upto, len(batch), now, status, error, ms,
+                             verdict == delivery.OK, now + (wait or 0.0), disabled)
+        if disabled:
+            log.error("webhook %s disabled: %s", url, error or f"HTTP {status}")
+        elif error:
+            log.warning("webhook %s: %s; next attempt in %.0f s", url, error, wait or 0.0)
+        done.append({"url": url, "webhook_id": msg_id, "events": len(batch), "status": status, "error": error,
+                     "ok": verdict == delivery.OK, "disabled": disabled})
+    return done
+
+
+def deliver(conn, endpoints, clock=time.time, sleep=time.sleep, follow=False, stop=lambda: False,
+            post=webhook.post):
+    """Deliver until nothing is due (or, with `follow`, until `stop()`); returns the attempts made."""
+    made = []
+    while not stop():
+        got = deliver_once(conn, endpoints, clock(), post)
+        made += got
+        if not got:
+            if not follow:
+                return made
+            sleep(POLL_S)
+    return made
