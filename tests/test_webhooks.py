@@ -30,7 +30,7 @@ def outbox(tmp_path):
     for i, (type_, source) in enumerate([("template.created", "n8n"), ("item.created", "events"),
                                          ("template.updated", "n8n"), ("template.removed", "n8n"),
                                          ("run.finished", "n8n")], 1):
-        events.append(conn, type_, source, str(i), {"i": i}, "2026-11-27T10:00:00+00:00")
+        events.append(conn, type_, source, str(i), {"i": i}, "2026-11-27T10:00:00+00:00", run_id=7 if i == 4 else None)
     yield conn
     conn.close()
 
@@ -179,3 +179,25 @@ def test_deliver_and_deliveries_commands(tmp_path, outbox, monkeypatch):
     monkeypatch.delenv("HOOK_SECRET")
     os.remove(path)
     assert_one_sentence_error(invoke("deliver", db=db), "[[webhook]]")
+
+
+def test_redeliver_sends_the_same_batches_again_and_moves_no_cursor(outbox):
+    ep = endpoint()
+    with responses.RequestsMock() as rsps:
+        rsps.post(HOOK, status=200)
+        delivery.deliver(outbox, [ep])
+        first = received(rsps)
+        again = delivery.redeliver(outbox, [ep], time.time(), since=0)
+        by_run = delivery.redeliver(outbox, [ep], time.time(), run_id=7)
+        sent = received(rsps)
+    assert [a["ok"] for a in again] == [True, True]
+    assert [(h["webhook-id"], b) for h, b in sent[2:4]] == [(h["webhook-id"], b) for h, b in first]
+    assert [a["webhook_id"] for a in by_run] == [first[1][0]["webhook-id"]]     # the batch holding run 7's event
+    assert deliveries.state(outbox, ep.shown)["cursor"] == 5
+    assert delivery.redeliver(outbox, [ep], time.time(), since=5) == []
+
+
+def test_redeliver_needs_one_range(tmp_path, outbox, monkeypatch):
+    path = write_config(tmp_path, f'[[webhook]]\nurl = "{HOOK}"\nsecret = "${{HOOK_SECRET}}"\n')
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    assert_one_sentence_error(invoke("--config", path, "redeliver", db=tmp_path / "jobs.db"), "--since", "--run")

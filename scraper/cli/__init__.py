@@ -25,6 +25,7 @@ COMMANDS = {
     "runs": "scraper.cli.reading:runs_cmd",
     "deliver": "scraper.cli.delivery:deliver_cmd",
     "deliveries": "scraper.cli.delivery:deliveries_cmd",
+    "redeliver": "scraper.cli.delivery:redeliver_cmd",
     "refresh": "scraper.cli.mirror:refresh_cmd",
     "changes": "scraper.cli.mirror:changes_cmd",
     "history": "scraper.cli.mirror:history_cmd",

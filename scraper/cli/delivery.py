@@ -1,10 +1,12 @@
-"""Commands that push the outbox out: deliver (to the [[webhook]] endpoints) and deliveries (where each is)."""
+"""Commands that push the outbox out: deliver (to the [[webhook]] endpoints), redeliver (what they took, again)
+and deliveries (where each is)."""
 
 import json
 import time
 
 import click
 
+from scraper.base import exitcodes
 from scraper.cli.common import Failure, command_settings, existing_db, say, stops_cleanly
 
 FAILURES_SHOWN = 10
@@ -51,6 +53,38 @@ def deliver_cmd(ctx, follow):
         if e["disabled"] or e["backlog"]:
             say(f"{e['url']}: {'disabled, ' if e['disabled'] else ''}{e['backlog']} event(s) waiting"
                 + (f" ({e['last_error']})" if e["last_error"] else ""))
+
+
+@click.command("redeliver")
+@click.option("--since", type=click.IntRange(min=0), metavar="SEQ",
+              help="The batches with an event after this seq (0: every batch delivered).")
+@click.option("--run", "run_id", type=click.IntRange(min=1), metavar="ID",
+              help="The batches with an event of this run.")
+@click.pass_context
+def redeliver_cmd(ctx, since, run_id):
+    """Send again what the [[webhook]] endpoints already took: the same events in the same batches, so the same
+    webhook-id and bytes (while the endpoint's configuration is unchanged). Their cursors stay as they are.
+
+    \b
+    Example:
+        scraper redeliver --since 1200
+        scraper redeliver --run 42
+    """
+    from scraper.mirror import delivery
+    if (since is None) == (run_id is None):
+        raise Failure("give one of --since SEQ or --run ID.")
+    s = command_settings(ctx)
+    endpoints = _endpoints(s)
+    with existing_db(s) as conn:
+        with stops_cleanly("redeliver", partial="every attempt made is recorded"):
+            made = delivery.redeliver(conn, endpoints, time.time(), since, run_id)
+    failed = [a for a in made if not a["ok"]]
+    say(f"redelivered {sum(a['events'] for a in made if a['ok'])} event(s) in {len(made) - len(failed)} "
+        f"request(s); {len(failed)} failed.")
+    for a in failed:
+        say(f"{a['url']}: {a['error']}")
+    if failed:
+        raise click.exceptions.Exit(exitcodes.FAILED)
 
 
 @click.command("deliveries")

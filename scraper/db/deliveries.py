@@ -52,6 +52,28 @@ def attempted(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: i
                       "disabled = ?, updated_at = ? WHERE url = ?", (next_at, error, int(disabled), now, url))
 
 
+def replayed(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,
+             error: str | None, ms: int, ok: bool) -> None:
+    """Record one attempt of a redelivery (the endpoint's cursor and schedule stay as they are)."""
+    with transaction(conn) as c:
+        c.execute("INSERT INTO deliveries (url, webhook_id, first_seq, last_seq, events, at, status, ok, error, ms) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (url, webhook_id, first, last, n, now, status, int(ok),
+                                                            error, ms))
+
+
+def delivered(conn: Conn, url: str, since: int | None = None, run_id: int | None = None) -> list[tuple[int, int]]:
+    """The (first seq, last seq) of each batch the endpoint took with a 2xx, in order: those with an event
+    after `since`, or with an event of run `run_id`."""
+    sql, args = ("SELECT DISTINCT d.first_seq, d.last_seq FROM deliveries AS d WHERE d.url = ? AND d.ok = 1",
+                 list[Any]([url]))
+    if since is not None:
+        sql, args = sql + " AND d.last_seq > ?", [*args, since]
+    if run_id is not None:
+        sql, args = (sql + " AND EXISTS (SELECT 1 FROM events AS e WHERE e.run_id = ? AND e.seq >= d.first_seq "
+                     "AND e.seq <= d.last_seq)", [*args, run_id])
+    return [(r[0], r[1]) for r in conn.execute(sql + " ORDER BY d.first_seq, d.last_seq", args)]
+
+
 def failures(conn: Conn, limit: int) -> list[dict[str, Any]]:
     """The newest failed attempts: {url, webhook_id, first_seq, last_seq, events, at, status, error}."""
     return [dict(r) for r in conn.execute(

@@ -56,26 +56,51 @@ def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.ran
             continue
         if st["pending_upto"] is None:
             deliveries.pin(conn, url, upto, now)
-        msg_id = webhook.webhook_id(batch)
-        ctype, payload = webhook.body(batch, endpoint.batch == 1)
-        status, retry_after, error, ms = post(endpoint.url, payload,
-                                              webhook.headers(endpoint.secrets, msg_id, ctype, payload, now),
-                                              endpoint.timeout_s)
+        outcome = _send(endpoint, batch, now, post)
+        status, error = outcome["status"], outcome["error"]
         verdict = delivery.verdict(status)
         wait = None
         if verdict == delivery.RETRY:
             wait = delivery.next_wait_s(st["attempts"] + 1, endpoint.retry, unit_random(),
-                                        delivery.retry_after_s(retry_after, now))
+                                        delivery.retry_after_s(outcome["retry_after"], now))
         disabled = verdict == delivery.DISABLE or (verdict == delivery.RETRY and wait is None)
-        deliveries.attempted(conn, url, msg_id, batch[0]["seq"], upto, len(batch), now, status, error, ms,
-                             verdict == delivery.OK, now + (wait or 0.0), disabled)
+        deliveries.attempted(conn, url, outcome["webhook_id"], batch[0]["seq"], upto, len(batch), now, status, error,
+                             outcome["ms"], outcome["ok"], now + (wait or 0.0), disabled)
         if disabled:
             log.error("webhook %s disabled: %s", url, error or f"HTTP {status}")
         elif error:
             log.warning("webhook %s: %s; next attempt in %.0f s", url, error, wait or 0.0)
-        done.append({"url": url, "webhook_id": msg_id, "events": len(batch), "status": status, "error": error,
-                     "ok": verdict == delivery.OK, "disabled": disabled})
+        done.append({**outcome, "disabled": disabled})
     return done
+
+
+def redeliver(conn, endpoints, now, since=None, run_id=None, post=webhook.post):
+    """Send again the batches each endpoint already took (those with an event after seq `since`, or of run
+    `run_id`): the same events, so the same `webhook-id` and bytes while its configuration is unchanged. The
+    cursors stay where they are (what was never delivered is `deliver`'s). Returns the attempts made."""
+    done = []
+    for endpoint in endpoints:
+        url = endpoint.shown
+        for first, last in deliveries.delivered(conn, url, since, run_id):
+            batch = [e for e in (events.as_dict(r) for r in events.after(conn, first - 1, until=last))
+                     if endpoint.wants(e["type"], e["source"])]
+            if not batch:
+                continue
+            outcome = _send(endpoint, batch, now, post)
+            deliveries.replayed(conn, url, outcome["webhook_id"], first, last, len(batch), now, outcome["status"],
+                                outcome["error"], outcome["ms"], outcome["ok"])
+            done.append(outcome)
+    return done
+
+
+def _send(endpoint, batch, now, post):
+    msg_id = webhook.webhook_id(batch)
+    ctype, payload = webhook.body(batch, endpoint.batch == 1)
+    status, retry_after, error, ms = post(endpoint.url, payload,
+                                          webhook.headers(endpoint.secrets, msg_id, ctype, payload, now),
+                                          endpoint.timeout_s)
+    return {"url": endpoint.shown, "webhook_id": msg_id, "events": len(batch), "status": status, "error": error,
+            "ok": delivery.verdict(status) == delivery.OK, "retry_after": retry_after, "ms": ms}
 
 
 def deliver(conn, endpoints, clock=time.time, sleep=time.sleep, follow=False, stop=lambda: False,
