@@ -201,3 +201,46 @@ def test_redeliver_needs_one_range(tmp_path, outbox, monkeypatch):
     path = write_config(tmp_path, f'[[webhook]]\nurl = "{HOOK}"\nsecret = "${{HOOK_SECRET}}"\n')
     monkeypatch.setenv("HOOK_SECRET", SECRET)
     assert_one_sentence_error(invoke("--config", path, "redeliver", db=tmp_path / "jobs.db"), "--since", "--run")
+
+
+def test_two_deliverers_take_turns_on_an_endpoint(outbox):
+    now = time.time()
+    url = endpoint().shown
+    assert deliveries.take(outbox, url, now, now + 45) is not None
+    assert deliveries.take(outbox, url, now + 1, now + 46) is None            # held by the first
+    assert delivery.deliver_once(outbox, [endpoint()], now + 1) == []
+    assert deliveries.take(outbox, url, now + 46, now + 90) is not None       # a holder that died lets it go
+
+
+def test_a_run_delivers_beside_itself_and_sends_its_last_events_before_it_returns(tmp_path, outbox):
+    """relay.beside: a process of its own, stopped after a last pass (a real receiver on 127.0.0.1)."""
+    import http.server
+    import threading
+
+    from scraper.pool import relay
+    got = []
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            got.append((dict(self.headers), self.rfile.read(int(self.headers["content-length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hook = f"http://127.0.0.1:{server.server_address[1]}/in"
+        s = settings.build(db_path=str(tmp_path / "jobs.db"), webhooks=(endpoint(url=hook, sources=()),))
+        with relay.beside(s):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+    sent = [e for _, body in got for e in json.loads(body)]
+    assert [e["subject"] for e in sent] == ["1", "3", "4", "5"]
+    for head, body in got:
+        Webhook(SECRET).verify(body, {k.lower(): v for k, v in head.items()})
+    assert deliveries.state(outbox, hook)["cursor"] == 5

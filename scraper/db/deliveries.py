@@ -23,6 +23,22 @@ def state(conn: Conn, url: str) -> dict[str, Any]:
     return {k: row[k] for k in STATE}
 
 
+def take(conn: Conn, url: str, now: float, until: float) -> dict[str, Any] | None:
+    """Hold the endpoint until `until` for one attempt, when it is due, enabled and held by no other deliverer;
+    its row as it is then, or None."""
+    state(conn, url)
+    with transaction(conn) as c:
+        if c.execute("UPDATE webhook_endpoints SET lease_until = ? WHERE url = ? AND disabled = 0 AND next_at <= ? "
+                     "AND lease_until <= ?", (until, url, now, now)).rowcount != 1:
+            return None
+    return state(conn, url)
+
+
+def release(conn: Conn, url: str) -> None:
+    with transaction(conn) as c:
+        c.execute("UPDATE webhook_endpoints SET lease_until = 0 WHERE url = ?", (url,))
+
+
 def pin(conn: Conn, url: str, upto: int, now: float) -> None:
     """The batch up to seq `upto` is under way: its retries send the same events."""
     with transaction(conn) as c:
@@ -30,26 +46,27 @@ def pin(conn: Conn, url: str, upto: int, now: float) -> None:
 
 
 def skip(conn: Conn, url: str, cursor: int, now: float) -> None:
-    """Move the cursor over events the endpoint does not want."""
+    """Move the cursor over events the endpoint does not want (and let the endpoint go)."""
     with transaction(conn) as c:
-        c.execute("UPDATE webhook_endpoints SET cursor = ?, updated_at = ? WHERE url = ? AND cursor < ?",
-                  (cursor, now, url, cursor))
+        c.execute("UPDATE webhook_endpoints SET cursor = MAX(cursor, ?), lease_until = 0, updated_at = ? "
+                  "WHERE url = ?", (cursor, now, url))
 
 
 def attempted(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,
               error: str | None, ms: int, ok: bool, next_at: float = 0.0, disabled: bool = False) -> None:
-    """Record one attempt and its consequence, in one transaction: a 2xx moves the cursor to `last` and clears
-    the failures; a failure counts, waits until `next_at`, or disables the endpoint."""
+    """Record one attempt and its consequence, in one transaction, and let the endpoint go: a 2xx moves the
+    cursor to `last` and clears the failures; a failure counts, waits until `next_at`, or disables it."""
     with transaction(conn) as c:
         c.execute("INSERT INTO deliveries (url, webhook_id, first_seq, last_seq, events, at, status, ok, error, ms) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (url, webhook_id, first, last, n, now, status, int(ok),
                                                             error, ms))
         if ok:
-            c.execute("UPDATE webhook_endpoints SET cursor = ?, pending_upto = NULL, attempts = 0, next_at = 0, "
-                      "last_error = NULL, updated_at = ? WHERE url = ?", (last, now, url))
+            c.execute("UPDATE webhook_endpoints SET cursor = MAX(cursor, ?), pending_upto = NULL, attempts = 0, "
+                      "next_at = 0, last_error = NULL, lease_until = 0, updated_at = ? WHERE url = ?", (last, now, url))
         else:
             c.execute("UPDATE webhook_endpoints SET attempts = attempts + 1, next_at = ?, last_error = ?, "
-                      "disabled = ?, updated_at = ? WHERE url = ?", (next_at, error, int(disabled), now, url))
+                      "disabled = ?, lease_until = 0, updated_at = ? WHERE url = ?",
+                      (next_at, error, int(disabled), now, url))
 
 
 def replayed(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,

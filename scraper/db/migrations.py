@@ -72,7 +72,8 @@ OUTBOX = """
         PRIMARY KEY (run_id, source)
     );
     -- each webhook endpoint's place in the outbox (by its URL without credentials): the last seq it took with
-    -- a 2xx, the batch being retried (so a retry sends the same events), the failed attempts in a row
+    -- a 2xx, the batch being retried (so a retry sends the same events), the failed attempts in a row, and
+    -- until when one deliverer holds it (a run's relay and `scraper deliver`, or two machines' runs, take turns)
     CREATE TABLE webhook_endpoints (
         url TEXT PRIMARY KEY,
         cursor INTEGER NOT NULL DEFAULT 0,
@@ -81,6 +82,7 @@ OUTBOX = """
         next_at REAL NOT NULL DEFAULT 0,
         last_error TEXT,
         disabled INTEGER NOT NULL DEFAULT 0,
+        lease_until REAL NOT NULL DEFAULT 0,
         updated_at REAL
     );
     -- every attempt to deliver a batch

@@ -301,6 +301,7 @@ OUTBOX = [
         next_at DOUBLE PRECISION NOT NULL DEFAULT 0,
         last_error TEXT,
         disabled BIGINT NOT NULL DEFAULT 0,
+        lease_until DOUBLE PRECISION NOT NULL DEFAULT 0,
         updated_at DOUBLE PRECISION
     )""",
     """CREATE TABLE IF NOT EXISTS deliveries (

@@ -2,7 +2,9 @@
 batches, and its cursor moves only over a 2xx for the whole batch (strict order per endpoint, at least once).
 
 A failed batch is pinned (`pending_upto`): its retries send the same events, the same bytes and the same
-`webhook-id`, when the endpoint's schedule allows (policy/delivery). One endpoint that is down or disabled
+`webhook-id`, when the endpoint's schedule allows (policy/delivery). Each attempt holds the endpoint
+(`deliveries.take`), so deliverers beside each other (a run's relay, `scraper deliver`, runs on two
+machines) take turns and never send one endpoint two batches at once. One endpoint that is down or disabled
 holds back no other, and delivery runs apart from the workers, so it never slows a crawl.
 """
 
@@ -18,6 +20,8 @@ log = logging.getLogger(__name__)
 
 SCAN = 500                  # events read at a time while looking for those an endpoint wants
 POLL_S = 1.0                # --follow: how often an idle delivery looks again
+HOLD_MARGIN_S = 30.0        # an endpoint is held for one attempt: its timeout and this (a deliverer killed
+                            # mid-attempt lets it go when that runs out)
 
 
 def _batch(conn, endpoint, st):
@@ -46,13 +50,16 @@ def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.ran
     done = []
     for endpoint in endpoints:
         url = endpoint.shown
-        st = deliveries.state(conn, url)
-        if st["disabled"] or st["next_at"] > now:
+        st = deliveries.take(conn, url, now, now + endpoint.timeout_s + HOLD_MARGIN_S)
+        if st is None:
             continue
-        batch, upto = _batch(conn, endpoint, st)
+        try:
+            batch, upto = _batch(conn, endpoint, st)
+        except BaseException:
+            deliveries.release(conn, url)
+            raise
         if not batch:
-            if upto > st["cursor"]:
-                deliveries.skip(conn, url, upto, now)
+            deliveries.skip(conn, url, upto, now)
             continue
         if st["pending_upto"] is None:
             deliveries.pin(conn, url, upto, now)
