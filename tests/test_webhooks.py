@@ -244,3 +244,29 @@ def test_a_run_delivers_beside_itself_and_sends_its_last_events_before_it_return
     for head, body in got:
         Webhook(SECRET).verify(body, {k.lower(): v for k, v in head.items()})
     assert deliveries.state(outbox, hook)["cursor"] == 5
+
+
+from hypothesis import given  # noqa: E402 - the property tests of policy/delivery, kept beside their use
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.lists(st.floats(0.5, 1e5), min_size=1, max_size=8), st.integers(1, 10), st.floats(0, 0.999999),
+       st.one_of(st.none(), st.floats(0, 1e5)))
+def test_the_wait_is_the_schedules_step_with_jitter_never_before_retry_after(schedule, failures, unit, asked):
+    from scraper.policy import delivery as policy
+    wait = policy.next_wait_s(failures, tuple(schedule), unit, asked)
+    if failures > len(schedule):
+        assert wait is None                                    # spent: the endpoint is disabled
+    else:
+        step = schedule[failures - 1]
+        assert wait >= (asked or 0.0)
+        assert wait == asked or step * (1 - policy.JITTER) <= wait <= step * (1 + policy.JITTER)
+
+
+@given(st.integers(100, 599))
+def test_only_a_2xx_delivers_and_only_410_disables(status):
+    from scraper.policy import delivery as policy
+    expected = policy.OK if status < 300 and status >= 200 else policy.DISABLE if status == 410 else policy.RETRY
+    assert policy.verdict(status) == expected
+    assert policy.retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", 1445412480.0) == 0.0
+    assert policy.retry_after_s("7", 0) == 7.0 and policy.retry_after_s("soon", 0) is None

@@ -24,6 +24,7 @@ def _main(settings, parent):
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, signal.SIG_IGN)         # a Ctrl-C is the run's: it stops us with SIGTERM
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})    # a stop sent before now arrives here
     conn = store.connect(settings.db_path)
     try:
         delivery.deliver(conn, settings.webhooks, follow=True, stop=lambda: bool(stopping) or os.getppid() != parent)
@@ -43,7 +44,12 @@ def beside(settings):
         return
     process = multiprocessing.get_context("fork").Process(target=_main, args=(settings, os.getpid()),
                                                            name="webhooks", daemon=True)
-    process.start()
+    # blocked across the fork: a SIGTERM that comes before the child's handler waits for it, not kills it
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     try:
         yield
     finally:
