@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from scraper.db import store
+from scraper.db import events, store
 from scraper.db.queue import Queue
 from scripts.standin import client
 from tests.pg import Server, why_not
@@ -25,7 +25,7 @@ LEASE_S = 60.0
 JOBS = 200_000
 
 
-def _worker(path, index, seconds, out):
+def _worker(path, index, seconds, out, with_event):
     conn = store.connect(path)
     q, done = Queue(conn), 0
     clock = store.clock if store.is_postgres(conn) else (lambda c: time.time())
@@ -36,20 +36,27 @@ def _worker(path, index, seconds, out):
         job = q.claim(name, now, LEASE_S)
         if job is None:
             break
-        q.complete(job, name, now, 1, write=lambda c, i=job.id: c.execute(
-            "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO NOTHING", (f"bench:{i}",)))
+        q.complete(job, name, now, 1, write=lambda c, i=job.id: _result(c, i, with_event))
         done += 1
     conn.close()
     out.put(done)
 
 
-def claims_per_s(path, processes, seconds):
+def _result(c, i, with_event):
+    """A job's result row, and with `with_event` the outbox event a new template version writes with it."""
+    c.execute("INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO NOTHING", (f"bench:{i}",))
+    if with_event:
+        events.append(c, "template.updated", "n8n", str(i), {"id": i, "version": 2, "content_hash": "0" * 64},
+                      "2026-11-27T00:00:00+00:00")
+
+
+def claims_per_s(path, processes, seconds, with_event=False):
     conn = store.open_db(path)
     Queue(conn).seed(((f"b:{i}", "n8n", f"https://example.org/{i}", "example.org") for i in range(JOBS)), now=0)
     conn.close()
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(path, i, seconds, out)) for i in range(processes)]
+    procs = [ctx.Process(target=_worker, args=(path, i, seconds, out, with_event)) for i in range(processes)]
     started = time.perf_counter()
     for p in procs:
         p.start()
@@ -88,6 +95,7 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=3.0, help="Length of each claims measurement.")
     parser.add_argument("--templates", type=int, default=300, help="Stand-in templates for the two-group run.")
     parser.add_argument("--rate", type=float, default=20.0, help="--rate of the two-group run (and the site's).")
+    parser.add_argument("--claims-only", action="store_true", help="Leave out the two-group run.")
     args = parser.parse_args(argv)
     reason = why_not()
     if reason:
@@ -95,13 +103,19 @@ def main(argv=None):
         return 0
     server = Server().start()
     try:
-        print("claims + completions per second (one claim, one result row and its done per job)")
-        print(f"{'processes':>10} {'SQLite':>10} {'PostgreSQL':>12}")
+        print("claims + completions per second (one claim, one result row and its done per job; + event: and one "
+              "outbox event, as a new version writes)")
+        print(f"{'processes':>10} {'SQLite':>10} {'+ event':>10} {'PostgreSQL':>12} {'+ event':>10}")
         for n in (1, 4, 8):
             with tempfile.TemporaryDirectory() as work:
                 lite = claims_per_s(os.path.join(work, "jobs.db"), n, args.seconds)
+            with tempfile.TemporaryDirectory() as work:
+                lite_ev = claims_per_s(os.path.join(work, "jobs.db"), n, args.seconds, with_event=True)
             pg = claims_per_s(server.new_url(), n, args.seconds)
-            print(f"{n:>10} {lite:>10.0f} {pg:>12.0f}")
+            pg_ev = claims_per_s(server.new_url(), n, args.seconds, with_event=True)
+            print(f"{n:>10} {lite:>10.0f} {lite_ev:>10.0f} {pg:>12.0f} {pg_ev:>10.0f}")
+        if args.claims_only:
+            return 0
         elapsed, efficiency, http_429, max_1s = two_groups(server, args.templates, args.rate)
         print(f"two run groups (UTC, Asia/Macau; 3 workers each) on one PostgreSQL database, {args.templates} "
               f"templates at --rate {args.rate:g} --burst 5: {elapsed:.1f} s, efficiency {efficiency:.0%} of the "

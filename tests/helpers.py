@@ -166,7 +166,27 @@ def check_every_row(site, db):
             served = site.template(template_id)["workflow"]
             assert stored[template_id]["name"] == served["name"]
             assert json.loads(stored[template_id]["workflow"]) == served["workflow"]
+    check_outbox(db, jobs)
     return faults, jobs, stored
+
+
+def check_outbox(db, jobs):
+    """The outbox tells what the mirror stored (issue 41): each template's created and updated events name
+    exactly its stored versions, each job that ended failed or invalid has an event of that end, no id twice."""
+    told, ended = {}, set()
+    for e in rows(db, "SELECT id, type, subject, data FROM events ORDER BY seq"):
+        if e["type"] in ("template.created", "template.updated"):
+            told.setdefault(int(e["subject"]), []).append(json.loads(e["data"])["version"])
+        elif e["type"] in ("job.failed", "job.invalid"):
+            ended.add((e["subject"], e["type"][4:]))
+    versions = {}
+    for r in rows(db, "SELECT template_id, version FROM answers WHERE source = 'n8n' AND kind = 'api' "
+                      "ORDER BY version"):
+        versions.setdefault(r["template_id"], []).append(r["version"])
+    assert told == versions
+    assert {(f"n8n:{tid}", j["status"]) for tid, j in jobs.items() if j["status"] in ("failed", "invalid")} <= ended
+    ids = [r["id"] for r in rows(db, "SELECT id FROM events")]
+    assert len(ids) == len(set(ids))
 
 
 # --- real n8n answers, from the stand-in's data ----------------------------------------------------

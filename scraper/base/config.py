@@ -217,10 +217,10 @@ def read_toml(path, what):
 
 def file_table(data, path):
     """The `[scraper]` table of a configuration file's document (empty without one)."""
-    extra = sorted(set(data) - {TABLE, "source"})
+    extra = sorted(set(data) - {TABLE, "source", "webhook"})
     if extra:
         raise ConfigError(f"{path}: unknown top-level key {extra[0]!r}; a configuration file holds a [scraper] "
-                          f"table and [[source]] tables.")
+                          f"table, [[source]] tables and [[webhook]] tables.")
     table = data.get(TABLE, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: 'scraper' must be a table ([scraper]).")

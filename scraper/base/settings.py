@@ -7,7 +7,7 @@ import re
 from urllib.parse import urlsplit
 
 from scraper import __version__
-from scraper.base import config, proxies
+from scraper.base import config, proxies, webhooks
 from scraper.base.config import setting, specs_of
 from scraper.base.errors import ConfigError
 from scraper.base.sources import BUILTIN as BUILTIN_SOURCES
@@ -186,6 +186,7 @@ class Settings:
     pause_max_s: float = PAUSE_MAX_S
     sources: tuple = BUILTIN_SOURCES    # base.sources.Source, from the sources file (or the built-in n8n)
     run_sources: tuple | None = None    # the sources a run works (`run --source NAME`); None: every enabled one
+    webhooks: tuple = ()                # base.webhooks.Endpoint, from the configuration file's [[webhook]] tables
 
     def rate_for(self, domain):
         """(rate_per_s, burst) of a politeness domain: --domain-rate, else the sources file (the lowest
@@ -327,7 +328,8 @@ def load(config_given=None, environ=None, cli=(), **extra):
     resolved = config.resolve(SPECS, table, path, os.environ if environ is None else environ, cli)
     loaded, sources_path = of_config(resolved.values["sources"], document, path)
     values = {SPECS[key].field: value for key, value in resolved.values.items()}
-    return build(**{**values, "sources_path": sources_path}, sources=loaded, **extra), resolved
+    hooks = webhooks.parse(document.get("webhook"), path, dict(os.environ if environ is None else environ))
+    return build(**{**values, "sources_path": sources_path}, sources=loaded, webhooks=hooks, **extra), resolved
 
 
 def check_db_path(path):

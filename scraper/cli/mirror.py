@@ -7,7 +7,7 @@ import click
 
 from scraper.base import exitcodes, settings
 from scraper.base.errors import ConfigError, ParseError
-from scraper.cli.common import Choice, Failure, command_settings, existing_db, say
+from scraper.cli.common import Choice, Failure, command_settings, existing_db, say, stops_cleanly
 
 CHANGE_KINDS = ("added", "changed", "removed", "restored")
 
@@ -42,21 +42,48 @@ def refresh_cmd(ctx, older_than_days, limit, source_name):
 
 @click.command("changes")
 @click.option("--since", help="Only changes at or after this time (ISO 8601; no offset means UTC).")
-@click.option("--limit", type=click.IntRange(min=1), help="Only the newest N (still printed oldest first).")
+@click.option("--limit", type=click.IntRange(min=1),
+              help="Only the newest N (still printed oldest first); with --after, at most N events a page.")
 @click.option("--kind", "kinds", multiple=True, type=Choice(CHANGE_KINDS),
               help="Only changes of this kind; repeatable.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON array instead of text.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON array instead of text; with --after, one JSON object {changes, next} (a line a page "
+                   "with --follow).")
+@click.option("--after", type=click.IntRange(min=0), metavar="CURSOR",
+              help="The event feed instead: the events after this cursor (a `next` printed before; 0: from the "
+                   "start), each with seq, id, type, source, subject, occurred_at, data.")
+@click.option("--follow", is_flag=True, help="The event feed, and keep printing new events as they come (Ctrl-C "
+                                             "stops).")
+@click.option("--compact", is_flag=True,
+              help="The event feed compacted: only the newest event of each template, item, job and run (a "
+                   "removal is its tombstone), so an old cursor resyncs quickly.")
+@click.option("--type", "types", multiple=True, metavar="TYPE",
+              help="The event feed: only events of this type (template.updated) or family (template.*); "
+                   "repeatable.")
 @click.pass_context
-def changes_cmd(ctx, since, limit, kinds, as_json):
+def changes_cmd(ctx, since, limit, kinds, as_json, after, follow, compact, types):
     """List what changed, oldest first (then by template id): added, changed (a new version), removed,
-    restored.
+    restored. With --after, --follow or --compact: the event feed instead, read by cursor (the events of
+    templates, catalogue items, failed jobs and runs, in the order they were committed); store the `next`
+    it prints and pass it back as --after to read on, never missing or repeating one.
 
     \b
     Example:
         scraper changes --since 2026-11-01
         scraper changes --limit 5 --kind added --kind restored
         scraper changes --since 2026-11-25T02:00:00Z --json
+        scraper changes --after 0 --limit 500 --json
+        scraper changes --after 1234 --follow --type 'template.*'
+        scraper changes --compact --json
     """
+    if after is not None or follow or compact:
+        if since is not None or kinds:
+            raise Failure("--since and --kind read the changes by time; with --after, --follow or --compact use "
+                          "--type to choose events.")
+        _feed(ctx, after or 0, limit, compact, types, follow, as_json)
+        return
+    if types:
+        raise Failure("--type chooses events of the feed; give --after CURSOR (0: from the start) with it.")
     from scraper.db import sources_report
     from scraper.mirror import answers, sync
     try:
@@ -79,6 +106,35 @@ def changes_cmd(ctx, since, limit, kinds, as_json):
         for c in found:
             click.echo(f"{c['at']}  {c['change']:<8}  {c['id'] if 'id' in c else c['key']}"
                        + (f"  {c['name']}" if c["name"] else ""))
+
+
+def _feed(ctx, after, limit, compact, types, follow, as_json):
+    """`changes --after`: one page of the event feed, or every page as it comes (`follow`)."""
+    from scraper.mirror import feed
+    try:
+        types = feed.check_types(types)
+    except ConfigError as e:
+        raise Failure(str(e)) from None
+    s = command_settings(ctx)
+    with existing_db(s) as conn:
+        if not follow:
+            _print_page(feed.page(conn, after, limit, compact, types), as_json)
+            return
+        with stops_cleanly("changes --follow", partial="every event printed was whole"):
+            for got in feed.follow(conn, after, limit, compact, types):
+                _print_page(got, as_json, lines=True)
+
+
+def _print_page(got, as_json, lines=False):
+    """A page of events: one JSON object (a line of its own with `lines`), or a line each and the cursor to
+    stderr (so the events alone can be piped)."""
+    if as_json:
+        click.echo(json.dumps(got, ensure_ascii=False, separators=(",", ":")) if lines
+                   else json.dumps(got, indent=2, ensure_ascii=False))
+        return
+    for e in got["changes"]:
+        click.echo(f"{e['seq']}  {e['occurred_at']}  {e['type']:<17}  {e['source']}  {e['subject']}")
+    click.echo(f"next: {got['next']}", err=True)
 
 
 @click.command("history")

@@ -1,4 +1,4 @@
-"""Commands that read the queue: status, failures, sources."""
+"""Commands that read the queue: status, failures, sources, runs."""
 
 import json
 import os
@@ -10,7 +10,8 @@ import time
 import click
 
 from scraper.base import logs
-from scraper.cli.common import CLEAR_SCREEN, WATCH_EVERY_S, command_settings, existing_db
+from scraper.cli.common import CLEAR_SCREEN, WATCH_EVERY_S, Choice, command_settings, existing_db
+from scraper.db import runrecord
 
 
 @click.command("status")
@@ -112,3 +113,46 @@ def sources_cmd(ctx, as_json):
         rows = sources.report(conn, s, time.time())
         conn.close()
     click.echo(json.dumps(rows, indent=2) if as_json else sources.render(rows))
+
+
+RUNS_LIMIT = 20
+
+
+@click.command("runs")
+@click.option("--source", "source_name", metavar="NAME", help="Only the runs that worked this source, with its counts.")
+@click.option("--status", "status_", type=Choice(runrecord.STATUSES),
+              help="Only runs of this status.")
+@click.option("--latest", is_flag=True, help="Only the newest run (of --source): the one to resume.")
+@click.option("--before", type=click.IntRange(min=1), metavar="ID",
+              help="Only runs older than run ID (the next page: the last id of this one).")
+@click.option("--limit", type=click.IntRange(min=1), default=RUNS_LIMIT, show_default=True, help="Runs a page.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON array (one object, or null, with --latest) instead of text.")
+@click.pass_context
+def runs_cmd(ctx, source_name, status_, latest, before, limit, as_json):
+    """List the runs, newest first: each with its id, source, status (running, succeeded, failed, gave_up,
+    stopped, crashed, died), when it started and finished, and how many jobs in all (total), finished,
+    failed and invalid. A run works several sources: --source shows that one's counts, else their sums.
+
+    \b
+    Example:
+        scraper runs
+        scraper runs --source n8n --status failed --json
+        scraper runs --latest --source n8n --json
+        scraper runs --before 120 --limit 50
+    """
+    from scraper.db import store
+    s = command_settings(ctx)
+    with existing_db(s) as conn:
+        found = runrecord.listing(conn, store.clock(conn), source_name, status_, before, 1 if latest else limit)
+    if as_json:
+        click.echo(json.dumps((found[0] if found else None) if latest else found, indent=2))
+        return
+    if not found:
+        click.echo("no run yet" + (f" of {source_name}" if source_name else "")
+                   + (f" with status {status_}" if status_ else "") + ".")
+        return
+    for r in found:
+        click.echo(f"{r['id']:>5}  {r['source'] or '-':<14}  {r['status']:<9}  {r['started_at']}  "
+                   f"{r['finished_at'] or '-':<25}  {r['finished']}/{r['total']} finished, {r['failed']} failed, "
+                   f"{r['invalid']} invalid")

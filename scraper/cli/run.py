@@ -61,7 +61,7 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         scraper run --source events
     """
     from scraper.policy import outcome
-    from scraper.pool import supervisor
+    from scraper.pool import relay, supervisor
     s = run_settings(ctx, run_sources, flags)
     with health(s, "run") if not ctx.meta.get(HEALTH_OWNED) else contextlib.nullcontext() as pings:
         if not db_exists(s):
@@ -76,7 +76,8 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
             log.warning("proxies: the transcript requests to youtube.com are sent by the YouTube library, not "
                         "through the proxy pool (HTTP(S)_PROXY still apply to them); every other request is")
         try:
-            code = supervisor.run(s, browserless)
+            with relay.beside(s):
+                code = supervisor.run(s, browserless)
         except RunLocked as e:
             step = outcome.next_step(exitcodes.LOCKED).removeprefix("next: ")
             raise Failure(f"{str(e).rstrip('.')}; {step}", exitcodes.LOCKED) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from scraper.db import events
 from scraper.db.backend import Conn, Row
 
 # a stored answer's template row, or its catalogue item's (its URL, its removal)
@@ -67,9 +68,22 @@ def has_source(conn: Conn, source: str) -> bool:
 
 
 def add_change(conn: Conn, source: str, key: str, change: str, at: str, version: int | None = None,
-               template_id: int | None = None) -> None:
+               template_id: int | None = None, digest: str | None = None, url: str | None = None) -> None:
+    """Record a change and its event (`template.*` or `item.*`, db/events.py) in the caller's transaction; the
+    version's content hash and URL, when not given, are its stored answer's."""
     conn.execute("INSERT INTO changes (source, key, template_id, change, at, version) VALUES (?, ?, ?, ?, ?, ?)",
                  (source, key, template_id, change, at, version))
+    if (digest is None or url is None) and version is not None:
+        stored = conn.execute(
+            "SELECT a.content_hash, coalesce(a.url, i.url) FROM answers AS a "
+            "LEFT JOIN items AS i ON i.source = a.source AND i.key = a.key AND a.template_id IS NULL "
+            "WHERE a.source = ? AND a.key = ? AND a.version = ? AND a.kind <> 'rejected' ORDER BY a.kind LIMIT 1",
+            (source, key, version)).fetchone()
+        if stored is not None:
+            digest, url = digest or stored[0], url or stored[1]
+    family, subject = ("template", {"id": template_id}) if template_id is not None else ("item", {"key": key})
+    events.append(conn, f"{family}.{events.CHANGE_TYPES[change]}", source, key,
+                  {**subject, "version": version, "content_hash": digest, "url": url}, at)
 
 
 def changes(conn: Conn, since: str | None = None, kinds: Sequence[str] = (), limit: int | None = None) -> list[Row]:

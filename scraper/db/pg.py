@@ -157,6 +157,8 @@ class Connection:
         self._pipe: Any = None               # the pipeline of the transaction under way
         self._pipe_cm: Any = None            # (and its context)
         self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
+        # statements run last in the transaction, right before its COMMIT (db/events.py: the outbox's rows)
+        self.at_commit: list[tuple[str, Sequence[Any]]] = []
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -281,12 +283,16 @@ class Connection:
 
     def commit(self) -> None:
         if self.in_transaction:
+            held, self.at_commit = self.at_commit, []
+            for sql, params in held:
+                self.execute(sql, params)
             self.raw("COMMIT")
             self._leave_pipeline()
 
     def rollback(self) -> None:
         """Undo the transaction; an error still waiting in the pipeline is the reason, not news."""
         import psycopg
+        self.at_commit = []
         if self._pipe is not None:
             cm, self._pipe = self._pipe_cm, None
             try:

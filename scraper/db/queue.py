@@ -5,7 +5,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from scraper.db import claims, counters, domains, jobcounts
+from scraper.db import claims, counters, domains, events, jobcounts
 from scraper.db.backend import Conn, Job, Writer
 from scraper.db.store import is_postgres, transaction
 from scraper.policy import breaker, fairness
@@ -13,6 +13,7 @@ from scraper.policy.breaker import Breaker
 
 SEED_BATCH = 5_000
 DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources existed is its
+EVENT_REASON_CHARS = 500    # a failure's reason in its event (the job row keeps 1,000)
 
 
 # rows per INSERT: one statement of many rows costs half what executemany does row for row (each of its rows
@@ -210,7 +211,8 @@ class Queue:
                 return False
             self._record(c, job, "done", now)
             if write is not None:
-                write(c)
+                with events.in_run(self.run_id):
+                    write(c)
             return True
 
     def _record(self, c: Conn, job: Job, status: str, now: float) -> None:
@@ -240,9 +242,18 @@ class Queue:
             counters.bump(c, "error:" + kind)
             if finished is not None:
                 self._record(c, job, status, now)
+                self._ended(c, job.key, job.source, job.url, status, kind, message, http_status, job.attempts, now)
             if write is not None:
-                write(c)
+                with events.in_run(self.run_id):
+                    write(c)
             return True
+
+    def _ended(self, c: Conn, key: str, source: str, url: str, status: str, kind: str, reason: str,
+               http_status: int | None, attempts: int, now: float) -> None:
+        """The event of a job that ended failed or invalid (`job.failed`, `job.invalid`), with its reason."""
+        events.append(c, f"job.{status}", source, key,
+                      {"key": key, "url": url, "kind": kind, "reason": reason[:EVENT_REASON_CHARS],
+                       "http_status": http_status, "attempts": attempts}, events.iso(now), self.run_id)
 
     def release(self, job: Job, worker: str, now: float, available_at: float | None = None) -> bool:
         """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted; claimable
@@ -271,11 +282,14 @@ class Queue:
                         error_kind = 'abandoned', last_error = 'the worker ' || worker || ' died holding it',
                         http_status = NULL, worker = NULL, lease_until = NULL, updated_at = ?
                     WHERE status = 'running' AND worker IN ({marks})
-                    RETURNING status""",
+                    RETURNING status, key, source, url, attempts, last_error""",
                 [max_attempts, max_attempts, now, now, *workers],
             ).fetchall()
             if rows:
                 counters.bump(c, "error:abandoned", len(rows))
+            for r in rows:
+                if r[0] == "failed":
+                    self._ended(c, r[1], r[2], r[3], "failed", "abandoned", r[5], None, r[4], now)
         failed = sum(1 for r in rows if r[0] == "failed")
         return len(rows) - failed, failed
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from scraper.base.errors import ConfigError
@@ -142,23 +142,30 @@ def last_run(conn: Conn) -> Row | None:
 
 
 def start_run(conn: Conn, pid: int, started_at: float, workers: int, settings_json: str,
-              host: str | None = None) -> int:
-    """Record a run that starts (its machine, its first heartbeat); returns its id."""
+              host: str | None = None, sources: Sequence[str] = ()) -> int:
+    """Record a run that starts (its machine, its first heartbeat, the sources it works and their
+    `run.started` events); returns its id."""
+    from scraper.db import runrecord
     with transaction(conn) as c:
-        return int(c.execute(
+        run_id = int(c.execute(
             "INSERT INTO runs (pid, started_at, workers, settings, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?) "
             "RETURNING id",
             (pid, started_at, workers, settings_json, host, started_at),
         ).fetchone()[0])
+        runrecord.started(c, run_id, sources, started_at, host, pid, workers)
+        return run_id
 
 
 def finish_run(conn: Conn, run_id: int, finished_at: float, counts: dict[str, int], exit_code: int) -> None:
-    """Record how the run ended: its exit code and the rows done, failed and invalid (`counts`) by then."""
+    """Record how the run ended: its exit code and the rows done, failed and invalid (`counts`) by then, its
+    own counts per source and their `run.finished` events."""
+    from scraper.db import runrecord
     with transaction(conn) as c:
         c.execute(
             "UPDATE runs SET finished_at = ?, done = ?, failed = ?, invalid = ?, exit_code = ? WHERE id = ?",
             (finished_at, counts["done"], counts["failed"], counts["invalid"], exit_code, run_id),
         )
+        runrecord.finished(c, run_id, finished_at, exit_code)
 
 
 # --- the notifications table: pings and messages a run sent (scraper.net.notify) ---------------------

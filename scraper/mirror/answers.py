@@ -116,7 +116,8 @@ def store(conn, row, raw, fetched_at):
                    paid=int(listed["price"] is not None or listed["purchase_url"] is not None))
     upsert(conn, "workflows", row, "id")
     if change:
-        record_change(conn, N8N, str(tid), change, fetched_at, version, template_id=tid)
+        record_change(conn, N8N, str(tid), change, fetched_at, version, template_id=tid, digest=api_hash,
+                      url=getattr(raw[API], "url", None))
     _restored(conn, tid, old, fetched_at, version)
     return version
 
@@ -156,8 +157,9 @@ def template_change(conn, template_id, change, at, version=None):
     record_change(conn, N8N, str(template_id), change, at, version, template_id=template_id)
 
 
-def record_change(conn, source, key, change, at, version=None, template_id=None):
-    rows.add_change(conn, source, key, change, at, version, template_id)
+def record_change(conn, source, key, change, at, version=None, template_id=None, digest=None, url=None):
+    """Record a change and its event, in the caller's transaction (`digest`, `url`: the version's, when known)."""
+    rows.add_change(conn, source, key, change, at, version, template_id, digest, url)
 
 
 def history(conn, template_id=None, source=N8N, key=None, kind=API):

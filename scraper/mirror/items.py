@@ -34,9 +34,9 @@ def store(conn, source, key, url, record, raw, fetched_at, volatile=()):
     rows.put(conn, source, key, url, json.dumps(record, ensure_ascii=False, sort_keys=True), version, fetched_at,
              digest)
     if change:
-        answers.record_change(conn, source, key, change, fetched_at, version)
+        answers.record_change(conn, source, key, change, fetched_at, version, digest=digest, url=url)
     if old is not None and old["removed_at"] is not None:
-        answers.record_change(conn, source, key, "restored", fetched_at, version)
+        answers.record_change(conn, source, key, "restored", fetched_at, version, digest=digest, url=url)
     return version
 
 

@@ -14,7 +14,7 @@ from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM, DatabaseClock
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import runstate, store
+from scraper.db import runrecord, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.net import proxypool
@@ -126,6 +126,7 @@ class Supervisor:
         for slot in self.slots:
             self._start(slot)
         next_sample = next_show = next_beat = 0.0
+        next_progress = self.clock.monotonic() + runrecord.PROGRESS_EVENT_S     # `run.started` said the rest
         next_summary = self.clock.monotonic() + PROGRESS_EVERY_S
         stop_deadline = None
         while True:
@@ -156,6 +157,10 @@ class Supervisor:
             if mono >= next_beat:
                 next_beat = mono + runstate.RUN_HEARTBEAT_S
                 runstate.heartbeat_run(self.conn, self.run_id, self.clock())
+            if mono >= next_progress:
+                next_progress = mono + runrecord.PROGRESS_EVENT_S
+                with store.transaction(self.conn) as c:
+                    runrecord.progress(c, self.run_id, self.clock())
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
                 orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
@@ -370,10 +375,10 @@ class Supervisor:
         self.started_at = self.clock()
         # a ping URL's path is its secret: kept out of the runs row, like the contact in the user agent
         settings = {k: v for k, v in dataclasses.asdict(self.s).items()
-                    if k not in ("user_agent", "ping_url", "notify_url")}
+                    if k not in ("user_agent", "ping_url", "notify_url", "webhooks")}
         settings["db_path"] = self.s.db_shown     # never a password
         return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings),
-                               runstate.host())
+                               runstate.host(), [src.name for src in self.s.working_sources])
 
     def _finish_run(self, conn, run_id, code):
         counts, own = self.queue.counts(), self.queue.run_counts(run_id)

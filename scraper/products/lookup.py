@@ -13,7 +13,7 @@ from scraper.base.errors import ConfigError
 from scraper.db import items as item_table
 from scraper.db import origin, sources_report, templates
 from scraper.db import search as index
-from scraper.mirror import answers, sync
+from scraper.mirror import answers, feed, sync
 from scraper.mirror import items as item_rows
 from scraper.policy import redact
 from scraper.products import files, search, stats
@@ -126,10 +126,20 @@ def template_stats(conn):
             "categories": stats.top(conn, "categories", "category", TOP, live_only=True)}
 
 
-def recent_changes(conn, since="", kinds=(), limit=CHANGES_LIMIT):
+def recent_changes(conn, since="", kinds=(), limit=CHANGES_LIMIT, after=None, compact=False):
     """{changes: [{id, name, change, at} | {source, key, change, at}]}: the newest `limit` changes from
-    `since` on (ISO 8601; no offset means UTC), newest last, of `kinds` only (default all)."""
+    `since` on (ISO 8601; no offset means UTC), newest last, of `kinds` only (default all).
+
+    With `after` (a cursor; 0: from the start) the event feed instead, as `scraper changes --after`:
+    {changes: [{seq, id, type, source, subject, occurred_at, data}], next}, at most `limit` events after
+    it (`compact`: the newest of each template, item, job and run); pass `next` back as `after`."""
     limit, _ = _bounded(limit, 0, MAX_CHANGES)
+    if after is not None or compact:
+        if since or kinds:
+            raise ConfigError("since and kinds read the changes by time; with after, give neither.")
+        if not isinstance(after, (int, type(None))) or (after or 0) < 0:
+            raise ConfigError(f"after must be a cursor: a whole number, 0 or more (got {after!r}).")
+        return feed.page(conn, after or 0, limit, compact)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         raise ConfigError(f"unknown kind(s) {', '.join(map(repr, unknown))}; use {', '.join(KINDS)}.")

@@ -85,11 +85,13 @@ def build(db_path, default_site_url, time_limit_s=QUERY_LIMIT_S):
         return ask(lookup.template_stats)
 
     @server.tool()
-    def recent_changes(since: str = "", kinds: list[str] | None = None,
-                       limit: int = lookup.CHANGES_LIMIT) -> CallToolResult:
+    def recent_changes(since: str = "", kinds: list[str] | None = None, limit: int = lookup.CHANGES_LIMIT,
+                       after: int | None = None, compact: bool = False) -> CallToolResult:
         """Templates (and catalogue items) added, changed, removed or restored: the newest `limit` (at most
-        500) from `since` on (ISO 8601, e.g. 2026-11-01), of `kinds` only (default all), oldest first."""
-        return ask(lookup.recent_changes, since, tuple(kinds or ()), limit)
+        500) from `since` on (ISO 8601, e.g. 2026-11-01), of `kinds` only (default all), oldest first.
+        With `after` (a cursor, 0 for the start): the event feed instead, {changes, next}, at most `limit`
+        events after it (`compact`: the newest of each template or item); pass `next` back as `after`."""
+        return ask(lookup.recent_changes, since, tuple(kinds or ()), limit, after, compact)
 
     @server.tool()
     def search_items(source: str, query: str = "", limit: int = lookup.LIMIT, offset: int = 0) -> CallToolResult:

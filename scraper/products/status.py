@@ -64,7 +64,17 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "last_notification": store.last_notification(queue.conn),
         "n8n": scope.n8n, "items": scope.items,
         "proxies": proxies(queue.conn, now, settings),
+        "endpoints": endpoints(queue.conn, now, settings),
     }
+
+
+def endpoints(conn, now, settings=None):
+    """The webhook endpoints as `status --json` shows them (db/deliveries.report): [{url (without
+    credentials), cursor, backlog, oldest_s, last_error, disabled, ...}]."""
+    from scraper.db import deliveries, schema
+    if settings is None or not settings.webhooks or not schema.has_table(conn, "webhook_endpoints"):
+        return []
+    return deliveries.report(conn, [e.shown for e in settings.webhooks], now)
 
 
 def proxies(conn, now, settings=None):
@@ -180,6 +190,11 @@ def render(r):
             extra += f"; banned for {', '.join(p['banned_domains'])}" if p["banned_domains"] else ""
             lines.append(f"proxy     {p['url']}: {p['state']}{extra}; {p['requests']} request(s), "
                          f"{p['failures']} failure(s)")
+    for e in r.get("endpoints") or []:
+        lines.append(f"webhook   {e['url']}: " + ("DISABLED; " if e["disabled"] else "")
+                     + f"cursor {e['cursor']}, {e['backlog']} event(s) waiting"
+                     + (f" (oldest {e['oldest_s']} s)" if e["oldest_s"] is not None else "")
+                     + (f"; last error: {e['last_error']}" if e["last_error"] else ""))
     for name, d in r["domains"].items():
         extra = f", open for {d['open_for_s']:g} s more" if d["open_for_s"] else ""
         extra += f", paused for {d['paused_for_s']:g} s more" if d["paused_for_s"] else ""

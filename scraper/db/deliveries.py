@@ -1,0 +1,120 @@
+"""The webhook endpoints' place in the outbox (`webhook_endpoints`) and every delivery attempt (`deliveries`),
+for `scraper deliver` and `scraper deliveries`. An endpoint is keyed by its URL without credentials."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from scraper.db import events
+from scraper.db.backend import Conn
+from scraper.db.store import transaction
+
+STATE = ("url", "cursor", "pending_upto", "attempts", "next_at", "last_error", "disabled")
+
+
+def state(conn: Conn, url: str) -> dict[str, Any]:
+    """The endpoint's row (made at cursor 0 the first time)."""
+    row = conn.execute(f"SELECT {', '.join(STATE)} FROM webhook_endpoints WHERE url = ?", (url,)).fetchone()
+    if row is None:
+        with transaction(conn) as c:
+            c.execute("INSERT OR IGNORE INTO webhook_endpoints (url) VALUES (?)", (url,))
+        return state(conn, url)
+    return {k: row[k] for k in STATE}
+
+
+def take(conn: Conn, url: str, now: float, until: float) -> dict[str, Any] | None:
+    """Hold the endpoint until `until` for one attempt, when it is due, enabled and held by no other deliverer;
+    its row as it is then, or None."""
+    state(conn, url)
+    with transaction(conn) as c:
+        if c.execute("UPDATE webhook_endpoints SET lease_until = ? WHERE url = ? AND disabled = 0 AND next_at <= ? "
+                     "AND lease_until <= ?", (until, url, now, now)).rowcount != 1:
+            return None
+    return state(conn, url)
+
+
+def release(conn: Conn, url: str) -> None:
+    with transaction(conn) as c:
+        c.execute("UPDATE webhook_endpoints SET lease_until = 0 WHERE url = ?", (url,))
+
+
+def pin(conn: Conn, url: str, upto: int, now: float) -> None:
+    """The batch up to seq `upto` is under way: its retries send the same events."""
+    with transaction(conn) as c:
+        c.execute("UPDATE webhook_endpoints SET pending_upto = ?, updated_at = ? WHERE url = ?", (upto, now, url))
+
+
+def skip(conn: Conn, url: str, cursor: int, now: float) -> None:
+    """Move the cursor over events the endpoint does not want (and let the endpoint go)."""
+    with transaction(conn) as c:
+        c.execute("UPDATE webhook_endpoints SET cursor = MAX(cursor, ?), lease_until = 0, updated_at = ? "
+                  "WHERE url = ?", (cursor, now, url))
+
+
+def attempted(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,
+              error: str | None, ms: int, ok: bool, next_at: float = 0.0, disabled: bool = False) -> None:
+    """Record one attempt and its consequence, in one transaction, and let the endpoint go: a 2xx moves the
+    cursor to `last` and clears the failures; a failure counts, waits until `next_at`, or disables it."""
+    with transaction(conn) as c:
+        c.execute("INSERT INTO deliveries (url, webhook_id, first_seq, last_seq, events, at, status, ok, error, ms) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (url, webhook_id, first, last, n, now, status, int(ok),
+                                                            error, ms))
+        if ok:
+            c.execute("UPDATE webhook_endpoints SET cursor = MAX(cursor, ?), pending_upto = NULL, attempts = 0, "
+                      "next_at = 0, last_error = NULL, lease_until = 0, updated_at = ? WHERE url = ?", (last, now, url))
+        else:
+            c.execute("UPDATE webhook_endpoints SET attempts = attempts + 1, next_at = ?, last_error = ?, "
+                      "disabled = ?, lease_until = 0, updated_at = ? WHERE url = ?",
+                      (next_at, error, int(disabled), now, url))
+
+
+def replayed(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,
+             error: str | None, ms: int, ok: bool) -> None:
+    """Record one attempt of a redelivery (the endpoint's cursor and schedule stay as they are)."""
+    with transaction(conn) as c:
+        c.execute("INSERT INTO deliveries (url, webhook_id, first_seq, last_seq, events, at, status, ok, error, ms) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (url, webhook_id, first, last, n, now, status, int(ok),
+                                                            error, ms))
+
+
+def delivered(conn: Conn, url: str, since: int | None = None, run_id: int | None = None) -> list[tuple[int, int]]:
+    """The (first seq, last seq) of each batch the endpoint took with a 2xx, in order: those with an event
+    after `since`, or with an event of run `run_id`."""
+    sql, args = ("SELECT DISTINCT d.first_seq, d.last_seq FROM deliveries AS d WHERE d.url = ? AND d.ok = 1",
+                 list[Any]([url]))
+    if since is not None:
+        sql, args = sql + " AND d.last_seq > ?", [*args, since]
+    if run_id is not None:
+        sql, args = (sql + " AND EXISTS (SELECT 1 FROM events AS e WHERE e.run_id = ? AND e.seq >= d.first_seq "
+                     "AND e.seq <= d.last_seq)", [*args, run_id])
+    return [(r[0], r[1]) for r in conn.execute(sql + " ORDER BY d.first_seq, d.last_seq", args)]
+
+
+def failures(conn: Conn, limit: int) -> list[dict[str, Any]]:
+    """The newest failed attempts: {url, webhook_id, first_seq, last_seq, events, at, status, error}."""
+    return [dict(r) for r in conn.execute(
+        "SELECT url, webhook_id, first_seq, last_seq, events, at, status, error FROM deliveries WHERE ok = 0 "
+        "ORDER BY id DESC LIMIT ?", (limit,))]
+
+
+def report(conn: Conn, urls: list[str], now: float) -> list[dict[str, Any]]:
+    """Each endpoint (by its shown URL) as `deliveries` and `status` show it, read only: {url, cursor, backlog
+    (events after its cursor), oldest_s (the age of the oldest of them), last_error, disabled, attempts (failed
+    in a row), next_at}."""
+    out = []
+    for url in urls:
+        row = conn.execute(f"SELECT {', '.join(STATE)} FROM webhook_endpoints WHERE url = ?", (url,)).fetchone()
+        st: dict[str, Any] = ({k: row[k] for k in STATE} if row is not None
+                              else {"cursor": 0, "attempts": 0, "disabled": 0, "next_at": 0, "last_error": None})
+        oldest = conn.execute("SELECT occurred_at FROM events WHERE seq > ? ORDER BY seq LIMIT 1",
+                              (st["cursor"],)).fetchone()
+        out.append({"url": url, "cursor": st["cursor"], "backlog": events.count(conn, st["cursor"]),
+                    "oldest_s": None if oldest is None else max(0, round(now - _epoch(oldest[0]))),
+                    "last_error": st["last_error"], "disabled": bool(st["disabled"]), "attempts": st["attempts"],
+                    "next_at": st["next_at"] or None})
+    return out
+
+
+def _epoch(text: str) -> float:
+    return datetime.datetime.fromisoformat(text).timestamp()

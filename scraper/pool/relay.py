@@ -1,0 +1,62 @@
+"""Webhook delivery beside a run (`run`, and `update` through it): a process of its own that delivers the
+outbox as the run writes it (`mirror/delivery`), so a receiver that is slow or down never holds a worker.
+
+It starts before the supervisor (which leaves a child it did not start alone), stops on SIGTERM after a
+last pass (the run's final events, `run.finished` among them, go out before the command returns), and on
+its own when its parent is gone (a `kill -9` of the run): the next run or `scraper deliver` goes on from
+each endpoint's cursor, so nothing is lost either way.
+"""
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+
+log = logging.getLogger(__name__)
+
+STOP_WAIT_S = 45.0          # the last pass: a few batches, each bounded by its endpoint's timeout (15 s)
+
+
+def _main(settings, parent):
+    from scraper.db import store
+    from scraper.mirror import delivery
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)         # a Ctrl-C is the run's: it stops us with SIGTERM
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})    # a stop sent before now arrives here
+    conn = store.connect(settings.db_path)
+    try:
+        delivery.deliver(conn, settings.webhooks, follow=True, stop=lambda: bool(stopping) or os.getppid() != parent)
+        if stopping:
+            delivery.deliver(conn, settings.webhooks)
+    except Exception:
+        log.exception("webhook delivery stopped; `scraper deliver` goes on from each endpoint's cursor")
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def beside(settings):
+    """`with beside(settings):` delivery runs while the block does, when `settings.webhooks` lists endpoints."""
+    if not settings.webhooks:
+        yield
+        return
+    process = multiprocessing.get_context("fork").Process(target=_main, args=(settings, os.getpid()),
+                                                           name="webhooks", daemon=True)
+    # blocked across the fork: a SIGTERM that comes before the child's handler waits for it, not kills it
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.join(STOP_WAIT_S)
+        if process.is_alive():
+            log.warning("webhook delivery did not finish its last pass in %.0f s; `scraper deliver` goes on",
+                        STOP_WAIT_S)
+            process.kill()
+            process.join()
