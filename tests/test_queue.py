@@ -2,10 +2,10 @@
 
 import json
 import multiprocessing
-import sqlite3
 
 import pytest
 
+from scraper.base.errors import IntegrityError
 from scraper.db import jobcounts, schema, store
 from scraper.db.queue import Queue
 from scraper.policy import breaker
@@ -52,7 +52,7 @@ def template_id(job):
 
 def test_open_db_migrates_to_the_schema_version(db):
     conn = store.open_db(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION >= 1
+    assert store.schema_version(conn) == store.SCHEMA_VERSION >= 1
     assert {"jobs", "workflows", "domains", "runs", "counters"} <= schema.tables(conn)
     if not store.is_postgres(conn):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -65,7 +65,7 @@ def test_open_db_twice_is_idempotent_and_keeps_data(db):
     conn.close()
     conn = store.open_db(db)
     assert store.migrate(conn) == store.SCHEMA_VERSION
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    assert store.schema_version(conn) == store.SCHEMA_VERSION
     assert Queue(conn).counts()["pending"] == 2
     conn.close()
 
@@ -455,7 +455,7 @@ def test_domain_state_survives_in_the_database(db, q):
 
 def test_jobs_check_constraint_refuses_an_unknown_status(q):
     q.seed(job_rows([1]), now=NOW)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(IntegrityError):
         q.conn.execute("UPDATE jobs SET status = 'lost'")
 
 

@@ -46,4 +46,4 @@ def queries() -> dict[str, dict[str, Any]]:
 def undecided(conn: Conn) -> int:
     """How many templates the `templates` view shows without their text: no redaction verdict yet."""
     return int(conn.execute("SELECT COUNT(*) FROM templates WHERE workflow IS NULL AND id IN "
-                            "(SELECT id FROM workflows WHERE workflow IS NOT NULL)").fetchone()[0])
+                            "(SELECT id FROM workflows WHERE workflow IS NOT NULL)").one()[0])

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from scraper.db import sqlite
 from scraper.db.backend import Conn, Row
 from scraper.db.store import is_postgres
 
@@ -21,6 +22,7 @@ def workflows(conn: Conn, columns: Sequence[str], live_only: bool = False) -> It
         yield from conn.stream(sql)
         return
     import sqlite_utils  # here, not at the top: every command imports the export for its format list
+    assert isinstance(conn, sqlite.Connection)     # for mypy: not PostgreSQL's, so SQLite's
     yield from sqlite_utils.Database(conn).query(sql)
 
 

@@ -72,8 +72,7 @@ def update_rate(conn: Conn, domain: str, now: float,
     made when missing); returns (before, after) dicts."""
     with transaction(conn) as c:
         c.execute("INSERT OR IGNORE INTO domains (domain, updated_at) VALUES (?, ?)", (domain, now))
-        row = c.execute(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?", (domain,)).fetchone()
-        before = dict(row)
+        before = dict(c.execute(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?", (domain,)).one())
         values = change(before)
         if values:
             sets = ", ".join(f"{k} = ?" for k in values)
@@ -94,7 +93,7 @@ def answers_since(conn: Conn, domain: str, since: float,
                   window: int) -> tuple[int, list[int], list[tuple[int, int | None]]]:
     """(answers of `domain` since `since`, times of its first `window`, (ms, status) of its last `window`),
     from the request log."""
-    count = conn.execute("SELECT COUNT(*) FROM requests WHERE domain = ? AND at >= ?", (domain, since)).fetchone()[0]
+    count = conn.execute("SELECT COUNT(*) FROM requests WHERE domain = ? AND at >= ?", (domain, since)).one()[0]
     first = [r[0] for r in conn.execute(
         "SELECT ms FROM requests WHERE domain = ? AND at >= ? ORDER BY at LIMIT ?", (domain, since, window))]
     last = [(r[0], r[1]) for r in conn.execute(
@@ -114,11 +113,12 @@ def give_up(conn: Conn, domain: str, reason: str, now: float, until: float) -> N
 
 def gave_up_reasons(conn: Conn) -> dict[str, str]:
     """{domain: sentence} of the domains this run gave up for a reason of their own (robots.txt)."""
-    return dict(conn.execute(
-        "SELECT domain, gave_up_reason FROM domains WHERE gave_up != 0 AND gave_up_reason IS NOT NULL"))
+    return {r[0]: r[1] for r in conn.execute(
+        "SELECT domain, gave_up_reason FROM domains WHERE gave_up != 0 AND gave_up_reason IS NOT NULL")}
 
 
 def disallowed_since(conn: Conn, since: float) -> dict[str, int]:
     """{domain: jobs that ended invalid, kind robots, since `since`}."""
-    return dict(conn.execute("SELECT domain, COUNT(*) FROM jobs WHERE error_kind = 'robots' AND status = 'invalid' "
-                             "AND finished_at >= ? GROUP BY domain", (since,)))
+    return {r[0]: r[1] for r in conn.execute(
+        "SELECT domain, COUNT(*) FROM jobs WHERE error_kind = 'robots' AND status = 'invalid' "
+        "AND finished_at >= ? GROUP BY domain", (since,))}

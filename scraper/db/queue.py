@@ -146,8 +146,8 @@ class Queue:
 
     def in_flight(self, c: Conn | None = None) -> dict[str, int]:
         """{domain: jobs running}."""
-        return dict((c or self.conn).execute(
-            "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
+        return {r[0]: r[1] for r in (c or self.conn).execute(
+            "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain")}
 
     def _blocked_domains(self, c: Conn, now: float) -> tuple[list[str], list[str]]:
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
@@ -358,10 +358,10 @@ class Queue:
 
     def given_up(self) -> dict[str, int]:
         """{domain: pending jobs} of the domains this run gave up."""
-        return dict(self.conn.execute(
+        return {r[0]: r[1] for r in self.conn.execute(
             """SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
-               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))
+               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain""")}
 
     def work_left(self, sites: Sequence[str] | None = None, sources: Sequence[str] | None = None) -> bool:
         """True while a job (of `sites` and `sources`, default all) runs, or a pending one belongs to a
@@ -376,7 +376,7 @@ class Queue:
                     OR (status = 'pending'
                         AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})""",
             args,
-        ).fetchone()[0])
+        ).one()[0])
 
     @staticmethod
     def _breaker(c: Conn, domain: str) -> Breaker:
@@ -395,12 +395,12 @@ class Queue:
     def run_counts(self, run_id: int) -> dict[str, int]:
         """What run `run_id` itself finished: {done, failed, invalid}."""
         counts = dict.fromkeys(("done", "failed", "invalid"), 0)
-        counts.update(self.conn.execute("SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status",
-                                        (run_id,)).fetchall())
+        counts.update((r[0], r[1]) for r in self.conn.execute(
+            "SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status", (run_id,)))
         return counts
 
     def finished_since(self, since: float) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).fetchone()[0]
+        return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).one()[0]
 
     def counts_by_site(self) -> dict[str, dict[str, int]]:
         """{site: {status: rows}} (every status present, zero when none)."""

@@ -23,7 +23,7 @@ def last_trace(conn: Conn, run_id: int) -> float | None:
     """The time of a run's last request or finished job (where a run that died ends), or None."""
     return conn.execute("SELECT MAX(at) FROM (SELECT at FROM requests WHERE run_id = ? "
                         "UNION ALL SELECT at FROM run_jobs WHERE run_id = ?) AS traces",
-                        (run_id, run_id)).fetchone()[0]
+                        (run_id, run_id)).one()[0]
 
 
 def request_counts(conn: Conn, run_id: int, answered: Sequence[str]) -> tuple[int, int, int]:
@@ -31,7 +31,7 @@ def request_counts(conn: Conn, run_id: int, answered: Sequence[str]) -> tuple[in
     marks = ", ".join(f"'{k}'" for k in answered)
     row = conn.execute(f"""SELECT COUNT(*), {jsonsql.count_if(f"kind IN ({marks})")},
                            {jsonsql.count_if("kind = 'http_429'")} FROM requests WHERE run_id = ?""",
-                       (run_id,)).fetchone()
+                       (run_id,)).one()
     return row[0], row[1] or 0, row[2] or 0
 
 

@@ -9,13 +9,12 @@ to write it is logged and forgotten: the log must never cost a job.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Literal
 
-from scraper.base.errors import FetchError
+from scraper.base.errors import DatabaseError, FetchError
 from scraper.db.backend import Conn
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,7 @@ def record(conn: Conn, at: float, domain: str, kind: str, status: int | None, ms
         conn.execute("INSERT INTO requests (at, domain, kind, status, ms, run_id, slot_wait_ms) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?)", (at, domain, kind, status, ms, run_id, int(slot_wait_s * 1000)))
         return True
-    except sqlite3.Error as e:
+    except DatabaseError as e:
         log.warning("request log not written: %s", e)
         return False
 

@@ -16,8 +16,9 @@ def robots_invalid(conn: Conn, domains: Collection[str], now: float, every_domai
         return {}
     params: list[Any] = [] if every_domain else list(domains)
     with transaction(conn) as c:
-        counts = dict(c.execute("SELECT domain, COUNT(*) FROM jobs WHERE status = 'invalid' AND error_kind = 'robots'"
-                                f"{where} GROUP BY domain", params).fetchall())
+        counts = {r[0]: r[1] for r in c.execute(
+            f"SELECT domain, COUNT(*) FROM jobs WHERE status = 'invalid' AND error_kind = 'robots'{where} "
+            "GROUP BY domain", params)}
         if counts:
             c.execute("UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL, "
                       "worker = NULL, lease_until = NULL, error_kind = NULL, last_error = NULL, updated_at = ? "

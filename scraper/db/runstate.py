@@ -7,14 +7,16 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-import sqlite3
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from scraper.base.errors import ConfigError, RunLocked
+from scraper.base.errors import ConfigError, DatabaseError, RunLocked
 from scraper.base.urls import is_db_url
-from scraper.db import schema
+from scraper.db import schema, sqlite
 from scraper.db.backend import Conn, Row
+
+if TYPE_CHECKING:
+    from scraper.db import pg
 
 RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
 RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
@@ -144,14 +146,14 @@ class walk_lock:
 
     def __init__(self, path: str, name: str) -> None:
         self.path, self.name = path, name
-        self.conn: Conn | None = None
+        self.conn: pg.Connection | None = None
 
     def __enter__(self) -> bool:
         if not is_db_url(self.path):
             return True
         from scraper.db import store
-        self.conn = store.open_db(self.path)
-        got = self.conn.raw("SELECT pg_try_advisory_lock(hashtext(%s))", ("walk:" + self.name,)).fetchone()[0]
+        self.conn = store.open_postgres(self.path)
+        got = self.conn.raw("SELECT pg_try_advisory_lock(hashtext(%s))", ("walk:" + self.name,)).one()[0]
         return bool(got)
 
     def __exit__(self, *exc: object) -> Literal[False]:
@@ -171,7 +173,7 @@ def exists(path: str) -> bool:
     if not is_db_url(path):
         return os.path.exists(path)
     from scraper.db import store
-    conn = store.connect(path)
+    conn = store.postgres(path)
     try:
         from scraper.db import pg
         return pg.schema_version(conn) > 0
@@ -185,10 +187,10 @@ def check_readable(path: str) -> None:
     if is_db_url(path):
         return
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = sqlite.connect(f"file:{path}?mode=ro", uri=True)
         try:
             schema.readable(conn)
         finally:
             conn.close()
-    except sqlite3.DatabaseError as e:
+    except DatabaseError as e:
         raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e

@@ -16,7 +16,7 @@ _MONTH = "'[0-9][0-9][0-9][0-9]-[0-9][0-9]*'"
 
 
 def _one(conn: Conn, sql: str) -> Any:
-    return conn.execute(sql).fetchone()[0]
+    return conn.execute(sql).one()[0]
 
 
 def counts(conn: Conn) -> dict[str, int]:
@@ -66,7 +66,7 @@ def quality(conn: Conn, bin_size: int, top_bin: int) -> tuple[tuple[Any, ...], d
     """((scored, min, max, mean) of the quality scores, {bin: templates}), bins of `bin_size`, the last
     (`top_bin`) holding the rest."""
     row = conn.execute("SELECT COUNT(quality_score), MIN(quality_score), MAX(quality_score), AVG(quality_score) "
-                       "FROM workflows").fetchone()
+                       "FROM workflows").one()
     bins = {r[0]: r[1] for r in conn.execute(
         f"SELECT MIN(quality_score / {int(bin_size)}, {int(top_bin)}) AS bin, COUNT(*) FROM workflows "
         "WHERE quality_score IS NOT NULL GROUP BY bin")}
