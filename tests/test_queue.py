@@ -6,7 +6,7 @@ import multiprocessing
 import pytest
 
 from scraper.base.errors import IntegrityError
-from scraper.db import jobcounts, schema, store
+from scraper.db import dialect, jobcounts, schema, store
 from scraper.db.queue import Queue
 from scraper.policy import breaker
 
@@ -451,6 +451,26 @@ def test_domain_state_survives_in_the_database(db, q):
     other = store.connect(db)
     assert Queue(other).domains()[DOMAIN] == breaker.Breaker(breaker.OPEN, 10, NOW + 60)
     other.close()
+
+
+def test_the_hot_path_sends_postgresqls_own_text_untranslated(pg_migrated_url):
+    """claim, heartbeat, complete, fail and release are written in both dialects (db/dialect.Sql): on
+    PostgreSQL none of their statements goes through the translation by pattern."""
+    conn = store.connect(pg_migrated_url)
+    q = Queue(conn, run_id=store.start_run(conn, 1, NOW, 1, "{}"))
+    q.seed(job_rows([1, 2, 3]), now=NOW)
+    dialect.translate.cache_clear()
+    first = q.claim("w", NOW, LEASE)
+    assert q.heartbeat(first, "w", NOW, LEASE) and q.complete(first, "w", NOW, 5)
+    second = q.claim("w", NOW, LEASE)
+    assert q.fail(second, "w", NOW, "failed", "http_5xx", "boom", http_status=503)
+    third = q.claim("w", NOW, LEASE)
+    assert q.release(third, "w", NOW)
+    calls = dialect.translate.cache_info()
+    assert calls.hits + calls.misses == 0
+    assert [job_row(q, f"n8n:{i}")["status"] for i in (1, 2, 3)] == ["done", "failed", "pending"]
+    assert job_row(q, "n8n:3")["attempts"] == 0
+    conn.close()
 
 
 def test_jobs_check_constraint_refuses_an_unknown_status(q):

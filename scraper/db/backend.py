@@ -15,7 +15,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from scraper.db.dialect import Sql
 
 
 class Row(Protocol):
@@ -51,8 +54,9 @@ class Conn(Protocol):
 
     @property
     def is_postgres(self) -> bool: ...
-    def execute(self, sql: str, params: Params = (), /) -> Cursor: ...
-    def executemany(self, sql: str, seq: Iterable[Sequence[Any]], /) -> Cursor: ...
+    # `sql`: both dialects' spellings (`dialect.Sql`), or SQLite's only (PostgreSQL translates it)
+    def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor: ...
+    def executemany(self, sql: str | Sql, seq: Iterable[Sequence[Any]], /) -> Cursor: ...
     # BEGIN; on SQLite IMMEDIATE (the write lock at once); on PostgreSQL the advisory write lock unless `shared`
     def begin(self, shared: bool = False) -> None: ...
     def commit(self) -> None: ...

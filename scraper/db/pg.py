@@ -164,12 +164,17 @@ class Connection:
 
     # --- statements ----------------------------------------------------------------------------
 
-    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
-        """A statement in SQLite's spelling, translated (`dialect.translate`)."""
-        return self._send(dialect.translate(sql), params if isinstance(params, Mapping) else tuple(params))
+    def execute(self, sql: str | dialect.Sql, params: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
+        """PostgreSQL's spelling of a `dialect.Sql` as written; a statement in SQLite's spelling only
+        translated (`dialect.translate`)."""
+        return self._send(self._text(sql), params if isinstance(params, Mapping) else tuple(params))
 
-    def executemany(self, sql: str, seq: Iterable[Sequence[Any]], /) -> Cursor:
-        return self._send(dialect.translate(sql), [tuple(p) for p in seq], many=True)
+    def executemany(self, sql: str | dialect.Sql, seq: Iterable[Sequence[Any]], /) -> Cursor:
+        return self._send(self._text(sql), [tuple(p) for p in seq], many=True)
+
+    @staticmethod
+    def _text(sql: str | dialect.Sql) -> str:
+        return dialect.translate(sql) if isinstance(sql, str) else sql.postgres
 
     def raw(self, sql: str, params: Any = None) -> Cursor:
         """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""

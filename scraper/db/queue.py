@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from scraper.db import claims, counters, domains, jobcounts
 from scraper.db.backend import Conn, Job, Writer
+from scraper.db.dialect import Sql, same
 from scraper.db.store import is_postgres, transaction
 from scraper.policy import breaker, fairness
 from scraper.policy.breaker import Breaker
@@ -20,6 +21,15 @@ DEFAULT_SOURCE = "n8n"      # the built-in source; every job made before sources
 INSERT_CHUNK = 1_000
 INSERT_JOBS = ("INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
                "SELECT column1, column2, column3, column4, column5, ?, ?, ? FROM (VALUES {}) AS new")
+
+# a job handed back, its attempt not counted (never below none): SQLite's scalar MAX is PostgreSQL's GREATEST
+RELEASE = Sql(
+    """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
+           attempts = MAX(0, attempts - 1), updated_at = ?, available_at = COALESCE(?, available_at)
+       WHERE id = ? AND worker = ? AND status = 'running'""",
+    """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
+           attempts = GREATEST(0, attempts - 1), updated_at = %s, available_at = COALESCE(%s, available_at)
+       WHERE id = %s AND worker = %s AND status = 'running'""")
 
 
 def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int = 0,
@@ -117,7 +127,7 @@ class Queue:
             if probes and is_postgres(c):
                 # only one claimer may turn a domain half-open: wait for the write lock, then look again
                 from scraper.db import pg
-                c.execute("SELECT pg_advisory_xact_lock(?)", (pg.WRITE_LOCK,))
+                c.raw("SELECT pg_advisory_xact_lock(%s)", (pg.WRITE_LOCK,))
                 blocked, probes = self._blocked_domains(c, now)
             job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
             for domain in probes:
@@ -147,12 +157,12 @@ class Queue:
     def in_flight(self, c: Conn | None = None) -> dict[str, int]:
         """{domain: jobs running}."""
         return {r[0]: r[1] for r in (c or self.conn).execute(
-            "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain")}
+            same("SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))}
 
     def _blocked_domains(self, c: Conn, now: float) -> tuple[list[str], list[str]]:
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
         blocked, probes = [], []
-        for r in c.execute("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?", (now,)):
+        for r in c.execute(same("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?"), (now,)):
             verdict = breaker.admits(domains.breaker_of(r), now)
             if verdict != "yes":
                 blocked.append(r["domain"])
@@ -174,11 +184,11 @@ class Queue:
     @staticmethod
     def _take(c: Conn, pick: str, pick_args: list[Any], worker: str, now: float, lease_s: float,
               probe: bool) -> Job | None:
-        row = c.execute(
+        row = c.execute(same(
             f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
                     started_at = ?, updated_at = ?
                 WHERE id = ({pick}) AND status = 'pending'
-                RETURNING id, key, site, url, domain, attempts, source""",
+                RETURNING id, key, site, url, domain, attempts, source"""),
             [worker, now + lease_s, now, now, *pick_args],
         ).fetchone()
         return None if row is None else Job(row[0], row[1], row[2], row[3], row[4], row[5], probe=probe, source=row[6])
@@ -187,7 +197,7 @@ class Queue:
         """Extend the lease; False when the job is no longer ours (it was taken back)."""
         with transaction(self.conn, shared=True) as c:
             cur = c.execute(
-                "UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND status = 'running'",
+                same("UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND status = 'running'"),
                 (now + lease_s, job.id, worker),
             )
             return cur.rowcount == 1
@@ -200,10 +210,10 @@ class Queue:
 
         Returns False, writing nothing, when the lease was lost to another worker."""
         with transaction(self.conn, shared=True) as c:
-            cur = c.execute(
+            cur = c.execute(same(
                 """UPDATE jobs SET status = 'done', worker = NULL, lease_until = NULL, error_kind = NULL,
                        last_error = NULL, http_status = ?, finished_at = ?, updated_at = ?, duration_ms = ?
-                   WHERE id = ? AND worker = ? AND status = 'running'""",
+                   WHERE id = ? AND worker = ? AND status = 'running'"""),
                 (http_status, now, now, duration_ms, job.id, worker),
             )
             if cur.rowcount != 1:
@@ -216,7 +226,7 @@ class Queue:
     def _record(self, c: Conn, job: Job, status: str, now: float) -> None:
         """The run's own record of a job it finished (what `report` counts, whatever happens later)."""
         if self.run_id is not None:
-            c.execute("INSERT INTO run_jobs (run_id, job_id, status, at) VALUES (?, ?, ?, ?)",
+            c.execute(same("INSERT INTO run_jobs (run_id, job_id, status, at) VALUES (?, ?, ?, ?)"),
                       (self.run_id, job.id, status, now))
 
     def fail(self, job: Job, worker: str, now: float, status: str, kind: str, message: str,
@@ -227,11 +237,11 @@ class Queue:
         runs in the same transaction (a confirmed removal)."""
         finished = None if status == "pending" else now
         with transaction(self.conn, shared=True) as c:
-            cur = c.execute(
+            cur = c.execute(same(
                 """UPDATE jobs SET status = ?, worker = NULL, lease_until = NULL, error_kind = ?, last_error = ?,
                        http_status = ?, available_at = COALESCE(?, available_at), finished_at = ?,
                        updated_at = ?, duration_ms = ?, attempts = attempts - ?
-                   WHERE id = ? AND worker = ? AND status = 'running'""",
+                   WHERE id = ? AND worker = ? AND status = 'running'"""),
                 (status, kind, message[:1000], http_status, available_at, finished, now, duration_ms,
                  0 if counted else 1, job.id, worker),
             )
@@ -248,12 +258,7 @@ class Queue:
         """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted; claimable
         again from `available_at` when given (else at once)."""
         with transaction(self.conn, shared=True) as c:
-            cur = c.execute(
-                """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
-                       attempts = MAX(0, attempts - 1), updated_at = ?, available_at = COALESCE(?, available_at)
-                   WHERE id = ? AND worker = ? AND status = 'running'""",
-                (now, available_at, job.id, worker),
-            )
+            cur = c.execute(RELEASE, (now, available_at, job.id, worker))
             return cur.rowcount == 1
 
     def abandon(self, now: float, workers: Sequence[str], max_attempts: int) -> tuple[int, int]:

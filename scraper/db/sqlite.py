@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from scraper.base.errors import DatabaseError, IntegrityError, OperationalError
 from scraper.db.backend import Row
+from scraper.db.dialect import Sql
 
 if TYPE_CHECKING:
     from _typeshed import SupportsLenAndGetItem
@@ -75,18 +76,18 @@ class Connection(sqlite3.Connection):
 
     is_postgres = False
 
-    def execute(self, sql: str, params: Params = (), /) -> Cursor:
+    def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor:
         cur = self.cursor(Cursor)
         try:
-            cur.execute(sql, params)
+            cur.execute(sql if isinstance(sql, str) else sql.sqlite, params)
         except sqlite3.Error as e:
             raise error(e) from e
         return cur
 
-    def executemany(self, sql: str, seq: Iterable[Params], /) -> Cursor:
+    def executemany(self, sql: str | Sql, seq: Iterable[Params], /) -> Cursor:
         cur = self.cursor(Cursor)
         try:
-            cur.executemany(sql, seq)
+            cur.executemany(sql if isinstance(sql, str) else sql.sqlite, seq)
         except sqlite3.Error as e:
             raise error(e) from e
         return cur
