@@ -14,6 +14,7 @@ from scraper.base.errors import ConfigError, DatabaseError, RunLocked
 from scraper.base.urls import is_db_url
 from scraper.db import schema, sqlite
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import same
 
 if TYPE_CHECKING:
     from scraper.db import pg
@@ -101,7 +102,7 @@ def current(conn: Conn, lock_path: str, now: float | None = None) -> dict[str, A
     if not lock_held(lock_path):
         return None
     row = conn.execute(
-        "SELECT pid, started_at FROM runs WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1"
+        same("SELECT pid, started_at FROM runs WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1")
     ).fetchone()
     if row is None:          # the run has the lock but has not written its row yet
         return {"pid": None, "started_at": None, "alive": True}
@@ -119,22 +120,22 @@ def _running(pid: int) -> bool:
 
 def heartbeat_run(conn: Conn, run_id: int, now: float) -> None:
     """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
-    conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
+    conn.execute(same("UPDATE runs SET heartbeat_at = ? WHERE id = ?"), (now, run_id))
 
 
 def live_runs(conn: Conn, now: float) -> list[Row]:
     """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
     return conn.execute(
-        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-        "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC", (now - RUN_DEAD_AFTER_S,)
+        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+             "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC"), (now - RUN_DEAD_AFTER_S,)
     ).fetchall()
 
 
 def dead_runs(conn: Conn, now: float) -> list[Row]:
     """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
     return conn.execute(
-        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-        "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
+        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+             "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id"),
         (now - RUN_DEAD_AFTER_S,),
     ).fetchall()
 
