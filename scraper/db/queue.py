@@ -271,12 +271,12 @@ class Queue:
         marks = ",".join("?" * len(workers))
         with transaction(self.conn) as c:
             rows = c.execute(
-                f"""UPDATE jobs SET status = CASE WHEN attempts >= ? THEN 'failed' ELSE 'pending' END,
+                same(f"""UPDATE jobs SET status = CASE WHEN attempts >= ? THEN 'failed' ELSE 'pending' END,
                         finished_at = CASE WHEN attempts >= ? THEN ? END,
                         error_kind = 'abandoned', last_error = 'the worker ' || worker || ' died holding it',
                         http_status = NULL, worker = NULL, lease_until = NULL, updated_at = ?
                     WHERE status = 'running' AND worker IN ({marks})
-                    RETURNING status""",
+                    RETURNING status"""),
                 [max_attempts, max_attempts, now, now, *workers],
             ).fetchall()
             if rows:
@@ -287,7 +287,7 @@ class Queue:
     def expired_holders(self, now: float) -> list[str]:
         """Names of the workers holding a running job whose lease has run out."""
         return [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?", (now,))]
+            same("SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?"), (now,))]
 
     def requeue(self, now: float, workers: Sequence[str] | None = None, expired: bool = False) -> int:
         """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
@@ -303,12 +303,10 @@ class Queue:
         if workers is not None and not workers:
             return 0
         with transaction(self.conn) as c:
-            cur = c.execute(
-                f"""UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
-                        attempts = MAX(0, attempts - 1), updated_at = ?
-                    WHERE status = 'running' AND {where}""",
-                [now, *args],
-            )
+            # the attempt not counted, never below none: SQLite's scalar MAX is PostgreSQL's GREATEST
+            back = ("UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL, "
+                    "attempts = {}(0, attempts - 1), updated_at = ? WHERE status = 'running' AND " + where)
+            cur = c.execute(Sql(back.format("MAX"), same(back.format("GREATEST")).postgres), [now, *args])
             return cur.rowcount
 
     def retry(self, statuses: Sequence[str], now: float | None = None,
@@ -320,9 +318,9 @@ class Queue:
         older = "" if finished_before is None else " AND COALESCE(finished_at, updated_at) < ?"
         with transaction(self.conn) as c:
             cur = c.execute(
-                f"""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
+                same(f"""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
                         worker = NULL, lease_until = NULL, updated_at = ?
-                    WHERE status IN ({marks}){older}""",
+                    WHERE status IN ({marks}){older}"""),
                 [now, now, *statuses, *(() if finished_before is None else (finished_before,))],
             )
             return cur.rowcount
@@ -335,8 +333,8 @@ class Queue:
         with transaction(self.conn) as c:
             # the rows this statement changed (total_changes would count the kept counts' triggers too)
             return c.executemany(
-                """UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
-                       updated_at = ? WHERE key = ? AND status IN ('done', 'failed', 'invalid')""",
+                same("""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
+                       updated_at = ? WHERE key = ? AND status IN ('done', 'failed', 'invalid')"""),
                 [(at, now, key) for key, at in rows],
             ).rowcount if rows else 0
 
@@ -356,7 +354,7 @@ class Queue:
 
     def new_run(self, now: float) -> list[str]:
         """Give domains a previous run gave up another chance; returns their names."""
-        names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up != 0")]
+        names = [r[0] for r in self.conn.execute(same("SELECT domain FROM domains WHERE gave_up != 0"))]
         for name in names:
             self.update_domain(name, breaker.on_new_run, now)
         return names
@@ -364,9 +362,9 @@ class Queue:
     def given_up(self) -> dict[str, int]:
         """{domain: pending jobs} of the domains this run gave up."""
         return {r[0]: r[1] for r in self.conn.execute(
-            """SELECT domains.domain, COUNT(jobs.id) FROM domains
+            same("""SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
-               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain""")}
+               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))}
 
     def work_left(self, sites: Sequence[str] | None = None, sources: Sequence[str] | None = None) -> bool:
         """True while a job (of `sites` and `sources`, default all) runs, or a pending one belongs to a
@@ -377,9 +375,9 @@ class Queue:
         if sources is not None:
             where, args = where + f" AND source IN ({','.join('?' * len(sources))})", args + list(sources)
         return bool(self.conn.execute(
-            f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
+            same(f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
                     OR (status = 'pending'
-                        AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})""",
+                        AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})"""),
             args,
         ).one()[0])
 
@@ -401,11 +399,11 @@ class Queue:
         """What run `run_id` itself finished: {done, failed, invalid}."""
         counts = dict.fromkeys(("done", "failed", "invalid"), 0)
         counts.update((r[0], r[1]) for r in self.conn.execute(
-            "SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status", (run_id,)))
+            same("SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status"), (run_id,)))
         return counts
 
     def finished_since(self, since: float) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).one()[0]
+        return self.conn.execute(same("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?"), (since,)).one()[0]
 
     def counts_by_site(self) -> dict[str, dict[str, int]]:
         """{site: {status: rows}} (every status present, zero when none)."""
