@@ -1,9 +1,9 @@
 """The PostgreSQL connection (`backend.Conn`): statements, rows by position and by name (`Row`), the
 project's exceptions (`scraper.base.errors`) for psycopg's.
 
-`execute` takes a statement in SQLite's spelling and translates it once (`dialect.translate`, cached): the
-statements not yet written in both dialects; `raw` takes PostgreSQL's own (`dialect.Sql` pairs, and the
-PostgreSQL-only paths).
+`execute` sends PostgreSQL's text of a `dialect.Sql` as written; a statement in SQLite's spelling only (one
+not yet written in both dialects) it translates once (`dialect.translate`, cached). `raw` takes PostgreSQL's
+own text (the PostgreSQL-only paths).
 
 Transactions: `begin()` takes a transaction-level advisory lock, so the read-modify-write transactions
 written for SQLite (one writer at a time) stay correct here unchanged; the hot paths (a claim with

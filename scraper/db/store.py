@@ -1,6 +1,6 @@
-"""Connections and the schema: SQLite (WAL, busy timeout, migrated by `PRAGMA user_version`) for a path,
-PostgreSQL (`scraper.db.pg`: the same SQL, translated; a `schema_version` table) for a database URL. The
-migrations are the files of `scraper/db/migrations/`."""
+"""Connections and the schema: SQLite (`scraper.db.sqlite`: WAL, busy timeout, migrated by `PRAGMA
+user_version`) for a path, PostgreSQL (`scraper.db.pg`: a `schema_version` table) for a database URL, both
+`backend.Conn`. The migrations are the files of `scraper/db/migrations/`."""
 
 from __future__ import annotations
 
