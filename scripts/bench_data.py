@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from scraper.base.errors import OperationalError
 from scraper.db import requestlog, store
 from scraper.products import report, search
 from scripts.benchkit import (
@@ -81,7 +82,7 @@ def _has_dbstat(conn):
     try:
         conn.execute("SELECT 1 FROM dbstat LIMIT 1")
         return True
-    except store.sqlite3.OperationalError:     # SQLite built without the dbstat table
+    except OperationalError:     # SQLite built without the dbstat table
         return False
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -100,7 +101,7 @@ def run_sections(sections, chosen, results, workdir, quick):
             shutil.rmtree(work, ignore_errors=True)
     results.print_table()
     print(f"\n{'quick' if quick else 'full'} run, {time.perf_counter() - started:.0f} s, {os.cpu_count()} cores, "
-          f"Python {sys.version.split()[0]}, SQLite {store.sqlite3.sqlite_version}; {PY}")
+          f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; {PY}")
     return results.failed
 
 

@@ -93,9 +93,8 @@ def test_refresh_of_a_source_queues_its_done_live_items(mirror):
 
 
 def test_a_database_of_the_previous_schema_upgrades_in_place_keeping_every_row(tmp_path):
-    import sqlite3
     path = tmp_path / "old.db"
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = store.connect(str(path))
     store.migrate(conn, 6)          # the schema before the mirror core (issue 16)
     conn.execute("INSERT INTO workflows (id, name, version, fetched_at, content_hash) VALUES (7, 'T', 2, 'x', 'h')")
     for v in (1, 2):

@@ -7,7 +7,6 @@ import io
 import json
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -318,7 +317,7 @@ def parquet_text(path):
 @pytest.mark.slow
 def test_every_csv_cell_fits_a_spreadsheet(library, tmp_path):
     site, db = library
-    conn = sqlite3.connect(db)
+    conn = store.connect(str(db))
     every = ",".join(export.table_columns(conn))
     conn.close()
     for more in ((), ("--columns", every)):

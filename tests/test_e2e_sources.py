@@ -163,7 +163,7 @@ def previous_release_database(path, site):
     """A database as the previous release left it: the first PREVIOUS migrations, a row in every table
     (a stored template with its answers, change, video and transcript; a done, a failed and a pending
     job on the stand-in), made with plain SQL as that release did. Returns the ids (stored, pending)."""
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = store.connect(str(path))
     store.migrate(conn, PREVIOUS)
     stored, failed, pending = site.corpus()["ids"][:3]
     now = time.time() - 3600

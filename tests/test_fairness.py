@@ -1,7 +1,6 @@
 """Fair claims between domains (issue 21): the pure plan, the claim that follows it, the slot wait in
 `status`, and the request log's new column on an older database."""
 
-import sqlite3
 
 import pytest
 
@@ -98,7 +97,7 @@ def test_status_shows_each_domains_jobs_in_flight_and_slot_wait(q):
 
 def test_the_request_log_of_an_older_database_gains_the_slot_wait_column(tmp_path):
     path = str(tmp_path / "old.db")
-    conn = sqlite3.connect(path)
+    conn = store.connect(path)
     store.migrate(conn, store.SCHEMA_VERSION - 1)
     conn.execute("INSERT INTO requests (at, domain, kind, status, ms) VALUES (1, 'n8n.io', 'ok', 200, 40)")
     conn.commit()

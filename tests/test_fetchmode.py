@@ -1,9 +1,8 @@
 """`fetcher = "auto"`: the pure learning rules (scraper.policy.fetchmode) and their store (scraper.db.fetchlearn)."""
 
-import sqlite3
-
 import pytest
 
+from scraper.base.errors import IntegrityError
 from scraper.db import fetchlearn, store
 from scraper.policy import fetchmode as fm
 from scraper.policy.fetchmode import BROWSER, HTTP, Plan, Seen, Verdict
@@ -139,7 +138,7 @@ def test_a_database_of_the_previous_schema_upgrades_in_place(tmp_path):
     conn = store.open_db(path)
     assert conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 1
     assert conn.execute("SELECT count(*) FROM fetch_patterns").fetchone()[0] == 0
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(IntegrityError):
         conn.execute("INSERT INTO fetch_patterns (source, pattern, verdict, updated_at) VALUES ('a', '/', 'http', 1)")
         conn.execute("INSERT INTO fetch_patterns (source, pattern, verdict, updated_at) VALUES ('a', '/', 'http', 1)")
     conn.close()

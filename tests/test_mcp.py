@@ -4,10 +4,10 @@ by a client that speaks plain JSON-RPC (no SDK), as a desktop agent's would."""
 import asyncio
 import importlib.util
 import json
-import sqlite3
 
 import pytest
 
+from scraper.base.errors import OperationalError
 from scraper.db import store
 from scraper.products import lookup, mcpserver
 from tests.helpers import (
@@ -165,9 +165,9 @@ def test_no_tool_shows_a_planted_credential(mirror):
 def test_a_question_past_its_time_limit_is_stopped_with_a_sentence(mirror, tmp_path):
     db, _, _ = mirror
     conn = store.read_only(str(db), 0)
-    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+    with pytest.raises(OperationalError, match="interrupted"):
         conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n")
-    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+    with pytest.raises(OperationalError, match="readonly"):
         conn.execute("DELETE FROM workflows")
     conn.close()
     [(err, text, _)] = call(db, ("template_stats", {}), time_limit_s=0)
@@ -207,7 +207,7 @@ def test_the_tools_answer_alike_on_sqlite_and_postgresql(backend):
     slow = ("SELECT pg_sleep(5)" if backend.startswith("postgres") else
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT COUNT(*) FROM n")
     try:
-        with pytest.raises(sqlite3.OperationalError, match="interrupted|statement timeout"):
+        with pytest.raises(OperationalError, match="interrupted|statement timeout"):
             conn.execute(slow).fetchone()
     finally:
         conn.close()
@@ -215,7 +215,7 @@ def test_the_tools_answer_alike_on_sqlite_and_postgresql(backend):
     # machine) the write could be cut off before it is refused
     conn = store.read_only(backend, 30)
     try:
-        with pytest.raises(sqlite3.OperationalError, match="readonly|read-only"):
+        with pytest.raises(OperationalError, match="readonly|read-only"):
             conn.execute("DELETE FROM changes")
     finally:
         conn.close()

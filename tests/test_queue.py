@@ -2,11 +2,11 @@
 
 import json
 import multiprocessing
-import sqlite3
 
 import pytest
 
-from scraper.db import jobcounts, schema, store
+from scraper.base.errors import IntegrityError
+from scraper.db import dialect, jobcounts, schema, store
 from scraper.db.queue import Queue
 from scraper.policy import breaker
 
@@ -52,7 +52,7 @@ def template_id(job):
 
 def test_open_db_migrates_to_the_schema_version(db):
     conn = store.open_db(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION >= 1
+    assert store.schema_version(conn) == store.SCHEMA_VERSION >= 1
     assert {"jobs", "workflows", "domains", "runs", "counters"} <= schema.tables(conn)
     if not store.is_postgres(conn):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -65,7 +65,7 @@ def test_open_db_twice_is_idempotent_and_keeps_data(db):
     conn.close()
     conn = store.open_db(db)
     assert store.migrate(conn) == store.SCHEMA_VERSION
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    assert store.schema_version(conn) == store.SCHEMA_VERSION
     assert Queue(conn).counts()["pending"] == 2
     conn.close()
 
@@ -453,9 +453,29 @@ def test_domain_state_survives_in_the_database(db, q):
     other.close()
 
 
+def test_the_hot_path_sends_postgresqls_own_text_untranslated(pg_migrated_url):
+    """claim, heartbeat, complete, fail and release are written in both dialects (db/dialect.Sql): on
+    PostgreSQL none of their statements goes through the translation by pattern."""
+    conn = store.connect(pg_migrated_url)
+    q = Queue(conn, run_id=store.start_run(conn, 1, NOW, 1, "{}"))
+    q.seed(job_rows([1, 2, 3]), now=NOW)
+    dialect.translate.cache_clear()
+    first = q.claim("w", NOW, LEASE)
+    assert q.heartbeat(first, "w", NOW, LEASE) and q.complete(first, "w", NOW, 5)
+    second = q.claim("w", NOW, LEASE)
+    assert q.fail(second, "w", NOW, "failed", "http_5xx", "boom", http_status=503)
+    third = q.claim("w", NOW, LEASE)
+    assert q.release(third, "w", NOW)
+    calls = dialect.translate.cache_info()
+    assert calls.hits + calls.misses == 0
+    assert [job_row(q, f"n8n:{i}")["status"] for i in (1, 2, 3)] == ["done", "failed", "pending"]
+    assert job_row(q, "n8n:3")["attempts"] == 0
+    conn.close()
+
+
 def test_jobs_check_constraint_refuses_an_unknown_status(q):
     q.seed(job_rows([1]), now=NOW)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(IntegrityError):
         q.conn.execute("UPDATE jobs SET status = 'lost'")
 
 

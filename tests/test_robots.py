@@ -2,7 +2,6 @@
 the worker on a real queue with the network faked by `responses`."""
 
 import re
-import sqlite3
 
 import pytest
 import requests
@@ -265,7 +264,7 @@ def test_the_limiter_follows_a_lowered_rate(tmp_path):
 
 def test_a_database_of_the_previous_schema_upgrades_in_place(tmp_path):
     path = str(tmp_path / "old.db")
-    conn = sqlite3.connect(path)
+    conn = store.connect(path)
     store.migrate(conn, store.SCHEMA_VERSION - 1)
     conn.execute("INSERT INTO domains (domain, state, gave_up) VALUES ('n8n.io', 'open', 1)")
     conn.commit()

@@ -4,11 +4,11 @@ global options after the command, and the small things a new user hit."""
 import json
 import re
 import signal
-import sqlite3
 import time
 
 import pytest
 
+from scraper.base.errors import DatabaseError
 from scraper.db import store
 from scraper.products import report
 from tests import warm
@@ -108,7 +108,7 @@ def test_sigterm_stops_update_at_once(standin, tmp_path):
 def done_so_far(db):
     try:
         return count(db, "SELECT COUNT(*) FROM jobs WHERE status = 'done'") if db.exists() else 0
-    except sqlite3.Error:       # the walk is still creating it
+    except DatabaseError:       # the walk is still creating it
         return 0
 
 
@@ -153,7 +153,7 @@ def test_a_runs_done_in_run_stays_what_its_last_line_said(standin, tmp_path):
 
 def test_the_migration_gives_earlier_runs_a_record_and_loses_nothing(tmp_path):
     db = tmp_path / "old.db"
-    conn = sqlite3.connect(db)
+    conn = store.connect(str(db))
     store.migrate(conn, 6)      # the schema before migration 7 (each run's own record)
     conn.execute("INSERT INTO runs (pid, started_at, finished_at, workers, done) VALUES (1, 100, 200, 2, 1)")
     conn.execute("INSERT INTO jobs (key, site, url, domain, status, created_at, updated_at, finished_at) "

@@ -54,6 +54,21 @@ class HandedBack(ScraperError):
     """A stop came while the job waited for its turn; the job was handed back unfinished."""
 
 
+# The database's errors, the same on both backends (each backend's connection raises these in place of its
+# driver's; PEP 249's names). Not ScraperErrors: nothing raises them on purpose, and code that reports a
+# ScraperError as the user's problem must still see a database failure as unexpected.
+class DatabaseError(Exception):
+    """A statement failed in the database (the engine's message kept)."""
+
+
+class OperationalError(DatabaseError):
+    """The database could not run a statement: locked or busy, interrupted, read-only, refused as written."""
+
+
+class IntegrityError(DatabaseError):
+    """A constraint refused a row (a duplicate key, a missing parent)."""
+
+
 class Stopped(BaseException):
     """SIGINT or SIGTERM arrived (`code` 130 or 143). A BaseException, like KeyboardInterrupt, so that no
     `except Exception` swallows it and every `finally` on the way out (temporary files) runs."""

@@ -7,13 +7,12 @@ import io
 import logging
 import os
 import signal
-import sqlite3
 
 import click
 
 from scraper.base import config, exitcodes, logs, settings
 from scraper.base.config import METAVARS, parse_set
-from scraper.base.errors import ConfigError, Stopped
+from scraper.base.errors import ConfigError, DatabaseError, Stopped
 from scraper.db import schema
 
 log = logging.getLogger("scraper")
@@ -221,7 +220,7 @@ def existing_db(s):
         conn = store.open_db(s.db_path)
     except ConfigError as e:
         raise Failure(str(e)) from None
-    except sqlite3.DatabaseError as e:
+    except DatabaseError as e:
         raise Failure(f"{s.db_shown} cannot be used as a database ({e}).") from None
     try:
         yield conn

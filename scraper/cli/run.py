@@ -2,13 +2,12 @@
 
 import contextlib
 import dataclasses
-import sqlite3
 import time
 
 import click
 
 from scraper.base import exitcodes
-from scraper.base.errors import ConfigError, RunLocked
+from scraper.base.errors import ConfigError, DatabaseError, RunLocked
 from scraper.cli.common import Failure, command_settings, db_exists, health, log, setting_options
 from scraper.cli.seed import check_source, without_browser
 
@@ -109,7 +108,7 @@ def _next_step(s, code, browserless):
                 incomplete, scripted = sources_report.failed_incomplete(conn)
         finally:
             conn.close()
-    except (sqlite3.Error, ConfigError):
+    except (DatabaseError, ConfigError):
         counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
                              kinds=[src.kind for src in s.working_sources], browserless=browserless,

@@ -130,4 +130,4 @@ def stored(conn: Conn, source: str | None = None, since: str | None = None,
 def count_stored(conn: Conn, source: str | None = None, since: str | None = None, live_only: bool = False) -> int:
     """How many answers `stored` gives."""
     where, args = _stored_where(source, since, live_only)
-    return int(conn.execute(f"SELECT COUNT(*) FROM answers AS a {_JOINS} WHERE {where}", args).fetchone()[0])
+    return int(conn.execute(f"SELECT COUNT(*) FROM answers AS a {_JOINS} WHERE {where}", args).one()[0])

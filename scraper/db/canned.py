@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from scraper.db.backend import Conn
+from scraper.db.dialect import same
 
 
 def queries() -> dict[str, dict[str, Any]]:
@@ -45,5 +46,5 @@ def queries() -> dict[str, dict[str, Any]]:
 
 def undecided(conn: Conn) -> int:
     """How many templates the `templates` view shows without their text: no redaction verdict yet."""
-    return int(conn.execute("SELECT COUNT(*) FROM templates WHERE workflow IS NULL AND id IN "
-                            "(SELECT id FROM workflows WHERE workflow IS NOT NULL)").fetchone()[0])
+    return int(conn.execute(same("SELECT COUNT(*) FROM templates WHERE workflow IS NULL AND id IN "
+                                 "(SELECT id FROM workflows WHERE workflow IS NOT NULL)")).one()[0])

@@ -2,6 +2,8 @@
 
 Kept apart from `Queue.claim` (which decides which domains may be asked, in which order) so that the two
 questions change separately. Each pick is a subquery giving one id; `Queue._take` runs it inside its UPDATE.
+Each is written for the database it goes to (`postgres`): the two differ in more than spelling here (an
+index hint, row locks, a UNION), and otherwise only in placeholders (`dialect.same`).
 """
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -34,7 +36,7 @@ def picks(levels: Sequence[Sequence[str]] | None, where: str, args: Sequence[Any
     On PostgreSQL each pick locks its row (FOR UPDATE SKIP LOCKED, which a UNION cannot carry: a level of
     several sources is one query over `source IN (...)` there)."""
     if levels is None:
-        yield (f"""SELECT id FROM jobs INDEXED BY jobs_claim
+        yield (f"""SELECT id FROM jobs{"" if postgres else " INDEXED BY jobs_claim"}
                    WHERE status = 'pending' AND available_at <= ? AND {where}
                    ORDER BY {CLAIM_ORDER} LIMIT 1{SKIP_LOCKED if postgres else ""}""", [now, *args])
         return

@@ -1,17 +1,24 @@
 """`scraper migrate --to URL`: copy a SQLite mirror into an empty PostgreSQL database, every table found
 by introspection (so tables that later migrations add come along), in one transaction."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
 from scraper.db import schema, store
 from scraper.db.backend import Conn
 
+if TYPE_CHECKING:
+    from scraper.db import pg
 
-def rows_in(dst: Conn) -> dict[str, int]:
+
+def rows_in(dst: pg.Connection) -> dict[str, int]:
     """{table: rows} of the target's tables that hold any (schema_version aside)."""
     out: dict[str, int] = {}
     for table in sorted(schema.tables(dst) - {"schema_version"}):
-        n = dst.raw(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+        n = dst.raw(f'SELECT COUNT(*) FROM "{table}"').one()[0]
         if n:
             out[table] = n
     return out
@@ -21,7 +28,7 @@ def copy(src_path: str, url: str, batch: int = 5_000) -> dict[str, int]:
     """Copy the SQLite database at `src_path` into the PostgreSQL database at `url`, which must be empty.
     Returns {table: rows copied}; ConfigError (one sentence) when the target is not empty."""
     src = store.open_db(src_path)          # brought to the current schema first, like the target
-    dst = store.open_db(url)
+    dst = store.open_postgres(url)
     try:
         full = rows_in(dst)
         if full:
@@ -47,7 +54,7 @@ def copy(src_path: str, url: str, batch: int = 5_000) -> dict[str, int]:
         dst.close()
 
 
-def _copy_table(src: Conn, dst: Conn, table: str, columns: list[str], batch: int) -> int:
+def _copy_table(src: Conn, dst: pg.Connection, table: str, columns: list[str], batch: int) -> int:
     names = ", ".join(f'"{c}"' for c in columns)
     cur = src.execute(f'SELECT {names} FROM "{table}"')
     n = 0

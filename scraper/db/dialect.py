@@ -1,6 +1,8 @@
-"""The project's SQL is written once, in SQLite's dialect; this turns a statement into PostgreSQL's.
+"""Each statement in each dialect: `Sql` holds SQLite's and PostgreSQL's spellings side by side (`same()`
+for a statement both engines spell alike but for psycopg's placeholders), and `translate` turns the
+statements not yet written so (SQLite's spelling only) into PostgreSQL's, and the migrations' SQLite text.
 
-It is a rewrite of the few spellings the two engines disagree on, not a parser: string literals and
+`translate` is a rewrite of the few spellings the two engines disagree on, not a parser: string literals and
 comments are set aside first, so nothing inside them is touched. What it maps:
 - `?` placeholders -> `%s` (and a literal `%` -> `%%`, as psycopg wants);
 - `INSERT OR IGNORE` -> `... ON CONFLICT DO NOTHING`; a bare column in `DO UPDATE SET` named by its table;
@@ -14,6 +16,7 @@ SQLite is created in a PostgreSQL database. Every rule has a golden test (tests/
 statement needs is deleted.
 """
 
+import dataclasses
 import functools
 import re
 
@@ -126,6 +129,25 @@ def _calls(code: str) -> str:
             call = f"{m.group(1)}({inner})"
         out.append(code[pos:m.start()] + call)
         pos = i
+
+
+@dataclasses.dataclass(frozen=True)
+class Sql:
+    """One statement in each dialect: `sqlite` with `?` placeholders, `postgres` with psycopg's `%s`, sent
+    as written (no translation)."""
+
+    sqlite: str
+    postgres: str
+
+
+@functools.lru_cache(maxsize=2048)
+def same(text: str) -> Sql:
+    """A statement that both engines spell alike, written once: PostgreSQL's text is the same with psycopg's
+    placeholders (`%s` for each `?`, a literal `%` doubled). A `?` inside a string literal is refused: only
+    a placeholder may be one."""
+    if any("?" in literal for literal in _LITERAL.findall(text)):
+        raise ValueError(f"a '?' inside a string literal of {text!r}")
+    return Sql(text, text.replace("%", "%%").replace("?", "%s"))
 
 
 @functools.lru_cache(maxsize=2048)

@@ -1,6 +1,7 @@
 """The `domains` table: each domain's breaker, pause and give-up state, as `policy.breaker.Breaker`."""
 
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import same
 from scraper.policy import breaker
 from scraper.policy.breaker import Breaker
 
@@ -15,7 +16,7 @@ def breaker_of(row: Row) -> Breaker:
 
 def read_breaker(c: Conn, domain: str) -> Breaker:
     """The domain's Breaker; a closed one when it has no row."""
-    row = c.execute("SELECT * FROM domains WHERE domain = ?", (domain,)).fetchone()
+    row = c.execute(same("SELECT * FROM domains WHERE domain = ?"), (domain,)).fetchone()
     return breaker.Breaker() if row is None else breaker_of(row)
 
 
@@ -26,14 +27,14 @@ def every_breaker(conn: Conn) -> dict[str, Breaker]:
 
 def save_breaker(c: Conn, domain: str, b: Breaker, now: float) -> None:
     """Write the domain's Breaker (inside the caller's transaction)."""
-    c.execute(
+    c.execute(same(
         """INSERT INTO domains (domain, state, failures, open_until, probe_until, paused_until, pause_s, updated_at,
                                open_cycles, gave_up, opened_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (domain) DO UPDATE SET state = excluded.state, failures = excluded.failures,
                open_until = excluded.open_until, probe_until = excluded.probe_until,
                paused_until = excluded.paused_until, pause_s = excluded.pause_s, updated_at = excluded.updated_at,
-               open_cycles = excluded.open_cycles, gave_up = excluded.gave_up, opened_at = excluded.opened_at""",
+               open_cycles = excluded.open_cycles, gave_up = excluded.gave_up, opened_at = excluded.opened_at"""),
         (domain, b.state, b.failures, b.open_until, b.probe_until, b.paused_until, b.pause_s, now,
          b.open_cycles, int(b.gave_up), b.opened_at),
     )

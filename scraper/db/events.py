@@ -27,18 +27,22 @@ import datetime
 import json
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import same
 from scraper.db.store import is_postgres, transaction
+
+if TYPE_CHECKING:
+    from scraper.db import pg
 
 EVENTS_LOCK = 0x5C4A9E03        # PostgreSQL: held from an event transaction's seq draw to its commit
 FIELDS = ("seq", "id", "type", "source", "subject", "run_id", "occurred_at", "data")
 CHANGE_TYPES = {"added": "created", "changed": "updated", "removed": "removed", "restored": "restored"}
 
-_INSERT = ("INSERT INTO events (id, type, source, subject, run_id, occurred_at, data) "
-           "VALUES (?, ?, ?, ?, ?, ?, ?)")
-_LOCK = "SELECT pg_advisory_xact_lock(?)"
+_INSERT = same("INSERT INTO events (id, type, source, subject, run_id, occurred_at, data) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?)")
+_LOCK = same("SELECT pg_advisory_xact_lock(?)")
 # an event's family (template, item, job, run): a subject is unique within its family and source only
 _FAMILY = ("CASE WHEN type LIKE 'template.%' THEN 'template' WHEN type LIKE 'item.%' THEN 'item' "
            "WHEN type LIKE 'job.%' THEN 'job' WHEN type LIKE 'run.%' THEN 'run' ELSE type END")
@@ -74,14 +78,14 @@ def append(conn: Conn, type_: str, source: str, subject: str, data: dict[str, An
         conn.execute(_INSERT, row)
         return event_id
     if not conn.in_transaction:
-        with transaction(conn, shared=True) as c:
-            _hold(c, row)
+        with transaction(conn, shared=True):
+            _hold(conn, row)
         return event_id
     _hold(conn, row)
     return event_id
 
 
-def _hold(conn: Conn, row: tuple[Any, ...]) -> None:
+def _hold(conn: pg.Connection, row: tuple[Any, ...]) -> None:
     if not conn.at_commit:
         conn.at_commit.append((_LOCK, (EVENTS_LOCK,)))
     conn.at_commit.append((_INSERT, row))
@@ -136,9 +140,9 @@ def _where(cursor: int, types: tuple[str, ...]) -> tuple[str, list[Any]]:
 
 def count(conn: Conn, cursor: int = 0) -> int:
     """How many events have `seq` above `cursor` (a reader's backlog)."""
-    return int(conn.execute("SELECT COUNT(*) FROM events WHERE seq > ?", (cursor,)).fetchone()[0])
+    return int(conn.execute("SELECT COUNT(*) FROM events WHERE seq > ?", (cursor,)).one()[0])
 
 
 def head(conn: Conn) -> int:
     """The newest seq, 0 before the first event."""
-    return int(conn.execute("SELECT coalesce(MAX(seq), 0) FROM events").fetchone()[0])
+    return int(conn.execute("SELECT coalesce(MAX(seq), 0) FROM events").one()[0])

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from scraper.db import sqlite
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import same
 from scraper.db.store import is_postgres
 
 
@@ -21,11 +23,12 @@ def workflows(conn: Conn, columns: Sequence[str], live_only: bool = False) -> It
         yield from conn.stream(sql)
         return
     import sqlite_utils  # here, not at the top: every command imports the export for its format list
+    assert isinstance(conn, sqlite.Connection)     # for mypy: not PostgreSQL's, so SQLite's
     yield from sqlite_utils.Database(conn).query(sql)
 
 
 def transcripts(conn: Conn, template_id: int) -> list[Row]:
     """(video_id, language_code, is_generated, text) of each stored transcript of the template's videos."""
     return conn.execute(
-        "SELECT t.video_id, t.language_code, t.is_generated, t.text FROM template_videos AS tv "
-        "JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = ?", (template_id,)).fetchall()
+        same("SELECT t.video_id, t.language_code, t.is_generated, t.text FROM template_videos AS tv "
+             "JOIN transcripts AS t ON t.video_id = tv.video_id WHERE tv.template_id = ?"), (template_id,)).fetchall()

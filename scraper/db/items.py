@@ -37,7 +37,7 @@ def mark_removed(conn: Conn, source: str, key: str, at: str) -> int | None:
     if conn.execute("UPDATE items SET removed_at = ? WHERE source = ? AND key = ? AND removed_at IS NULL",
                     (at, source, key)).rowcount != 1:
         return None
-    return int(conn.execute("SELECT version FROM items WHERE source = ? AND key = ?", (source, key)).fetchone()[0])
+    return int(conn.execute("SELECT version FROM items WHERE source = ? AND key = ?", (source, key)).one()[0])
 
 
 def find_key(conn: Conn, source: str, url_or_path: str) -> str | None:
@@ -104,7 +104,7 @@ def has_source(conn: Conn, source: str) -> bool:
 def live_and_removed(conn: Conn, source: str) -> tuple[int, int]:
     """(live, removed) items of `source`."""
     live, removed = conn.execute("SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM items "
-                                 "WHERE source = ?", (source,)).fetchone()
+                                 "WHERE source = ?", (source,)).one()
     return live, removed
 
 

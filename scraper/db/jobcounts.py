@@ -20,8 +20,8 @@ def catch_up(c: Conn) -> None:
     """Count the jobs inserted since the mark and move it (SQLite, inside the inserter's transaction)."""
     if is_postgres(c):
         return
-    upto = c.execute("SELECT upto FROM job_counts_mark").fetchone()[0]
-    if c.execute("SELECT coalesce(max(id), 0) FROM jobs").fetchone()[0] <= upto:
+    upto = c.execute("SELECT upto FROM job_counts_mark").one()[0]
+    if c.execute("SELECT coalesce(max(id), 0) FROM jobs").one()[0] <= upto:
         return
     c.execute(
         "INSERT INTO job_counts (site, source, domain, status, n) "
@@ -48,7 +48,7 @@ def rows(conn: Conn) -> list[Row]:
     if is_postgres(conn):
         return [tuple(r) for r in conn.execute(GROUPED.format(where=""))]
     totals: dict[tuple[str, str, str, str], int] = {}
-    upto = conn.execute("SELECT upto FROM job_counts_mark").fetchone()[0]
+    upto = conn.execute("SELECT upto FROM job_counts_mark").one()[0]
     kept = conn.execute("SELECT site, source, domain, status, n FROM job_counts WHERE n > 0").fetchall()
     above = conn.execute(GROUPED.format(where="WHERE id > ?"), (upto,)).fetchall()
     for site, source, domain, status, n in (*kept, *above):

@@ -1,13 +1,13 @@
-"""A PostgreSQL connection that speaks to the rest of the code like a sqlite3 connection.
+"""The PostgreSQL connection (`backend.Conn`): statements, rows by position and by name (`Row`), the
+project's exceptions (`scraper.base.errors`) for psycopg's.
 
-The project's SQL stays in SQLite's dialect; `execute` translates each statement once (`dialect.translate`,
-cached) and returns rows that index by position and by name, like sqlite3.Row. `total_changes`
-and `rowcount` behave as the code expects, and errors come out as sqlite3's exception classes,
-so every `except sqlite3.Error` keeps working on both backends.
+`execute` sends PostgreSQL's text of a `dialect.Sql` as written; a statement in SQLite's spelling only (one
+not yet written in both dialects) it translates once (`dialect.translate`, cached). `raw` takes PostgreSQL's
+own text (the PostgreSQL-only paths).
 
-Transactions: `BEGIN IMMEDIATE` takes a transaction-level advisory lock, so the read-modify-write
-transactions written for SQLite (one writer at a time) stay correct here unchanged; the hot paths (a claim
-with `FOR UPDATE SKIP LOCKED`, finishing a job under its lease) ask for a plain `BEGIN` and run side by side.
+Transactions: `begin()` takes a transaction-level advisory lock, so the read-modify-write transactions
+written for SQLite (one writer at a time) stay correct here unchanged; the hot paths (a claim with
+`FOR UPDATE SKIP LOCKED`, finishing a job under its lease) ask for `begin(shared=True)` and run side by side.
 
 psycopg (3) is imported only here, only when a URL is opened: SQLite users need not install it.
 """
@@ -15,15 +15,14 @@ psycopg (3) is imported only here, only when a URL is opened: SQLite users need 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, DatabaseError, IntegrityError, OperationalError
 from scraper.base.urls import redact_db_url
-from scraper.db import dialect, migrations
+from scraper.db import backend, dialect, migrations
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +32,8 @@ CONNECT_TIMEOUT_S = 10
 CLOCK_RESYNC_S = 5.0         # how often the offset to the database's clock is measured again
 
 
-class Row(tuple):
-    """A row by position and by column name (sqlite3.Row's interface)."""
+class Row(tuple[Any, ...]):
+    """A row by position and by column name (`backend.Row`)."""
 
     __slots__ = ()
     _names: dict[str, int] = {}
@@ -67,10 +66,10 @@ def _row_factory(cursor: Any) -> Any:
     return cls
 
 
-def _sqlite_error(e: Exception) -> sqlite3.Error:
-    """The sqlite3 exception that stands for psycopg's `e` (the message kept)."""
+def error(e: Exception) -> DatabaseError:
+    """The project's exception for psycopg's `e` (the first line of its message kept)."""
     import psycopg
-    kind = sqlite3.IntegrityError if isinstance(e, psycopg.IntegrityError) else sqlite3.OperationalError
+    kind = IntegrityError if isinstance(e, psycopg.IntegrityError) else OperationalError
     return kind(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
 
 
@@ -92,18 +91,25 @@ class Cursor:
         try:
             return getattr(self._cur, how)(*args) if self._rows() else None
         except psycopg.Error as e:
-            raise _sqlite_error(e) from e
+            raise error(e) from e
 
-    def fetchone(self) -> Any:
-        return self._fetch("fetchone")
+    def fetchone(self) -> backend.Row | None:
+        row: backend.Row | None = self._fetch("fetchone")
+        return row
 
-    def fetchall(self) -> list[Any]:
+    def one(self) -> backend.Row:
+        row = self.fetchone()
+        if row is None:
+            raise DatabaseError("the statement gave no row")
+        return row
+
+    def fetchall(self) -> list[backend.Row]:
         return self._fetch("fetchall") or []
 
-    def fetchmany(self, size: int = 1) -> list[Any]:
+    def fetchmany(self, size: int = 1, /) -> list[backend.Row]:
         return self._fetch("fetchmany", size) or []
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[backend.Row]:
         return iter(self.fetchall())
 
     @property
@@ -152,58 +158,40 @@ class Connection:
             raise ConfigError(unreachable(url, e)) from None
         for name, loader in (("numeric", _Number), ("bool", _Bool), ("json", _Text), ("jsonb", _Text)):
             self._raw.adapters.register_loader(name, loader)
-        self._total_changes = 0
-        self._changed: list[Any] = []           # cursors whose changed rows are not counted yet
         self._pipe: Any = None               # the pipeline of the transaction under way
         self._pipe_cm: Any = None            # (and its context)
         self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
         # statements run last in the transaction, right before its COMMIT (db/events.py: the outbox's rows)
-        self.at_commit: list[tuple[str, Sequence[Any]]] = []
+        self.at_commit: list[tuple[str | dialect.Sql, Sequence[Any]]] = []
 
     # --- statements ----------------------------------------------------------------------------
 
-    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Cursor | _Rows:
-        head = sql.lstrip()[:24].upper()
-        if head.startswith("BEGIN"):
-            return self.begin(shared=not any(w in head for w in ("IMMEDIATE", "EXCLUSIVE")))
-        if head.startswith(("COMMIT", "END")):
-            self.commit()
-            return _Rows([])
-        if head.startswith("ROLLBACK"):
-            self.rollback()
-            return _Rows([])
-        if head.startswith("PRAGMA"):
-            return self._pragma(sql)
-        return self._send(self._translate(sql), tuple(params) if not isinstance(params, dict) else params,
-                          counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"))
+    def execute(self, sql: str | dialect.Sql, params: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
+        """PostgreSQL's spelling of a `dialect.Sql` as written; a statement in SQLite's spelling only
+        translated (`dialect.translate`)."""
+        return self._send(self._text(sql), params if isinstance(params, Mapping) else tuple(params))
 
-    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor | _Rows:
-        rows = [tuple(p) for p in seq]
-        if not rows:
-            return _Rows([])
-        return self._send(self._translate(sql), rows, many=True, counted=True)
+    def executemany(self, sql: str | dialect.Sql, seq: Iterable[Sequence[Any]], /) -> Cursor:
+        return self._send(self._text(sql), [tuple(p) for p in seq], many=True)
 
-    def _translate(self, sql: str) -> str:
-        return dialect.translate(sql)
+    @staticmethod
+    def _text(sql: str | dialect.Sql) -> str:
+        return dialect.translate(sql) if isinstance(sql, str) else sql.postgres
 
     def raw(self, sql: str, params: Any = None) -> Cursor:
         """A statement in PostgreSQL's own dialect, untranslated (the PostgreSQL-only paths)."""
-        return self._send(sql, params, counted=sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE", "WITH"))
+        return self._send(sql, params)
 
-    def _send(self, sql: str, params: Any, many: bool = False, counted: bool = False) -> Cursor:
+    def _send(self, sql: str, params: Any, many: bool = False) -> Cursor:
         """Run one statement. In a transaction it joins the pipeline: sent at once, its answer read when
         someone asks for it, or at COMMIT, so a transaction costs a round trip per answer awaited, not per
-        statement. Its rows changed count in `total_changes` when `counted`."""
+        statement."""
         import psycopg
         cur = self._raw.cursor()
         try:
             (cur.executemany if many else cur.execute)(sql, params)
         except psycopg.Error as e:
-            raise _sqlite_error(e) from e
-        if counted:
-            self._changed.append(cur)
-            if self._pipe is None:
-                self.settle()
+            raise error(e) from e
         return Cursor(self, cur)
 
     def settle(self) -> None:
@@ -213,16 +201,7 @@ class Connection:
             try:
                 self._pipe.sync()
             except psycopg.Error as e:
-                raise _sqlite_error(e) from e
-        for cur in self._changed:
-            self._total_changes += max(0, cur.rowcount)
-        self._changed.clear()
-
-    @property
-    def total_changes(self) -> int:
-        """Rows inserted, updated or deleted by this connection so far (sqlite3's counter)."""
-        self.settle()
-        return self._total_changes
+                raise error(e) from e
 
     def _leave_pipeline(self) -> None:
         """Settle and leave the pipeline; the transaction goes on without it (COPY, a named cursor)."""
@@ -233,7 +212,7 @@ class Connection:
             except Exception as e:
                 import psycopg
                 if isinstance(e, psycopg.Error):
-                    raise _sqlite_error(e) from e
+                    raise error(e) from e
                 raise
             self.settle()
 
@@ -255,9 +234,9 @@ class Connection:
                 for row in cur:
                     yield dict(zip(row.keys(), row, strict=True))
         except psycopg.Error as e:
-            raise _sqlite_error(e) from e
+            raise error(e) from e
 
-    def begin(self, shared: bool = False) -> _Rows:
+    def begin(self, shared: bool = False) -> None:
         """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE). The transaction
         runs in a pipeline (`_send`): BEGIN goes with its first statement, COMMIT with its last."""
         self._pipe_cm = self._raw.pipeline()
@@ -265,16 +244,8 @@ class Connection:
         self.raw("BEGIN")
         if not shared:
             self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-        return _Rows([])
 
-    def _pragma(self, sql: str) -> _Rows:
-        body = sql.strip().rstrip(";")[6:].strip()
-        name = body.split("(")[0].split("=")[0].strip().lower()
-        if name == "user_version":
-            return _Rows([(schema_version(self),)])
-        return _Rows([])    # journal_mode, busy_timeout, synchronous ...: SQLite's business only
-
-    # --- the rest of sqlite3.Connection's interface the code uses ------------------------------
+    # --- the session ---------------------------------------------------------------------------
 
     @property
     def in_transaction(self) -> bool:
@@ -299,12 +270,8 @@ class Connection:
                 cm.__exit__(None, None, None)
             except psycopg.Error:
                 pass
-            self._changed.clear()
         if self._raw.info.transaction_status != 0:      # not IDLE
             self.raw("ROLLBACK")
-
-    def cursor(self) -> Connection:
-        return self
 
     def close(self) -> None:
         self._raw.close()
@@ -323,28 +290,10 @@ class Connection:
         mono = time.monotonic()
         if mono - self._synced >= CLOCK_RESYNC_S:
             before = time.time()
-            db_now = self.raw("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
+            db_now = self.raw("SELECT extract(epoch FROM clock_timestamp())::float8").one()[0]
             after = time.time()
             self._offset, self._synced = db_now - (before + after) / 2, mono
         return time.time() + self._offset
-
-
-class _Rows:
-    """A cursor over rows made here (a PRAGMA's answer)."""
-
-    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
-        self._rows = rows
-        self.rowcount = -1
-        self.description = None
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        return self._rows[0] if self._rows else None
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return list(self._rows)
-
-    def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        return iter(self._rows)
 
 
 def unreachable(url: str, error: BaseException) -> str:
@@ -362,11 +311,10 @@ def unreachable(url: str, error: BaseException) -> str:
 # --- the schema ------------------------------------------------------------------------------------
 
 def schema_version(conn: Connection) -> int:
-    row = conn.raw("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
-    if not row[0]:
+    if not conn.raw("SELECT to_regclass('schema_version') IS NOT NULL").one()[0]:
         return 0
     row = conn.raw("SELECT version FROM schema_version").fetchone()
-    return 0 if row is None else row[0]
+    return 0 if row is None else int(row[0])
 
 
 def migrate(conn: Connection, target: int) -> int:

@@ -9,7 +9,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from scraper.db.backend import Conn
+from scraper.db.dialect import same
 from scraper.db.store import is_postgres, transaction
+
+# a domain's row made when missing (ON CONFLICT DO NOTHING: both engines' spelling of INSERT OR IGNORE)
+ENSURE_DOMAIN = same("INSERT INTO domains (domain, updated_at) VALUES (?, ?) ON CONFLICT DO NOTHING")
 
 RATE_COLUMNS = ("configured_rate_per_s", "robots_rate_per_s", "robots_crawl_delay", "adaptive_rate_per_s",
                 "adaptive_mark", "rate_per_s", "rate_burst", "rate_reason", "gave_up_reason")
@@ -17,7 +21,7 @@ RATE_COLUMNS = ("configured_rate_per_s", "robots_rate_per_s", "robots_crawl_dela
 
 def load_robots(conn: Conn, host: str) -> dict[str, Any] | None:
     """The stored robots.txt of `host` (a dict of its columns, sitemaps a list), or None."""
-    row = conn.execute("SELECT * FROM robots WHERE host = ?", (host,)).fetchone()
+    row = conn.execute(same("SELECT * FROM robots WHERE host = ?"), (host,)).fetchone()
     if row is None:
         return None
     out = dict(row)
@@ -32,11 +36,11 @@ def save_robots(conn: Conn, host: str, fetched_at: float, status: int | None, bo
                 request_rate: str | None, sitemaps: Iterable[str]) -> None:
     with transaction(conn) as c:
         c.execute(
-            """INSERT INTO robots (host, fetched_at, status, body, crawl_delay, request_rate, sitemaps)
+            same("""INSERT INTO robots (host, fetched_at, status, body, crawl_delay, request_rate, sitemaps)
                VALUES (?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT (host) DO UPDATE SET fetched_at = excluded.fetched_at, status = excluded.status,
                    body = excluded.body, crawl_delay = excluded.crawl_delay, request_rate = excluded.request_rate,
-                   sitemaps = excluded.sitemaps""",
+                   sitemaps = excluded.sitemaps"""),
             (host, fetched_at, status, body, crawl_delay, request_rate, json.dumps(list(sitemaps))),
         )
 
@@ -62,7 +66,7 @@ def robots_lock(conn: Conn, db_path: str, host: str) -> Iterator[None]:
 
 def rate_row(conn: Conn, domain: str) -> dict[str, Any]:
     """The rate columns of the domain's row ({} when it has no row)."""
-    row = conn.execute(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?", (domain,)).fetchone()
+    row = conn.execute(same(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?"), (domain,)).fetchone()
     return dict(row) if row is not None else {}
 
 
@@ -71,13 +75,14 @@ def update_rate(conn: Conn, domain: str, now: float,
     """Apply `change(row dict) -> {column: value}` to the domain's rate columns atomically (the row is
     made when missing); returns (before, after) dicts."""
     with transaction(conn) as c:
-        c.execute("INSERT OR IGNORE INTO domains (domain, updated_at) VALUES (?, ?)", (domain, now))
-        row = c.execute(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?", (domain,)).fetchone()
-        before = dict(row)
+        c.execute(ENSURE_DOMAIN, (domain, now))
+        before = dict(c.execute(same(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?"),
+                                (domain,)).one())
         values = change(before)
         if values:
             sets = ", ".join(f"{k} = ?" for k in values)
-            c.execute(f"UPDATE domains SET {sets}, updated_at = ? WHERE domain = ?", (*values.values(), now, domain))
+            c.execute(same(f"UPDATE domains SET {sets}, updated_at = ? WHERE domain = ?"),
+                      (*values.values(), now, domain))
         return before, {**before, **values}
 
 
@@ -85,20 +90,21 @@ def new_run(conn: Conn) -> None:
     """A run starts: robots.txt caps are applied again by the workers that read it, the adaptive rate
     starts from the configured one, and last run's reasons to give a domain up are gone."""
     with transaction(conn) as c:
-        c.execute("""UPDATE domains SET robots_rate_per_s = NULL, robots_crawl_delay = 0, adaptive_rate_per_s = NULL,
+        c.execute(same("""UPDATE domains SET robots_rate_per_s = NULL, robots_crawl_delay = 0,
+                         adaptive_rate_per_s = NULL,
                          adaptive_mark = NULL, rate_per_s = NULL, rate_burst = NULL, rate_reason = NULL,
-                         gave_up_reason = NULL""")
+                         gave_up_reason = NULL"""))
 
 
 def answers_since(conn: Conn, domain: str, since: float,
                   window: int) -> tuple[int, list[int], list[tuple[int, int | None]]]:
     """(answers of `domain` since `since`, times of its first `window`, (ms, status) of its last `window`),
     from the request log."""
-    count = conn.execute("SELECT COUNT(*) FROM requests WHERE domain = ? AND at >= ?", (domain, since)).fetchone()[0]
+    count = conn.execute(same("SELECT COUNT(*) FROM requests WHERE domain = ? AND at >= ?"), (domain, since)).one()[0]
     first = [r[0] for r in conn.execute(
-        "SELECT ms FROM requests WHERE domain = ? AND at >= ? ORDER BY at LIMIT ?", (domain, since, window))]
+        same("SELECT ms FROM requests WHERE domain = ? AND at >= ? ORDER BY at LIMIT ?"), (domain, since, window))]
     last = [(r[0], r[1]) for r in conn.execute(
-        "SELECT ms, status FROM requests WHERE domain = ? AND at >= ? ORDER BY at DESC LIMIT ?",
+        same("SELECT ms, status FROM requests WHERE domain = ? AND at >= ? ORDER BY at DESC LIMIT ?"),
         (domain, since, window))]
     return count, first, last
 
@@ -106,19 +112,20 @@ def answers_since(conn: Conn, domain: str, since: float,
 def give_up(conn: Conn, domain: str, reason: str, now: float, until: float) -> None:
     """This run sends nothing more to `domain` (its robots.txt could not be fetched): its jobs stay pending."""
     with transaction(conn) as c:
-        c.execute("INSERT OR IGNORE INTO domains (domain, updated_at) VALUES (?, ?)", (domain, now))
-        c.execute("""UPDATE domains SET state = 'open', open_until = ?, probe_until = 0, gave_up = 1,
+        c.execute(ENSURE_DOMAIN, (domain, now))
+        c.execute(same("""UPDATE domains SET state = 'open', open_until = ?, probe_until = 0, gave_up = 1,
                          gave_up_reason = ?, opened_at = CASE WHEN opened_at > 0 THEN opened_at ELSE ? END,
-                         updated_at = ? WHERE domain = ?""", (until, reason, now, now, domain))
+                         updated_at = ? WHERE domain = ?"""), (until, reason, now, now, domain))
 
 
 def gave_up_reasons(conn: Conn) -> dict[str, str]:
     """{domain: sentence} of the domains this run gave up for a reason of their own (robots.txt)."""
-    return dict(conn.execute(
-        "SELECT domain, gave_up_reason FROM domains WHERE gave_up != 0 AND gave_up_reason IS NOT NULL"))
+    return {r[0]: r[1] for r in conn.execute(
+        same("SELECT domain, gave_up_reason FROM domains WHERE gave_up != 0 AND gave_up_reason IS NOT NULL"))}
 
 
 def disallowed_since(conn: Conn, since: float) -> dict[str, int]:
     """{domain: jobs that ended invalid, kind robots, since `since`}."""
-    return dict(conn.execute("SELECT domain, COUNT(*) FROM jobs WHERE error_kind = 'robots' AND status = 'invalid' "
-                             "AND finished_at >= ? GROUP BY domain", (since,)))
+    return {r[0]: r[1] for r in conn.execute(
+        same("SELECT domain, COUNT(*) FROM jobs WHERE error_kind = 'robots' AND status = 'invalid' "
+             "AND finished_at >= ? GROUP BY domain"), (since,))}

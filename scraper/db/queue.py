@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from scraper.db import claims, counters, domains, events, jobcounts
 from scraper.db.backend import Conn, Job, Writer
+from scraper.db.dialect import Sql, same
 from scraper.db.store import is_postgres, transaction
 from scraper.policy import breaker, fairness
 from scraper.policy.breaker import Breaker
@@ -21,6 +22,15 @@ EVENT_REASON_CHARS = 500    # a failure's reason in its event (the job row keeps
 INSERT_CHUNK = 1_000
 INSERT_JOBS = ("INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
                "SELECT column1, column2, column3, column4, column5, ?, ?, ? FROM (VALUES {}) AS new")
+
+# a job handed back, its attempt not counted (never below none): SQLite's scalar MAX is PostgreSQL's GREATEST
+RELEASE = Sql(
+    """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
+           attempts = MAX(0, attempts - 1), updated_at = ?, available_at = COALESCE(?, available_at)
+       WHERE id = ? AND worker = ? AND status = 'running'""",
+    """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
+           attempts = GREATEST(0, attempts - 1), updated_at = %s, available_at = COALESCE(%s, available_at)
+       WHERE id = %s AND worker = %s AND status = 'running'""")
 
 
 def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int = 0,
@@ -118,7 +128,7 @@ class Queue:
             if probes and is_postgres(c):
                 # only one claimer may turn a domain half-open: wait for the write lock, then look again
                 from scraper.db import pg
-                c.execute("SELECT pg_advisory_xact_lock(?)", (pg.WRITE_LOCK,))
+                c.raw("SELECT pg_advisory_xact_lock(%s)", (pg.WRITE_LOCK,))
                 blocked, probes = self._blocked_domains(c, now)
             job = self._claim_fair(c, base, base_args, blocked, demands or {}, workers, worker, now, lease_s)
             for domain in probes:
@@ -147,13 +157,13 @@ class Queue:
 
     def in_flight(self, c: Conn | None = None) -> dict[str, int]:
         """{domain: jobs running}."""
-        return dict((c or self.conn).execute(
-            "SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))
+        return {r[0]: r[1] for r in (c or self.conn).execute(
+            same("SELECT domain, COUNT(*) FROM jobs WHERE status = 'running' GROUP BY domain"))}
 
     def _blocked_domains(self, c: Conn, now: float) -> tuple[list[str], list[str]]:
         """(domains that take no ordinary job, those of them that take one probe); no row = closed."""
         blocked, probes = [], []
-        for r in c.execute("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?", (now,)):
+        for r in c.execute(same("SELECT * FROM domains WHERE state != 'closed' OR paused_until > ?"), (now,)):
             verdict = breaker.admits(domains.breaker_of(r), now)
             if verdict != "yes":
                 blocked.append(r["domain"])
@@ -175,11 +185,11 @@ class Queue:
     @staticmethod
     def _take(c: Conn, pick: str, pick_args: list[Any], worker: str, now: float, lease_s: float,
               probe: bool) -> Job | None:
-        row = c.execute(
+        row = c.execute(same(
             f"""UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, attempts = attempts + 1,
                     started_at = ?, updated_at = ?
                 WHERE id = ({pick}) AND status = 'pending'
-                RETURNING id, key, site, url, domain, attempts, source""",
+                RETURNING id, key, site, url, domain, attempts, source"""),
             [worker, now + lease_s, now, now, *pick_args],
         ).fetchone()
         return None if row is None else Job(row[0], row[1], row[2], row[3], row[4], row[5], probe=probe, source=row[6])
@@ -188,7 +198,7 @@ class Queue:
         """Extend the lease; False when the job is no longer ours (it was taken back)."""
         with transaction(self.conn, shared=True) as c:
             cur = c.execute(
-                "UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND status = 'running'",
+                same("UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND status = 'running'"),
                 (now + lease_s, job.id, worker),
             )
             return cur.rowcount == 1
@@ -201,10 +211,10 @@ class Queue:
 
         Returns False, writing nothing, when the lease was lost to another worker."""
         with transaction(self.conn, shared=True) as c:
-            cur = c.execute(
+            cur = c.execute(same(
                 """UPDATE jobs SET status = 'done', worker = NULL, lease_until = NULL, error_kind = NULL,
                        last_error = NULL, http_status = ?, finished_at = ?, updated_at = ?, duration_ms = ?
-                   WHERE id = ? AND worker = ? AND status = 'running'""",
+                   WHERE id = ? AND worker = ? AND status = 'running'"""),
                 (http_status, now, now, duration_ms, job.id, worker),
             )
             if cur.rowcount != 1:
@@ -218,7 +228,7 @@ class Queue:
     def _record(self, c: Conn, job: Job, status: str, now: float) -> None:
         """The run's own record of a job it finished (what `report` counts, whatever happens later)."""
         if self.run_id is not None:
-            c.execute("INSERT INTO run_jobs (run_id, job_id, status, at) VALUES (?, ?, ?, ?)",
+            c.execute(same("INSERT INTO run_jobs (run_id, job_id, status, at) VALUES (?, ?, ?, ?)"),
                       (self.run_id, job.id, status, now))
 
     def fail(self, job: Job, worker: str, now: float, status: str, kind: str, message: str,
@@ -229,11 +239,11 @@ class Queue:
         runs in the same transaction (a confirmed removal)."""
         finished = None if status == "pending" else now
         with transaction(self.conn, shared=True) as c:
-            cur = c.execute(
+            cur = c.execute(same(
                 """UPDATE jobs SET status = ?, worker = NULL, lease_until = NULL, error_kind = ?, last_error = ?,
                        http_status = ?, available_at = COALESCE(?, available_at), finished_at = ?,
                        updated_at = ?, duration_ms = ?, attempts = attempts - ?
-                   WHERE id = ? AND worker = ? AND status = 'running'""",
+                   WHERE id = ? AND worker = ? AND status = 'running'"""),
                 (status, kind, message[:1000], http_status, available_at, finished, now, duration_ms,
                  0 if counted else 1, job.id, worker),
             )
@@ -259,12 +269,7 @@ class Queue:
         """Hand an unfinished job back (shutdown, recycle): pending again, the attempt not counted; claimable
         again from `available_at` when given (else at once)."""
         with transaction(self.conn, shared=True) as c:
-            cur = c.execute(
-                """UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
-                       attempts = MAX(0, attempts - 1), updated_at = ?, available_at = COALESCE(?, available_at)
-                   WHERE id = ? AND worker = ? AND status = 'running'""",
-                (now, available_at, job.id, worker),
-            )
+            cur = c.execute(RELEASE, (now, available_at, job.id, worker))
             return cur.rowcount == 1
 
     def abandon(self, now: float, workers: Sequence[str], max_attempts: int) -> tuple[int, int]:
@@ -277,12 +282,12 @@ class Queue:
         marks = ",".join("?" * len(workers))
         with transaction(self.conn) as c:
             rows = c.execute(
-                f"""UPDATE jobs SET status = CASE WHEN attempts >= ? THEN 'failed' ELSE 'pending' END,
+                same(f"""UPDATE jobs SET status = CASE WHEN attempts >= ? THEN 'failed' ELSE 'pending' END,
                         finished_at = CASE WHEN attempts >= ? THEN ? END,
                         error_kind = 'abandoned', last_error = 'the worker ' || worker || ' died holding it',
                         http_status = NULL, worker = NULL, lease_until = NULL, updated_at = ?
                     WHERE status = 'running' AND worker IN ({marks})
-                    RETURNING status, key, source, url, attempts, last_error""",
+                    RETURNING status, key, source, url, attempts, last_error"""),
                 [max_attempts, max_attempts, now, now, *workers],
             ).fetchall()
             if rows:
@@ -296,7 +301,7 @@ class Queue:
     def expired_holders(self, now: float) -> list[str]:
         """Names of the workers holding a running job whose lease has run out."""
         return [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?", (now,))]
+            same("SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?"), (now,))]
 
     def requeue(self, now: float, workers: Sequence[str] | None = None, expired: bool = False) -> int:
         """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
@@ -312,12 +317,10 @@ class Queue:
         if workers is not None and not workers:
             return 0
         with transaction(self.conn) as c:
-            cur = c.execute(
-                f"""UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL,
-                        attempts = MAX(0, attempts - 1), updated_at = ?
-                    WHERE status = 'running' AND {where}""",
-                [now, *args],
-            )
+            # the attempt not counted, never below none: SQLite's scalar MAX is PostgreSQL's GREATEST
+            back = ("UPDATE jobs SET status = 'pending', worker = NULL, lease_until = NULL, "
+                    "attempts = {}(0, attempts - 1), updated_at = ? WHERE status = 'running' AND " + where)
+            cur = c.execute(Sql(back.format("MAX"), same(back.format("GREATEST")).postgres), [now, *args])
             return cur.rowcount
 
     def retry(self, statuses: Sequence[str], now: float | None = None,
@@ -329,9 +332,9 @@ class Queue:
         older = "" if finished_before is None else " AND COALESCE(finished_at, updated_at) < ?"
         with transaction(self.conn) as c:
             cur = c.execute(
-                f"""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
+                same(f"""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
                         worker = NULL, lease_until = NULL, updated_at = ?
-                    WHERE status IN ({marks}){older}""",
+                    WHERE status IN ({marks}){older}"""),
                 [now, now, *statuses, *(() if finished_before is None else (finished_before,))],
             )
             return cur.rowcount
@@ -344,8 +347,8 @@ class Queue:
         with transaction(self.conn) as c:
             # the rows this statement changed (total_changes would count the kept counts' triggers too)
             return c.executemany(
-                """UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
-                       updated_at = ? WHERE key = ? AND status IN ('done', 'failed', 'invalid')""",
+                same("""UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL,
+                       updated_at = ? WHERE key = ? AND status IN ('done', 'failed', 'invalid')"""),
                 [(at, now, key) for key, at in rows],
             ).rowcount if rows else 0
 
@@ -365,17 +368,17 @@ class Queue:
 
     def new_run(self, now: float) -> list[str]:
         """Give domains a previous run gave up another chance; returns their names."""
-        names = [r[0] for r in self.conn.execute("SELECT domain FROM domains WHERE gave_up != 0")]
+        names = [r[0] for r in self.conn.execute(same("SELECT domain FROM domains WHERE gave_up != 0"))]
         for name in names:
             self.update_domain(name, breaker.on_new_run, now)
         return names
 
     def given_up(self) -> dict[str, int]:
         """{domain: pending jobs} of the domains this run gave up."""
-        return dict(self.conn.execute(
-            """SELECT domains.domain, COUNT(jobs.id) FROM domains
+        return {r[0]: r[1] for r in self.conn.execute(
+            same("""SELECT domains.domain, COUNT(jobs.id) FROM domains
                LEFT JOIN jobs ON jobs.domain = domains.domain AND jobs.status = 'pending'
-               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))
+               WHERE domains.gave_up != 0 GROUP BY domains.domain ORDER BY domains.domain"""))}
 
     def work_left(self, sites: Sequence[str] | None = None, sources: Sequence[str] | None = None) -> bool:
         """True while a job (of `sites` and `sources`, default all) runs, or a pending one belongs to a
@@ -386,11 +389,11 @@ class Queue:
         if sources is not None:
             where, args = where + f" AND source IN ({','.join('?' * len(sources))})", args + list(sources)
         return bool(self.conn.execute(
-            f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
+            same(f"""SELECT EXISTS (SELECT 1 FROM jobs WHERE (status = 'running'
                     OR (status = 'pending'
-                        AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})""",
+                        AND domain NOT IN (SELECT domain FROM domains WHERE gave_up != 0))){where})"""),
             args,
-        ).fetchone()[0])
+        ).one()[0])
 
     @staticmethod
     def _breaker(c: Conn, domain: str) -> Breaker:
@@ -409,12 +412,12 @@ class Queue:
     def run_counts(self, run_id: int) -> dict[str, int]:
         """What run `run_id` itself finished: {done, failed, invalid}."""
         counts = dict.fromkeys(("done", "failed", "invalid"), 0)
-        counts.update(self.conn.execute("SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status",
-                                        (run_id,)).fetchall())
+        counts.update((r[0], r[1]) for r in self.conn.execute(
+            same("SELECT status, COUNT(*) FROM run_jobs WHERE run_id = ? GROUP BY status"), (run_id,)))
         return counts
 
     def finished_since(self, since: float) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?", (since,)).fetchone()[0]
+        return self.conn.execute(same("SELECT COUNT(*) FROM jobs WHERE finished_at >= ?"), (since,)).one()[0]
 
     def counts_by_site(self) -> dict[str, dict[str, int]]:
         """{site: {status: rows}} (every status present, zero when none)."""

@@ -9,14 +9,14 @@ to write it is logged and forgotten: the log must never cost a job.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Literal
 
-from scraper.base.errors import FetchError
+from scraper.base.errors import DatabaseError, FetchError
 from scraper.db.backend import Conn
+from scraper.db.dialect import same
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,11 @@ def record(conn: Conn, at: float, domain: str, kind: str, status: int | None, ms
     """Append one row (`run_id`: the run that sent it; `slot_wait_s`: the wait for its rate slot before it
     was sent); False (and a warning) when the database would not take it."""
     try:
-        conn.execute("INSERT INTO requests (at, domain, kind, status, ms, run_id, slot_wait_ms) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (at, domain, kind, status, ms, run_id, int(slot_wait_s * 1000)))
+        conn.execute(same("INSERT INTO requests (at, domain, kind, status, ms, run_id, slot_wait_ms) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?)"),
+                     (at, domain, kind, status, ms, run_id, int(slot_wait_s * 1000)))
         return True
-    except sqlite3.Error as e:
+    except DatabaseError as e:
         log.warning("request log not written: %s", e)
         return False
 
@@ -69,4 +70,4 @@ class timed:
 def slot_waits(conn: Conn, since: float) -> dict[str, float]:
     """{domain: seconds its workers waited for its rate slot before the requests sent since `since`}."""
     return {d: ms / 1000.0 for d, ms in conn.execute(
-        "SELECT domain, SUM(slot_wait_ms) FROM requests WHERE at >= ? GROUP BY domain", (since,))}
+        same("SELECT domain, SUM(slot_wait_ms) FROM requests WHERE at >= ? GROUP BY domain"), (since,))}

@@ -5,6 +5,7 @@ from collections.abc import Collection
 from typing import Any
 
 from scraper.db.backend import Conn
+from scraper.db.dialect import same
 from scraper.db.store import transaction
 
 
@@ -16,10 +17,11 @@ def robots_invalid(conn: Conn, domains: Collection[str], now: float, every_domai
         return {}
     params: list[Any] = [] if every_domain else list(domains)
     with transaction(conn) as c:
-        counts = dict(c.execute("SELECT domain, COUNT(*) FROM jobs WHERE status = 'invalid' AND error_kind = 'robots'"
-                                f"{where} GROUP BY domain", params).fetchall())
+        counts = {r[0]: r[1] for r in c.execute(
+            same(f"SELECT domain, COUNT(*) FROM jobs WHERE status = 'invalid' AND error_kind = 'robots'{where} "
+                 "GROUP BY domain"), params)}
         if counts:
-            c.execute("UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL, "
-                      "worker = NULL, lease_until = NULL, error_kind = NULL, last_error = NULL, updated_at = ? "
-                      f"WHERE status = 'invalid' AND error_kind = 'robots'{where}", [now, now, *params])
+            c.execute(same("UPDATE jobs SET status = 'pending', attempts = 0, available_at = ?, finished_at = NULL, "
+                           "worker = NULL, lease_until = NULL, error_kind = NULL, last_error = NULL, updated_at = ? "
+                           f"WHERE status = 'invalid' AND error_kind = 'robots'{where}"), [now, now, *params])
     return counts

@@ -96,7 +96,7 @@ def progress(c: Conn, run_id: int, at: float) -> None:
 def finished(c: Conn, run_id: int, at: float, exit_code: int) -> None:
     """Keep the run's counts per source as it ended (`run_sources`) and write its `run.finished` events
     (inside the caller's transaction that finishes the runs row)."""
-    row = c.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    row = c.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).one()
     st = status(exit_code, at, None, at)
     for source, counts in counted(c, run_id, _sources_of(row)).items():
         c.execute("INSERT INTO run_sources (run_id, source, total, finished, failed, invalid) "

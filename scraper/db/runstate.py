@@ -7,14 +7,17 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-import sqlite3
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from scraper.base.errors import ConfigError, RunLocked
+from scraper.base.errors import ConfigError, DatabaseError, RunLocked
 from scraper.base.urls import is_db_url
-from scraper.db import schema
+from scraper.db import schema, sqlite
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import same
+
+if TYPE_CHECKING:
+    from scraper.db import pg
 
 RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
 RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
@@ -99,7 +102,7 @@ def current(conn: Conn, lock_path: str, now: float | None = None) -> dict[str, A
     if not lock_held(lock_path):
         return None
     row = conn.execute(
-        "SELECT pid, started_at FROM runs WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1"
+        same("SELECT pid, started_at FROM runs WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1")
     ).fetchone()
     if row is None:          # the run has the lock but has not written its row yet
         return {"pid": None, "started_at": None, "alive": True}
@@ -117,22 +120,22 @@ def _running(pid: int) -> bool:
 
 def heartbeat_run(conn: Conn, run_id: int, now: float) -> None:
     """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
-    conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now, run_id))
+    conn.execute(same("UPDATE runs SET heartbeat_at = ? WHERE id = ?"), (now, run_id))
 
 
 def live_runs(conn: Conn, now: float) -> list[Row]:
     """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
     return conn.execute(
-        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-        "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC", (now - RUN_DEAD_AFTER_S,)
+        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+             "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC"), (now - RUN_DEAD_AFTER_S,)
     ).fetchall()
 
 
 def dead_runs(conn: Conn, now: float) -> list[Row]:
     """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
     return conn.execute(
-        "SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-        "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
+        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+             "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id"),
         (now - RUN_DEAD_AFTER_S,),
     ).fetchall()
 
@@ -144,14 +147,14 @@ class walk_lock:
 
     def __init__(self, path: str, name: str) -> None:
         self.path, self.name = path, name
-        self.conn: Conn | None = None
+        self.conn: pg.Connection | None = None
 
     def __enter__(self) -> bool:
         if not is_db_url(self.path):
             return True
         from scraper.db import store
-        self.conn = store.open_db(self.path)
-        got = self.conn.raw("SELECT pg_try_advisory_lock(hashtext(%s))", ("walk:" + self.name,)).fetchone()[0]
+        self.conn = store.open_postgres(self.path)
+        got = self.conn.raw("SELECT pg_try_advisory_lock(hashtext(%s))", ("walk:" + self.name,)).one()[0]
         return bool(got)
 
     def __exit__(self, *exc: object) -> Literal[False]:
@@ -171,7 +174,7 @@ def exists(path: str) -> bool:
     if not is_db_url(path):
         return os.path.exists(path)
     from scraper.db import store
-    conn = store.connect(path)
+    conn = store.postgres(path)
     try:
         from scraper.db import pg
         return pg.schema_version(conn) > 0
@@ -185,10 +188,10 @@ def check_readable(path: str) -> None:
     if is_db_url(path):
         return
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = sqlite.connect(f"file:{path}?mode=ro", uri=True)
         try:
             schema.readable(conn)
         finally:
             conn.close()
-    except sqlite3.DatabaseError as e:
+    except DatabaseError as e:
         raise ConfigError(f"{path} is not a usable SQLite database ({e}).") from e

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, OperationalError
 from scraper.db import jsonsql, schema
 from scraper.db.backend import Conn
 from scraper.db.store import is_postgres, transaction
+
+if TYPE_CHECKING:
+    from scraper.db import pg
 
 Marks = tuple[str, str, str]      # (start, end, ellipsis) of a snippet
 COLUMNS = ("name", "description", "explainer", "node_types", "categories", "author", "transcripts")
@@ -41,7 +43,7 @@ _WORDS = """CASE WHEN json_valid({c}) THEN (SELECT group_concat(value, '{sep}') 
                  ELSE {c} END"""
 
 
-def _fts5(text: str, e: sqlite3.OperationalError, hint: str) -> None:
+def _fts5(text: str, e: OperationalError, hint: str) -> None:
     """Raise ConfigError when `e` is the query's fault; else let the caller re-raise."""
     if any(s in str(e).lower() for s in _QUERY_ERRORS):
         raise ConfigError(f"the search query {text!r} is not valid FTS5 syntax ({e}); {hint}") from None
@@ -59,7 +61,7 @@ def _sqlite_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[t
         LIMIT ?"""
     try:
         return [tuple(r) for r in conn.execute(sql, (*marks, text, limit)).fetchall()]
-    except sqlite3.OperationalError as e:
+    except OperationalError as e:
         _fts5(text, e, "put words with punctuation in double quotes, e.g. '\"n8n-nodes-base.slack\"'.")
         raise
 
@@ -74,7 +76,7 @@ def _sqlite_items(conn: Conn, source: str, text: str, limit: int, marks: Marks) 
         LIMIT ?"""
     try:
         return [tuple(r) for r in conn.execute(sql, (*marks, text, source, limit)).fetchall()]
-    except sqlite3.OperationalError as e:
+    except OperationalError as e:
         _fts5(text, e, "put words with punctuation in double quotes.")
         raise
 
@@ -91,7 +93,7 @@ def _sqlite_rebuild(conn: Conn) -> int:
             SELECT w.id, w.name, w.description, w.explainer, {_WORDS.format(c='w.node_types', sep=' ')},
                    {_WORDS.format(c='w.categories', sep=', ')}, w.author, {transcripts}
             FROM workflows w""")
-        return int(c.execute("SELECT COUNT(*) FROM workflows_fts").fetchone()[0])
+        return int(c.execute("SELECT COUNT(*) FROM workflows_fts").one()[0])
 
 
 # --- PostgreSQL: tsvector -----------------------------------------------------------------------------
@@ -176,7 +178,7 @@ def _headline_options(marks: Marks) -> str:
     return f"StartSel={start}, StopSel={end}, MaxWords=16, MinWords=4, FragmentDelimiter={ellipsis}"
 
 
-def _pg_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+def _pg_templates(conn: pg.Connection, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
     expr, params = tsquery(text)
     sql = f"""
         WITH q AS (SELECT {expr} AS q),
@@ -190,19 +192,19 @@ def _pg_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple
         ORDER BY best.rank, w.id"""
     try:
         return [tuple(r) for r in conn.raw(sql, [*params, limit, _headline_options(marks)]).fetchall()]
-    except sqlite3.OperationalError as e:
+    except OperationalError as e:
         raise _fail(text, str(e)) from None
 
 
-def _pg_count(conn: Conn, text: str) -> int:
+def _pg_count(conn: pg.Connection, text: str) -> int:
     expr, params = tsquery(text)
     try:
-        return int(conn.raw(f"SELECT COUNT(*) FROM workflows_tsv s WHERE s.tsv @@ ({expr})", params).fetchone()[0])
-    except sqlite3.OperationalError as e:
+        return int(conn.raw(f"SELECT COUNT(*) FROM workflows_tsv s WHERE s.tsv @@ ({expr})", params).one()[0])
+    except OperationalError as e:
         raise _fail(text, str(e)) from None
 
 
-def _pg_items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
+def _pg_items(conn: pg.Connection, source: str, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
     expr, params = tsquery(text, ITEM_WEIGHT)
     sql = f"""
         WITH q AS (SELECT {expr} AS q),
@@ -218,16 +220,16 @@ def _pg_items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> l
             f"""SELECT ts_headline('english', t.text, q.q, %s) FROM unnest(%s::text[]) WITH ORDINALITY AS t(text, n),
                 (SELECT {expr} AS q) AS q ORDER BY t.n""",
             [_headline_options(marks), [item_text(r[3]) for r in found], *params]).fetchall()] if found else []
-    except sqlite3.OperationalError as e:
+    except OperationalError as e:
         raise _fail(text, str(e)) from None
     return [(r[0], r[1], r[2], _name(r[3]), snippet, r[4]) for r, snippet in zip(found, snippets, strict=True)]
 
 
-def _pg_rebuild(conn: Conn) -> int:
-    with transaction(conn) as c:
-        c.raw("DELETE FROM workflows_tsv")
-        c.raw(_PG_REBUILD)
-        return int(c.raw("SELECT COUNT(*) FROM workflows_tsv").fetchone()[0])
+def _pg_rebuild(conn: pg.Connection) -> int:
+    with transaction(conn):
+        conn.raw("DELETE FROM workflows_tsv")
+        conn.raw(_PG_REBUILD)
+        return int(conn.raw("SELECT COUNT(*) FROM workflows_tsv").one()[0])
 
 
 # what jsonb refuses in a string or a key: NUL, half a surrogate pair
@@ -289,7 +291,7 @@ def count(conn: Conn, text: str) -> int:
     """How many stored templates match `text`."""
     if is_postgres(conn):
         return _pg_count(conn, text)
-    return int(conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).fetchone()[0])
+    return int(conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).one()[0])
 
 
 def items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
@@ -343,7 +345,7 @@ def filtered(conn: Conn, text: str = "", nodes: Sequence[str] = (), category: st
     if not include_paid:
         where.append("(w.paid IS NULL OR w.paid = 0)")
     body = f"FROM workflows w {joins} WHERE {' AND '.join(where)}"
-    total = int(conn.execute(f"SELECT COUNT(*) {body}", params).fetchone()[0])
+    total = int(conn.execute(f"SELECT COUNT(*) {body}", params).one()[0])
     found = conn.execute(
         f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, w.paid AS paid "
         f"{body} ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()

@@ -8,8 +8,14 @@ move under the row's lock, on `clock_timestamp()` (seconds since the epoch: no t
 pyrate-limiter's PostgresBucket stores zone-less timestamps, which another session's time zone shifts).
 """
 
-from scraper.db.backend import Conn
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from scraper.policy import margin
+
+if TYPE_CHECKING:
+    from scraper.db.pg import Connection
 
 _NOW = "extract(epoch FROM clock_timestamp())::float8"
 
@@ -34,17 +40,17 @@ def gcra(rate_per_s: float, burst: int) -> tuple[float, float]:
     return 1.0 / rate_per_s, margin.tolerance_s(rate_per_s, burst)
 
 
-def ensure(conn: Conn, domain: str) -> None:
+def ensure(conn: Connection, domain: str) -> None:
     conn.raw(ENSURE, {"domain": domain})
 
 
-def take(conn: Conn, domain: str, interval: float, tolerance: float) -> float:
+def take(conn: Connection, domain: str, interval: float, tolerance: float) -> float:
     """Take the domain's slot now: 0.0 when taken, else the seconds until one may be free."""
-    wait = conn.raw(TAKE, {"domain": domain, "interval": interval, "tolerance": tolerance}).fetchone()[0]
+    wait = conn.raw(TAKE, {"domain": domain, "interval": interval, "tolerance": tolerance}).one()[0]
     return 0.0 if wait is None else float(wait)
 
 
-def wait(conn: Conn, domain: str, tolerance: float) -> float:
+def wait(conn: Connection, domain: str, tolerance: float) -> float:
     """Seconds until the domain's slot is free (0.0: now); takes nothing."""
     row = conn.raw(WAIT, {"domain": domain, "tolerance": tolerance}).fetchone()
     return 0.0 if row is None else float(row[0])

@@ -9,14 +9,23 @@ from typing import Any
 
 from scraper.db import jsonsql, schema
 from scraper.db.backend import Conn
+from scraper.db.dialect import Sql, same
 from scraper.db.store import is_postgres
 
-# a creation time that starts with a year and a month (anything else is counted as unknown)
-_MONTH = "'[0-9][0-9][0-9][0-9]-[0-9][0-9]*'"
+# a creation time that starts with a year and a month (anything else is counted as unknown): SQLite's GLOB,
+# PostgreSQL's regular expression
+UNDATED = Sql(
+    "SELECT COUNT(*) FROM workflows WHERE created_at IS NULL OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*'",
+    "SELECT COUNT(*) FROM workflows WHERE created_at IS NULL OR created_at !~ '^[0-9]{4}-[0-9]{2}'")
+PER_MONTH = Sql(
+    "SELECT substr(created_at, 1, 7) AS month, COUNT(*) FROM workflows "
+    "WHERE created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]*' GROUP BY month ORDER BY month",
+    "SELECT substr(created_at, 1, 7) AS month, COUNT(*) FROM workflows "
+    "WHERE created_at ~ '^[0-9]{4}-[0-9]{2}' GROUP BY month ORDER BY month")
 
 
-def _one(conn: Conn, sql: str) -> Any:
-    return conn.execute(sql).fetchone()[0]
+def _one(conn: Conn, sql: str | Sql) -> Any:
+    return conn.execute(sql).one()[0]
 
 
 def counts(conn: Conn) -> dict[str, int]:
@@ -24,8 +33,7 @@ def counts(conn: Conn) -> dict[str, int]:
     pg = is_postgres(conn)
     return {
         "templates": _one(conn, "SELECT COUNT(*) FROM workflows"),
-        "created_unknown": _one(
-            conn, f"SELECT COUNT(*) FROM workflows WHERE created_at IS NULL OR created_at NOT GLOB {_MONTH}"),
+        "created_unknown": _one(conn, UNDATED),
         "templates_with_videos": _one(
             conn, f"SELECT COUNT(*) FROM workflows WHERE {jsonsql.list_length(pg, 'videos')} > 0"),
         "videos": _one(conn, "SELECT COUNT(DISTINCT j.value) FROM workflows w, {} WHERE {}".format(
@@ -52,24 +60,24 @@ def ranking(conn: Conn, column: str, limit: int | None = None, live_only: bool =
 def authors(conn: Conn) -> list[tuple[str, int]]:
     """[(author, templates)], most first, ties by name."""
     return [(r[0], r[1]) for r in conn.execute(
-        "SELECT author, COUNT(*) AS n FROM workflows WHERE author IS NOT NULL GROUP BY author ORDER BY n DESC, author")]
+        same("SELECT author, COUNT(*) AS n FROM workflows WHERE author IS NOT NULL "
+             "GROUP BY author ORDER BY n DESC, author"))]
 
 
 def per_month(conn: Conn) -> list[tuple[str, int]]:
     """[(YYYY-MM, templates created)], by month."""
-    return [(r[0], r[1]) for r in conn.execute(
-        f"SELECT substr(created_at, 1, 7) AS month, COUNT(*) FROM workflows WHERE created_at GLOB {_MONTH} "
-        "GROUP BY month ORDER BY month")]
+    return [(r[0], r[1]) for r in conn.execute(PER_MONTH)]
 
 
 def quality(conn: Conn, bin_size: int, top_bin: int) -> tuple[tuple[Any, ...], dict[int, int]]:
     """((scored, min, max, mean) of the quality scores, {bin: templates}), bins of `bin_size`, the last
     (`top_bin`) holding the rest."""
-    row = conn.execute("SELECT COUNT(quality_score), MIN(quality_score), MAX(quality_score), AVG(quality_score) "
-                       "FROM workflows").fetchone()
-    bins = {r[0]: r[1] for r in conn.execute(
-        f"SELECT MIN(quality_score / {int(bin_size)}, {int(top_bin)}) AS bin, COUNT(*) FROM workflows "
-        "WHERE quality_score IS NOT NULL GROUP BY bin")}
+    row = conn.execute(same("SELECT COUNT(quality_score), MIN(quality_score), MAX(quality_score), AVG(quality_score) "
+                            "FROM workflows")).one()
+    # the last bin holds the rest: a scalar minimum, SQLite's MIN of two, PostgreSQL's LEAST
+    rest = (f"(quality_score / {int(bin_size)}, {int(top_bin)}) AS bin, COUNT(*) FROM workflows "
+            "WHERE quality_score IS NOT NULL GROUP BY bin")
+    bins = {r[0]: r[1] for r in conn.execute(Sql("SELECT MIN" + rest, "SELECT LEAST" + rest))}
     return tuple(row), bins
 
 

@@ -1,18 +1,20 @@
-"""Connections and the schema: SQLite (WAL, busy timeout, migrated by `PRAGMA user_version`) for a path,
-PostgreSQL (`scraper.db.pg`: the same SQL, translated; a `schema_version` table) for a database URL. The
-migrations are the files of `scraper/db/migrations/`."""
+"""Connections and the schema: SQLite (`scraper.db.sqlite`: WAL, busy timeout, migrated by `PRAGMA
+user_version`) for a path, PostgreSQL (`scraper.db.pg`: a `schema_version` table) for a database URL, both
+`backend.Conn`. The migrations are the files of `scraper/db/migrations/`."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, OperationalError
 from scraper.base.urls import is_db_url
-from scraper.db import migrations
+from scraper.db import migrations, sqlite
 from scraper.db.backend import Conn, Row
+
+if TYPE_CHECKING:
+    from scraper.db import pg
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 
@@ -21,8 +23,9 @@ SCHEMA_VERSION = migrations.MIGRATIONS[-1].version    # what `migrate` brings a 
 JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
 
 
-def is_postgres(conn: Conn) -> bool:
-    return bool(getattr(conn, "is_postgres", False))
+def is_postgres(conn: Conn) -> TypeGuard[pg.Connection]:
+    """Whether `conn` is PostgreSQL's (mypy then knows its own calls: `raw`, `copy`, `stream`, `clock`)."""
+    return conn.is_postgres
 
 
 def clock(conn: Conn) -> float:
@@ -32,25 +35,36 @@ def clock(conn: Conn) -> float:
 
 
 def connect(path: str) -> Conn:
-    """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout; a database
-    URL gives a PostgreSQL connection with the same interface (`scraper.db.pg`)."""
+    """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout
+    (`scraper.db.sqlite`); a database URL gives a PostgreSQL connection (`scraper.db.pg`)."""
     if is_db_url(path):
-        from scraper.db import pg
-        try:
-            return pg.Connection(path)
-        except ImportError:
-            raise ConfigError("a PostgreSQL database URL needs psycopg: pip install 'scraper[postgres]'.") from None
+        return postgres(path)
     try:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.row_factory = sqlite3.Row
+        conn = sqlite.connect(path, timeout_s=BUSY_TIMEOUT_MS / 1000)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode = WAL")
-    except sqlite3.OperationalError as e:
+    except OperationalError as e:
         raise unopenable(path, e) from None
     # NORMAL under WAL loses at most the last commits on power loss, never consistency
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def open_postgres(url: str) -> pg.Connection:
+    """`open_db` for a database URL, typed as PostgreSQL's (for the modules that run only there)."""
+    conn = postgres(url)
+    migrate(conn)
+    return conn
+
+
+def postgres(url: str) -> pg.Connection:
+    """A connection to the PostgreSQL database at `url`."""
+    from scraper.db import pg
+    try:
+        return pg.Connection(url)
+    except ImportError:
+        raise ConfigError("a PostgreSQL database URL needs psycopg: pip install 'scraper[postgres]'.") from None
 
 
 def unopenable(path: str, error: BaseException) -> ConfigError:
@@ -66,17 +80,15 @@ def unopenable(path: str, error: BaseException) -> ConfigError:
 def read_only(path: str, time_limit_s: float) -> Conn:
     """A connection that cannot write and whose statements stop after `time_limit_s` seconds from now (a
     server's answer beside a running `run`: SQLite's `mode=ro` never takes the write lock, and WAL lets it
-    read while workers write). A query cut off raises sqlite3.OperationalError "interrupted" (PostgreSQL:
-    each statement's own statement_timeout, as the same class through db/pg)."""
+    read while workers write). A query cut off raises OperationalError "interrupted" (PostgreSQL: each
+    statement's own statement_timeout, as the same class)."""
     if is_db_url(path):
-        conn = connect(path)
-        conn.raw("SET default_transaction_read_only = on")
-        conn.raw(f"SET statement_timeout = {max(1, int(time_limit_s * 1000))}")     # 0 would mean no limit
-        return conn
+        pg_conn = postgres(path)
+        pg_conn.raw("SET default_transaction_read_only = on")
+        pg_conn.raw(f"SET statement_timeout = {max(1, int(time_limit_s * 1000))}")     # 0 would mean no limit
+        return pg_conn
     from urllib.parse import quote
-    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
-                           isolation_level=None)
-    conn.row_factory = sqlite3.Row
+    conn = sqlite.connect(f"file:{quote(str(path))}?mode=ro", timeout_s=BUSY_TIMEOUT_MS / 1000, uri=True)
     deadline = time.monotonic() + time_limit_s
     # called every 10,000 virtual machine steps: a non-zero answer interrupts the statement
     conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
@@ -90,6 +102,15 @@ def open_db(path: str) -> Conn:
     return conn
 
 
+def schema_version(conn: Conn) -> int:
+    """The schema version the database is at (0: a new one): SQLite's `user_version`, PostgreSQL's
+    `schema_version` table."""
+    if is_postgres(conn):
+        from scraper.db import pg
+        return pg.schema_version(conn)
+    return int(conn.execute("PRAGMA user_version").one()[0])
+
+
 def migrate(conn: Conn, target: int = SCHEMA_VERSION) -> int:
     """Run the migrations this database has not run yet, up to schema version `target` (a lower one makes a
     database as an older release left it), all in one transaction: a failure leaves the schema as it was.
@@ -97,20 +118,20 @@ def migrate(conn: Conn, target: int = SCHEMA_VERSION) -> int:
     if is_postgres(conn):
         from scraper.db import pg
         return pg.migrate(conn, target)
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    version = schema_version(conn)
     if version >= target:
         return version
-    conn.execute("BEGIN IMMEDIATE")
+    conn.begin()
     try:
         # another process may have migrated while we waited for the lock
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        version = schema_version(conn)
         for migration in migrations.pending(version, target):
             for statement in migrations.statements(migration.sqlite):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {migration.version}")
-        conn.execute("COMMIT")
+        conn.commit()
     except BaseException:
-        conn.execute("ROLLBACK")
+        conn.rollback()
         raise
     return max(version, target)
 
@@ -126,11 +147,14 @@ class transaction:
         self.shared = shared
 
     def __enter__(self) -> Conn:
-        self.conn.execute("BEGIN" if self.shared and is_postgres(self.conn) else "BEGIN IMMEDIATE")
+        self.conn.begin(shared=self.shared)
         return self.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type:
+            self.conn.rollback()
+        else:
+            self.conn.commit()
         return False
 
 
@@ -151,7 +175,7 @@ def start_run(conn: Conn, pid: int, started_at: float, workers: int, settings_js
             "INSERT INTO runs (pid, started_at, workers, settings, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?) "
             "RETURNING id",
             (pid, started_at, workers, settings_json, host, started_at),
-        ).fetchone()[0])
+        ).one()[0])
         runrecord.started(c, run_id, sources, started_at, host, pid, workers)
         return run_id
 

@@ -28,13 +28,13 @@ def mark_removed(conn: Conn, tid: int, at: str) -> int | None:
     if conn.execute("UPDATE workflows SET removed_at = ? WHERE id = ? AND removed_at IS NULL",
                     (at, tid)).rowcount != 1:
         return None
-    return int(conn.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).fetchone()[0])
+    return int(conn.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).one()[0])
 
 
 def restore(conn: Conn, tid: int) -> int:
     """Clear `removed_at` (listed again); the template's version."""
     conn.execute("UPDATE workflows SET removed_at = NULL WHERE id = ?", (tid,))
-    return int(conn.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).fetchone()[0])
+    return int(conn.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).one()[0])
 
 
 def ids(conn: Conn) -> list[int]:
@@ -59,7 +59,7 @@ def counts(conn: Conn) -> dict[str, int]:
     """{live, removed, paid (live ones)}."""
     live, removed, paid = conn.execute(
         "SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at), "
-        "COUNT(CASE WHEN removed_at IS NULL AND paid = 1 THEN 1 END) FROM workflows").fetchone()
+        "COUNT(CASE WHEN removed_at IS NULL AND paid = 1 THEN 1 END) FROM workflows").one()
     return {"live": live, "removed": removed, "paid": paid}
 
 
@@ -128,21 +128,21 @@ def due(conn: Conn, site: str, fetched_before: str | None, limit: int | None) ->
 
 def oldest_done(conn: Conn, site: str) -> str | None:
     """The oldest `fetched_at` of a done, live template, or None."""
-    return conn.execute(f"SELECT MIN(w.fetched_at) {_done_live(site)}").fetchone()[0]
+    return conn.execute(f"SELECT MIN(w.fetched_at) {_done_live(site)}").one()[0]
 
 
 def stored_and_refreshing(conn: Conn, active: int | None = None) -> tuple[int, int, int]:
     """(live, removed, refreshing): the templates stored, and how many of them a pending or running job is
     fetching again. `active`: the n8n jobs pending or running, when known (it picks the cheaper side)."""
-    live, removed = conn.execute("SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM workflows").fetchone()
+    live, removed = conn.execute("SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM workflows").one()
     # walked from the smaller side: a million pending jobs cost a row lookup each (0.6 s), a few thousand
     # stored templates one lookup each in the jobs' key index
     if active is not None and live + removed <= active:
         refreshing = conn.execute(
             "SELECT COUNT(*) FROM workflows AS w WHERE EXISTS (SELECT 1 FROM jobs WHERE key = 'n8n:' || w.id "
-            "AND status IN ('pending', 'running'))").fetchone()[0]
+            "AND status IN ('pending', 'running'))").one()[0]
     else:
         refreshing = conn.execute(
             "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') AND site = 'n8n' "
-            "AND CAST(substr(key, 5) AS INTEGER) IN (SELECT id FROM workflows)").fetchone()[0]
+            "AND CAST(substr(key, 5) AS INTEGER) IN (SELECT id FROM workflows)").one()[0]
     return live, removed, refreshing

@@ -10,6 +10,7 @@ from typing import Protocol
 
 from scraper.base.sources import Source
 from scraper.db.backend import Conn
+from scraper.db.dialect import same
 from scraper.db.store import transaction
 from scraper.policy import cadence
 
@@ -49,8 +50,8 @@ def record(conn: Conn, name: str, started_at: float, finished_at: float, result:
     counts = [getattr(result, k, 0) for k in ("new", "changed", "removed", "restored", "requests")]
     complete = bool(result is not None and result.complete and error is None)
     with transaction(conn) as c:
-        c.execute("INSERT INTO source_walks (source, started_at, finished_at, complete, new, changed, removed, "
-                  "restored, requests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        c.execute(same("INSERT INTO source_walks (source, started_at, finished_at, complete, new, changed, removed, "
+                       "restored, requests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
                   (name, iso(started_at), iso(finished_at), int(complete), *counts, error))
 
 
@@ -58,8 +59,8 @@ def last_walks(conn: Conn) -> Walks:
     """{source: (last walk's finish, last complete walk's finish)} in Unix seconds (None: never)."""
     out: Walks = {}
     for name, last, complete in conn.execute(
-            "SELECT source, MAX(finished_at), MAX(CASE WHEN complete = 1 THEN finished_at END) FROM source_walks "
-            "GROUP BY source"):
+            same("SELECT source, MAX(finished_at), MAX(CASE WHEN complete = 1 THEN finished_at END) FROM source_walks "
+                 "GROUP BY source")):
         out[name] = (_epoch(last), _epoch(complete))
     return out
 

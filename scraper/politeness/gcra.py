@@ -16,7 +16,7 @@ class GcraLimiter:
                  clock: Clock = SYSTEM) -> None:
         """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S (`RateReads`), as in `DomainLimiter`
         (robots.txt and the adaptive slow-down change a domain's rate during a run)."""
-        self._conn = store.open_db(db_url)    # the schema first: a first seed walks before it stores
+        self._conn = store.open_postgres(db_url)    # the schema first: a first seed walks before it stores
         self._default = slots.gcra(rate_per_s, burst)
         self._reads = RateReads(rate_of, clock)
         self._known: dict[str, tuple[float, float]] = {}

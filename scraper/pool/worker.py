@@ -5,14 +5,21 @@ import logging
 import os
 import random
 import signal
-import sqlite3
 import sys
 from typing import TYPE_CHECKING
 
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM, DatabaseClock
-from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError, RobotsUnavailable
+from scraper.base.errors import (
+    ConfigError,
+    DatabaseError,
+    FetchError,
+    HandedBack,
+    JobInvalid,
+    ParseError,
+    RobotsUnavailable,
+)
 from scraper.base.urls import domain_of
 from scraper.db import fetchlearn, requestlog, runstate, store
 from scraper.db import politeness as politeness_rows
@@ -477,7 +484,7 @@ def main(settings, slot, parent_pid, run_id=None):
     try:
         conn = store.connect(settings.db_path)
         limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
-    except (OSError, sqlite3.Error, ConfigError) as e:
+    except (OSError, DatabaseError, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
         sys.exit(exitcodes.WORKER_CRASHED)
     session = http.make_session(settings.user_agent, trust_env=not settings.uses_proxies)

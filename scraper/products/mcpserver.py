@@ -8,10 +8,9 @@ read-only connection (db/store.read_only) and gives up after QUERY_LIMIT_S, so a
 
 import json
 import logging
-import sqlite3
 
 from scraper import __version__
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, DatabaseError, OperationalError
 from scraper.db import store
 from scraper.products import lookup
 
@@ -37,13 +36,13 @@ def build(db_path, default_site_url, time_limit_s=QUERY_LIMIT_S):
         """Answer one tool call on a connection of its own; a mistake or a time-out is the tool's error."""
         try:
             conn = store.read_only(db_path, time_limit_s)
-        except (ConfigError, sqlite3.Error) as e:
+        except (ConfigError, DatabaseError) as e:
             raise ToolError(f"the mirror cannot be opened ({e}).") from None
         try:
             found = question(conn, *args, **kwargs)
         except ConfigError as e:
             raise ToolError(str(e)) from None
-        except sqlite3.OperationalError as e:
+        except OperationalError as e:
             text = str(e).lower()
             if "interrupted" in text or "timeout" in text or "cancel" in text:
                 raise ToolError(f"the question took over {time_limit_s:g} s and was stopped; narrow it (fewer "

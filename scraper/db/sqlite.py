@@ -1,0 +1,110 @@
+"""The SQLite connection: sqlite3's own, rows by position and by name (sqlite3.Row), and the project's
+exceptions (`scraper.base.errors`) in place of sqlite3's, so callers catch the same classes on both
+backends. A subclass, not a wrapper: every statement still runs in sqlite3's C code, the subclass adds one
+Python call per statement (scripts/bench.py's queue figures do not move), and sqlite_utils takes it as is."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from scraper.base.errors import DatabaseError, IntegrityError, OperationalError
+from scraper.db.backend import Row
+from scraper.db.dialect import Sql
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsLenAndGetItem
+
+    Params = SupportsLenAndGetItem[Any] | Mapping[str, Any]     # what sqlite3 takes
+
+
+def error(e: sqlite3.Error) -> DatabaseError:
+    """The project's exception for sqlite3's `e` (the message kept)."""
+    kind = (IntegrityError if isinstance(e, sqlite3.IntegrityError)
+            else OperationalError if isinstance(e, sqlite3.OperationalError) else DatabaseError)
+    return kind(str(e))
+
+
+def connect(database: str, timeout_s: float = 5.0, uri: bool = False) -> Connection:
+    """A connection in autocommit mode (transactions are explicit) whose rows are sqlite3.Row."""
+    try:
+        conn = sqlite3.connect(database, timeout=timeout_s, uri=uri, isolation_level=None, factory=Connection)
+    except sqlite3.Error as e:
+        raise error(e) from e
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class Cursor(sqlite3.Cursor):
+    """sqlite3's cursor; a statement steps on as its rows are read, so reading raises the project's errors
+    too (a statement interrupted by a time limit, a lock met on the way)."""
+
+    def fetchone(self) -> Row | None:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as e:
+            raise error(e) from e
+
+    def one(self) -> Row:
+        row = self.fetchone()
+        if row is None:
+            raise DatabaseError("the statement gave no row")
+        return row
+
+    def fetchall(self) -> list[Row]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as e:
+            raise error(e) from e
+
+    def fetchmany(self, size: int | None = 1, /) -> list[Row]:
+        try:
+            return super().fetchmany(size)
+        except sqlite3.Error as e:
+            raise error(e) from e
+
+    def __next__(self) -> Row:
+        try:
+            return super().__next__()
+        except sqlite3.Error as e:
+            raise error(e) from e
+
+
+class Connection(sqlite3.Connection):
+    """A connection in autocommit mode (`isolation_level=None`): transactions are `begin`/`commit`."""
+
+    is_postgres = False
+
+    def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor:
+        cur = self.cursor(Cursor)
+        try:
+            cur.execute(sql if isinstance(sql, str) else sql.sqlite, params)
+        except sqlite3.Error as e:
+            raise error(e) from e
+        return cur
+
+    def executemany(self, sql: str | Sql, seq: Iterable[Params], /) -> Cursor:
+        cur = self.cursor(Cursor)
+        try:
+            cur.executemany(sql if isinstance(sql, str) else sql.sqlite, seq)
+        except sqlite3.Error as e:
+            raise error(e) from e
+        return cur
+
+    def begin(self, shared: bool = False) -> None:
+        """BEGIN IMMEDIATE: the write lock now, not at the first write (SQLite has one writer; `shared` is
+        PostgreSQL's business)."""
+        self.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        except sqlite3.Error as e:
+            raise error(e) from e
+
+    def rollback(self) -> None:
+        try:
+            super().rollback()
+        except sqlite3.Error as e:
+            raise error(e) from e
