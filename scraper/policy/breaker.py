@@ -48,6 +48,18 @@ def admits(b, now):
     return "probe" if b.probe_until <= now else "no"
 
 
+def rest_s(b, now):
+    """Seconds until a request may test the domain: while it is given up or open (its period not over), or
+    half-open with a probe in flight; 0.0 otherwise (a 429 pause is waited out, not rested)."""
+    if b.gave_up and b.state != CLOSED:
+        return max(0.0, b.open_until - now)
+    if b.state == OPEN:
+        return max(0.0, b.open_until - now)
+    if b.state == HALF_OPEN:
+        return max(0.0, b.probe_until - now)
+    return 0.0
+
+
 def on_probe(b, now, lease_s):
     """A worker took the probe job."""
     return replace(b, state=HALF_OPEN, probe_until=now + lease_s)

@@ -113,6 +113,11 @@ class Politeness:
     def _breaker(self) -> breaker.Breaker:
         return self.queue.domains().get(self.domain, breaker.Breaker())
 
+    def rest_s(self) -> float:
+        """Seconds the domain's breaker stays open (0.0: closed, or its open period is over and a request
+        may test it); for a request with no job to hand back (a walk's), which cannot wait in a claim."""
+        return breaker.rest_s(self._breaker(), self.clock())
+
     def probe_abandoned(self) -> None:
         """The probe job was handed back unfinished: another worker may probe at once."""
         self.queue.update_domain(self.domain, breaker.on_probe_abandoned, self.clock())
