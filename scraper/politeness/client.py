@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from scraper.base.clock import SYSTEM, Clock
-from scraper.base.errors import FetchError
+from scraper.base.errors import DomainResting, FetchError
 from scraper.base.proxies import ProxyUrl
 from scraper.base.urls import domain_of
 from scraper.db import requestlog
@@ -306,8 +306,8 @@ class Walk:
     def turn(self, polite: politeness.Politeness, url: str | None) -> None:
         rest = polite.rest_s()
         if rest > 0:
-            raise FetchError(retry.NETWORK, f"{polite.domain} is resting after failures (its breaker is open for "
-                                            f"{rest:.0f} s more); nothing was sent", url)
+            raise DomainResting(f"{polite.domain} is resting: its breaker is open for {rest:.0f} s more (its "
+                                f"requests kept failing); nothing was sent to it, the walk is tried again next time")
         # a breaker whose open period is over is tested by this request, as by a worker's probe
         if polite.before(True, lambda: True, url) != politeness.GO:
             raise FetchError(retry.NETWORK, f"stopped before the request to {polite.domain}", url)
