@@ -8,7 +8,6 @@ import re
 import time
 
 import pytest
-import responses
 
 from scraper.base import settings
 from scraper.base.clock import FakeClock
