@@ -12,6 +12,7 @@ import pytest
 from scraper.base import settings
 from scraper.base.clock import FakeClock
 from scraper.base.errors import DomainResting
+from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import seed
@@ -106,3 +107,21 @@ def test_the_lint_check_finds_every_way_out_beside_the_polite_client(tmp_path):
         (4, "scraper.net.http.make_session"), (5, "scraper.net.browser.BrowserFetcher"),
         (10, "scraper.net.http.fetch")]     # its allowance is the library's Session, nothing more
     assert check.main() == 0
+
+
+def test_a_give_up_is_a_breaker_transition_read_by_key(backend):
+    """One owner of the `domains` row: a domain given up for the run (robots.txt or every proxy unusable) is
+    `breaker.on_give_up` written by `db/domains`, its reason beside it; a new run gives it another chance."""
+    s, conn, q = _seeded(backend)
+    now = time.time()
+    q.update_domain(s.domain, lambda b: breaker.on_failure(b, now - 5, 1, 30.0), now - 5)   # open since now - 5
+    before, after = q.give_up(s.domain, "robots.txt of site.test could not be fetched (too_large)", now, now + 3600)
+    assert after == breaker.on_give_up(before, now, now + 3600) == q.breaker(s.domain)
+    assert (after.state, after.gave_up, after.open_until, after.opened_at) == (breaker.OPEN, True, now + 3600, now - 5)
+    assert politeness_rows.gave_up_reasons(conn) == {s.domain: "robots.txt of site.test could not be fetched "
+                                                               "(too_large)"}
+    assert q.breaker("elsewhere.test") == breaker.Breaker()      # no row: closed
+    assert q.claim("w1", now + 1, s.lease_s) is None              # its jobs stay pending
+    assert list(q.given_up()) == [s.domain]
+    assert q.new_run(now + 2) == [s.domain] and not q.breaker(s.domain).gave_up
+    conn.close()

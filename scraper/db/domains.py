@@ -1,6 +1,9 @@
-"""The `domains` table: each domain's breaker, pause and give-up state, as `policy.breaker.Breaker`."""
+"""The `domains` table: each domain's breaker, pause and give-up state, as `policy.breaker.Breaker`.
+
+Every change of that state is a transition of the pure breaker policy (`policy.breaker`), written here."""
 
 from scraper.db.backend import Conn, Row
+from scraper.db.store import transaction
 from scraper.policy import breaker
 from scraper.policy.breaker import Breaker
 
@@ -17,6 +20,17 @@ def read_breaker(c: Conn, domain: str) -> Breaker:
     """The domain's Breaker; a closed one when it has no row."""
     row = c.execute("SELECT * FROM domains WHERE domain = ?", (domain,)).fetchone()
     return breaker.Breaker() if row is None else breaker_of(row)
+
+
+def give_up(conn: Conn, domain: str, reason: str, now: float, until: float) -> tuple[Breaker, Breaker]:
+    """The domain given up until `until` (`breaker.on_give_up`), with the operator's sentence why, in one
+    transaction; (before, after)."""
+    with transaction(conn) as c:
+        before = read_breaker(c, domain)
+        after = breaker.on_give_up(before, now, until)
+        save_breaker(c, domain, after, now)
+        c.execute("UPDATE domains SET gave_up_reason = ? WHERE domain = ?", (reason, domain))
+        return before, after
 
 
 def every_breaker(conn: Conn) -> dict[str, Breaker]:

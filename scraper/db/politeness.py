@@ -103,15 +103,6 @@ def answers_since(conn: Conn, domain: str, since: float,
     return count, first, last
 
 
-def give_up(conn: Conn, domain: str, reason: str, now: float, until: float) -> None:
-    """This run sends nothing more to `domain` (its robots.txt could not be fetched): its jobs stay pending."""
-    with transaction(conn) as c:
-        c.execute("INSERT OR IGNORE INTO domains (domain, updated_at) VALUES (?, ?)", (domain, now))
-        c.execute("""UPDATE domains SET state = 'open', open_until = ?, probe_until = 0, gave_up = 1,
-                         gave_up_reason = ?, opened_at = CASE WHEN opened_at > 0 THEN opened_at ELSE ? END,
-                         updated_at = ? WHERE domain = ?""", (until, reason, now, now, domain))
-
-
 def gave_up_reasons(conn: Conn) -> dict[str, str]:
     """{domain: sentence} of the domains this run gave up for a reason of their own (robots.txt)."""
     return dict(conn.execute(

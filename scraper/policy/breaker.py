@@ -101,6 +101,12 @@ def on_blocked(b, now, open_s, max_open_cycles=None, give_up_after_s=0.0):
                    probe_until=0.0, open_cycles=cycles, gave_up=gave_up, opened_at=opened_at)
 
 
+def on_give_up(b, now, until):
+    """This run sends nothing more to the domain until `until` (its robots.txt, or every proxy, stayed
+    unusable): open, no probe, given up; its jobs stay pending for the next run (`on_new_run`)."""
+    return replace(b, state=OPEN, open_until=until, probe_until=0.0, gave_up=True, opened_at=b.opened_at or now)
+
+
 def on_new_run(b):
     """A new run gives a given-up domain another chance: it may probe at once."""
     return replace(b, gave_up=False, open_cycles=0, open_until=0.0, opened_at=0.0) if b.gave_up else b

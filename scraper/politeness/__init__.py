@@ -67,5 +67,11 @@ class Breakers(Protocol):
 
     def domains(self) -> dict[str, Breaker]: ...
 
+    def breaker(self, domain: str) -> Breaker:
+        """The domain's breaker, read by its key (a closed one when it has no row)."""
+
+    def give_up(self, domain: str, reason: str, now: float, until: float) -> Any:
+        """This run sends nothing more to `domain` until `until` (`breaker.on_give_up`), for `reason`."""
+
     def update_domain(self, domain: str, change: Callable[[Breaker], Breaker], now: float) -> Any:
         """Apply `change` to the domain's breaker in one transaction; (before, after)."""

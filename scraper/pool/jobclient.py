@@ -10,13 +10,12 @@ import logging
 
 from scraper.base.errors import FetchError, HandedBack
 from scraper.db import fetchlearn, requestlog
-from scraper.db import politeness as politeness_rows
 from scraper.policy import retry
 from scraper.politeness import domain as politeness
 
 log = logging.getLogger("scraper.pool.worker")     # the worker's lines, as they always read
 
-FOREVER_S = 10 * 365 * 86400.0   # "for this run": a new run clears it (politeness_rows.new_run)
+FOREVER_S = 10 * 365 * 86400.0   # "for this run": a new run clears it (Queue.new_run, breaker.on_new_run)
 NAP_S = 1.0                  # a nap between robots.txt tries wakes this often (stop requests, the lease)
 
 
@@ -136,7 +135,7 @@ class JobClient:
         now = self.clock()
         b = None if e.why == retry.TOO_LARGE else polite.robots_unavailable()
         if b is None or b.gave_up:
-            politeness_rows.give_up(self.queue.conn, self.job.domain, str(e), now, now + FOREVER_S)
+            polite.give_up(str(e), now + FOREVER_S)
             log.error("%s %s; its jobs stay pending", self.name, e)
         else:
             log.warning("%s %s; its jobs wait %.0f s, then robots.txt is fetched again", self.name, e,
@@ -155,7 +154,7 @@ class JobClient:
         if proxies.gives_up(job.domain, pool):
             reason = (f"no proxy could carry a request to {job.domain} for {self.s.give_up_after_s:g} s "
                       f"(--give-up-after): {', '.join(map(str, pool))}")
-            politeness_rows.give_up(self.queue.conn, job.domain, reason, now, now + FOREVER_S)
+            polite.give_up(reason, now + FOREVER_S)
             log.error("%s gave up on %s: %s; its jobs stay pending", self.name, job.domain, reason)
             self.queue.release(job, self.name, now)
             raise HandedBack(job.key)
