@@ -125,3 +125,17 @@ def test_a_give_up_is_a_breaker_transition_read_by_key(backend):
     assert list(q.given_up()) == [s.domain]
     assert q.new_run(now + 2) == [s.domain] and not q.breaker(s.domain).gave_up
     conn.close()
+
+
+def test_seed_from_search_says_so_when_the_domain_rests(tmp_path, net):
+    """`seed --from-search` while the run's workers hold the domain's breaker open: one sentence, exit 1,
+    nothing sent to the site and nothing seeded."""
+    from tests.helpers import count, invoke
+    db = tmp_path / "jobs.db"
+    s, conn, q = _seeded(str(db))
+    q.update_domain(s.domain, lambda b: breaker.on_blocked(b, time.time(), 300.0), time.time())
+    conn.close()
+    result = invoke("seed", "--from-search", db=db)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{s.domain} is resting: its breaker is open for" in result.output and "nothing was seeded." in result.output
+    assert len(net.calls) == 0 and count(db) == 1

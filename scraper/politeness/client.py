@@ -307,7 +307,7 @@ class Walk:
         rest = polite.rest_s()
         if rest > 0:
             raise DomainResting(f"{polite.domain} is resting: its breaker is open for {rest:.0f} s more (its "
-                                f"requests kept failing); nothing was sent to it, the walk is tried again next time")
+                                f"requests kept failing, or it refused us); nothing was sent to it")
         # a breaker whose open period is over is tested by this request, as by a worker's probe
         if polite.before(True, lambda: True, url) != politeness.GO:
             raise FetchError(retry.NETWORK, f"stopped before the request to {polite.domain}", url)
