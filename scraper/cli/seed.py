@@ -8,8 +8,7 @@ import time
 import click
 
 from scraper.base import exitcodes, settings
-from scraper.base.errors import (ConfigError, DomainResting, FetchError, ParseError, RobotsDisallowed,
-                                 RobotsUnavailable)
+from scraper.base.errors import ConfigError, DomainResting, FetchError, ParseError, RobotsDisallowed, RobotsUnavailable
 from scraper.cli.common import (
     Failure,
     command_settings,
