@@ -8,10 +8,10 @@ host, the domain's turn (rate slot, pause, breaker), a proxy, the bounded reques
 domain's breaker and the proxy hear how it went.
 
 What a request is for is its `Errand`: a worker's job (`pool.jobclient.JobClient`: its lease renewed while
-it waits, the job handed back on a stop) or a walk's (`Walk`: no job to hand back, so an open breaker or
-a stop fails the request with a FetchError). A page of the browser goes through `render`, each request of
-the page through the errand's `turn` (the caller's `gate`). Nothing else in the package sends to a site
-(`scripts/check_one_way_out.py`, run by `make lint`)."""
+it waits, the job handed back on a stop) or a walk's (`Walk`: no job to hand back, so the request waits
+out a 429 pause but is refused, DomainResting, while the domain's breaker rests). A page of the browser
+goes through `render`, each request of the page through the caller's `gate`. Nothing else in the package
+sends to a site (`scripts/check_one_way_out.py`, run by `make lint`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from scraper.base.clock import SYSTEM, Clock
-from scraper.base.errors import DomainResting, FetchError
+from scraper.base.errors import DomainResting, FetchError, RobotsUnavailable
 from scraper.base.proxies import ProxyUrl
 from scraper.base.urls import domain_of
 from scraper.db import requestlog
@@ -110,8 +110,6 @@ class Client:
     def check_robots(self, errand: Errand, url: str) -> None:
         """The URL's host's robots.txt allows it (RobotsDisallowed otherwise), fetched through `send` when
         it is not known yet; one that cannot be fetched is the errand's to handle (`robots_unavailable`)."""
-        from scraper.base.errors import RobotsUnavailable
-
         def get(robots_url: str, cap: int) -> bytes:
             try:
                 return self.send(errand, robots_url, cap, robots_txt=True)
@@ -276,8 +274,8 @@ class Client:
 class Walk:
     """A walk's errand: `walk(url) -> bytes` is one polite GET (robots.txt, the domain's turn and its 429
     pause, the breaker, a proxy with its bans, the request log); FetchError on failure. Nothing to hand
-    back: a domain whose breaker rests (open, its period not over) fails the request at once, and one whose
-    period is over is tested by it, as a worker's probe would. Counts its requests (`sent`)."""
+    back: a domain whose breaker rests (open, its period not over) fails the request at once (DomainResting),
+    and one whose period is over is tested by it, as a worker's probe would. Counts its requests (`sent`)."""
 
     probe = False
 
