@@ -12,7 +12,7 @@ import pytest
 from scraper.base import settings
 from scraper.base.clock import FakeClock
 from scraper.base.errors import DomainResting
-from scraper.db import politeness as politeness_rows
+from scraper.db import domains as domain_rows
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import seed
@@ -118,7 +118,7 @@ def test_a_give_up_is_a_breaker_transition_read_by_key(backend):
     before, after = q.give_up(s.domain, "robots.txt of site.test could not be fetched (too_large)", now, now + 3600)
     assert after == breaker.on_give_up(before, now, now + 3600) == q.breaker(s.domain)
     assert (after.state, after.gave_up, after.open_until, after.opened_at) == (breaker.OPEN, True, now + 3600, now - 5)
-    assert politeness_rows.gave_up_reasons(conn) == {s.domain: "robots.txt of site.test could not be fetched "
+    assert domain_rows.gave_up_reasons(conn) == {s.domain: "robots.txt of site.test could not be fetched "
                                                                "(too_large)"}
     assert q.breaker("elsewhere.test") == breaker.Breaker()      # no row: closed
     assert q.claim("w1", now + 1, s.lease_s) is None              # its jobs stay pending

@@ -1,18 +1,16 @@
-"""The rows behind politeness beyond a fixed rate: `robots` (one per host) and the rate columns of a
-domain's row in `domains` (robots.txt's cap, the adaptive rate, the effective rate and why)."""
+"""The rows behind politeness beyond a fixed rate: `robots` (one per host, fetched once at a time across
+processes), and what the adaptive rate and the robots summary read of the `requests` and `jobs` tables. A
+domain's own row (its rate columns included) is `db/domains`'."""
 
 import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from scraper.db.backend import Conn
 from scraper.db.store import is_postgres, transaction
-
-RATE_COLUMNS = ("configured_rate_per_s", "robots_rate_per_s", "robots_crawl_delay", "adaptive_rate_per_s",
-                "adaptive_mark", "rate_per_s", "rate_burst", "rate_reason", "gave_up_reason")
 
 
 def load_robots(conn: Conn, host: str) -> dict[str, Any] | None:
@@ -60,36 +58,6 @@ def robots_lock(conn: Conn, db_path: str, host: str) -> Iterator[None]:
         os.close(fd)        # closing frees the lock
 
 
-def rate_row(conn: Conn, domain: str) -> dict[str, Any]:
-    """The rate columns of the domain's row ({} when it has no row)."""
-    row = conn.execute(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?", (domain,)).fetchone()
-    return dict(row) if row is not None else {}
-
-
-def update_rate(conn: Conn, domain: str, now: float,
-                change: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Apply `change(row dict) -> {column: value}` to the domain's rate columns atomically (the row is
-    made when missing); returns (before, after) dicts."""
-    with transaction(conn) as c:
-        c.execute("INSERT OR IGNORE INTO domains (domain, updated_at) VALUES (?, ?)", (domain, now))
-        row = c.execute(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?", (domain,)).fetchone()
-        before = dict(row)
-        values = change(before)
-        if values:
-            sets = ", ".join(f"{k} = ?" for k in values)
-            c.execute(f"UPDATE domains SET {sets}, updated_at = ? WHERE domain = ?", (*values.values(), now, domain))
-        return before, {**before, **values}
-
-
-def new_run(conn: Conn) -> None:
-    """A run starts: robots.txt caps are applied again by the workers that read it, the adaptive rate
-    starts from the configured one, and last run's reasons to give a domain up are gone."""
-    with transaction(conn) as c:
-        c.execute("""UPDATE domains SET robots_rate_per_s = NULL, robots_crawl_delay = 0, adaptive_rate_per_s = NULL,
-                         adaptive_mark = NULL, rate_per_s = NULL, rate_burst = NULL, rate_reason = NULL,
-                         gave_up_reason = NULL""")
-
-
 def answers_since(conn: Conn, domain: str, since: float,
                   window: int) -> tuple[int, list[int], list[tuple[int, int | None]]]:
     """(answers of `domain` since `since`, times of its first `window`, (ms, status) of its last `window`),
@@ -101,12 +69,6 @@ def answers_since(conn: Conn, domain: str, since: float,
         "SELECT ms, status FROM requests WHERE domain = ? AND at >= ? ORDER BY at DESC LIMIT ?",
         (domain, since, window))]
     return count, first, last
-
-
-def gave_up_reasons(conn: Conn) -> dict[str, str]:
-    """{domain: sentence} of the domains this run gave up for a reason of their own (robots.txt)."""
-    return dict(conn.execute(
-        "SELECT domain, gave_up_reason FROM domains WHERE gave_up != 0 AND gave_up_reason IS NOT NULL"))
 
 
 def disallowed_since(conn: Conn, since: float) -> dict[str, int]:
