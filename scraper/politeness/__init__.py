@@ -1,6 +1,7 @@
-"""Politeness towards each domain: its rate slot (the shared limiter), its 429 pause and its breaker.
+"""Politeness towards each domain: its rate slot (the shared limiter), its 429 pause and its breaker, its
+robots.txt, the proxy pool, and the one polite client every request to a site leaves through (`client`).
 
-`Politeness` is the seam a worker talks to; `domain.Politeness` implements it for one domain.
+`Politeness` is the seam the client talks to; `domain.Politeness` implements it for one domain.
 """
 
 from __future__ import annotations
