@@ -4,7 +4,6 @@ import logging
 import time
 import typing
 
-from scraper.base.clock import SYSTEM
 from scraper.base.errors import ConfigError, FetchError, ParseError
 from scraper.db import store
 from scraper.policy import retry
@@ -30,7 +29,7 @@ class Walk(typing.NamedTuple):
     pages: int
 
 
-def discover(settings, limit=None, sleep=time.sleep, clock=SYSTEM, polite=None):
+def discover(settings, limit=None, sleep=time.sleep, clock=None, polite=None):
     """The listing from the search API, page after page, through the polite client: a Walk.
 
     Every page is a request of the polite client (`politeness.client`): the shared rate slot, the domain's

@@ -20,11 +20,11 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from scraper.base.clock import SYSTEM, Clock
+from scraper.base.clock import SYSTEM, Clock, DatabaseClock
 from scraper.base.errors import DomainResting, FetchError, RobotsUnavailable
 from scraper.base.proxies import ProxyUrl
 from scraper.base.urls import domain_of
-from scraper.db import requestlog
+from scraper.db import requestlog, store
 from scraper.db.queue import Queue
 from scraper.net import http
 from scraper.policy import retry
@@ -325,9 +325,11 @@ class Walk:
 
 
 @contextlib.contextmanager
-def opened(settings: Settings, conn: Any, name: str, clock: Clock = SYSTEM) -> Iterator[Client]:
+def opened(settings: Settings, conn: Any, name: str, clock: Clock | None = None) -> Iterator[Client]:
     """A Client of its own for a walk or `seed --from-search` over `conn` (its limiter, session and proxy
-    pool opened here and closed at the end)."""
+    pool opened here and closed at the end). Its clock, unless given, is the one a worker's is: the
+    database's on PostgreSQL (pauses and breakers are written in its time), the system's on SQLite."""
+    clock = clock or clock_of(conn)
     limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
     session = http.make_session(settings.user_agent, trust_env=not settings.uses_proxies)
     pool = proxypool.Pool(settings, conn, session, name, clock) if settings.uses_proxies else None
@@ -338,6 +340,12 @@ def opened(settings: Settings, conn: Any, name: str, clock: Clock = SYSTEM) -> I
         client.close()
         session.close()
         limiter.close()
+
+
+def clock_of(conn: Any) -> Clock:
+    """The clock a process's requests are timed and paused by: the database's on PostgreSQL (every machine
+    writes the shared pauses and breakers in its time), the system's on SQLite."""
+    return DatabaseClock(conn.clock) if store.is_postgres(conn) else SYSTEM
 
 
 def open_session(settings: Settings) -> requests.Session:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from scraper import sites
 from scraper.base import exitcodes
-from scraper.base.clock import SYSTEM, DatabaseClock
+from scraper.base.clock import SYSTEM
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid, ParseError
 from scraper.db import runstate, store
 from scraper.db.claims import source_levels
@@ -229,7 +229,7 @@ def main(settings, slot, parent_pid, run_id=None):
         log.error("%s cannot start: %s", name, e)
         sys.exit(exitcodes.WORKER_CRASHED)
     session = polite_client.open_session(settings)
-    clock = DatabaseClock(conn.clock) if store.is_postgres(conn) else SYSTEM   # the database's decides on PostgreSQL
+    clock = polite_client.clock_of(conn)     # the database's decides on PostgreSQL
     pool = proxypool.Pool(settings, conn, session, name, clock, start=slot) if settings.uses_proxies else None
     w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid,
                proxies=pool)
