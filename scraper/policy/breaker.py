@@ -49,10 +49,9 @@ def admits(b, now):
 
 
 def rest_s(b, now):
-    """Seconds until a request may test the domain: while it is given up or open (its period not over), or
-    half-open with a probe in flight; 0.0 otherwise (a 429 pause is waited out, not rested)."""
-    if b.gave_up and b.state != CLOSED:
-        return max(0.0, b.open_until - now)
+    """Seconds until a request with no job to hand back (a walk's) may test the domain: while it is open
+    (given up or not) and its period is not over, or half-open with a probe in flight; 0.0 otherwise (a 429
+    pause is waited out, not rested)."""
     if b.state == OPEN:
         return max(0.0, b.open_until - now)
     if b.state == HALF_OPEN:
