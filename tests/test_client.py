@@ -139,3 +139,19 @@ def test_seed_from_search_says_so_when_the_domain_rests(tmp_path, net):
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"{s.domain} is resting: its breaker is open for" in result.output and "nothing was seeded." in result.output
     assert len(net.calls) == 0 and count(db) == 1
+
+
+def test_walk_due_sends_its_walks_through_one_client_and_logs_them(tmp_path, net):
+    """`seed`/`update`'s entry point: the n8n walk's requests (robots.txt, the search page) are in the request
+    log, and a domain whose breaker rests fails the walk with its one sentence, nothing sent."""
+    from scraper.mirror import walks
+    s, conn, q = _seeded(str(tmp_path / "jobs.db"))
+    net.get(SEARCH, body=search_body(range(1, 31), 30))
+    [outcome] = walks.walk_due(conn, s, time.time())
+    assert outcome.error is None and outcome.result.complete and outcome.result.new == 30
+    assert sorted(r["kind"] for r in conn.execute("SELECT kind FROM requests")) == ["ok", "robots_4xx"]
+    q.update_domain(s.domain, lambda b: breaker.on_blocked(b, time.time(), 300.0), time.time())
+    calls = len(net.calls)
+    [outcome] = walks.walk_due(conn, s, time.time(), names=[s.n8n_source])
+    assert outcome.error.startswith(f"{s.domain} is resting: its breaker is open for") and len(net.calls) == calls
+    conn.close()
