@@ -53,13 +53,15 @@ test-fast: install
 
 # ruff; import-linter's layer contracts (pyproject.toml); mypy over the seams (pyproject.toml); no private
 # name imported across modules (scripts/check_private_imports.py); no SQL outside scraper/db/
-# (scripts/check_sql_outside_db.py)
+# (scripts/check_sql_outside_db.py); no request to a site but through the polite client
+# (scripts/check_one_way_out.py)
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/python -m scripts.check_private_imports
 	$(BIN)/python -m scripts.check_sql_outside_db
+	$(BIN)/python -m scripts.check_one_way_out
 
 # what the crontab line in README.md and docs/operations.md runs: the walk (creates the database, or
 # queues new, changed and removed templates), failed rows another chance, the run; in one process

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from scraper.base import settings
 from scraper.base.sources import Source
-from scraper.base.urls import domain_of
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import catalogue as walker
@@ -49,10 +48,7 @@ def main():
         lim = DomainLimiter(s.limiter_path, s.rate_per_s, s.burst, rate_of=s.rate_for)
         w = worker.Worker(s, "w1", Queue(conn), lim, session, rng=random.Random(1))
 
-        def get(url):
-            # the seeding GET waits for the domain's rate slot too, as the sources branch's polite get does
-            w.politeness_of(domain_of(url)).before(False, lambda: True, url)
-            return http.fetch(session, url, s.timeout_s, s.max_answer_bytes)
+        get = w.client.walk()       # the walk's GETs through the worker's polite client, as `update` sends them
 
         def day(label):
             site.reset()

@@ -7,7 +7,7 @@ import pytest
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.mirror import answers, sync
-from scraper.pool import worker
+from scraper.pool import jobclient
 from scraper.sites import n8n
 from tests.helpers import DETAIL, NOW, TID, detail_answer, detail_body, job, search_items, workflow
 
@@ -90,18 +90,18 @@ def test_versions_follow_content_not_view_counts(make, net):
     net.get(DETAIL, body=detail_body(TID))
     assert w.step()
     first = workflow(q)
-    assert (first["version"], first["first_seen_at"], first["removed_at"]) == (1, worker._iso(NOW), None)
+    assert (first["version"], first["first_seen_at"], first["removed_at"]) == (1, jobclient.iso(NOW), None)
     counted = detail_body(TID, totalViews=123_456)
     fetch_again(w, q, clock, net, counted)
     again = workflow(q)
-    assert again["version"] == 1 and again["total_views"] == 123_456 and again["last_seen_at"] == worker._iso(clock.t)
+    assert again["version"] == 1 and again["total_views"] == 123_456 and again["last_seen_at"] == jobclient.iso(clock.t)
     stored = q.conn.execute("SELECT body, size, fetched_at, body_fetched_at FROM answers").fetchall()
     assert len(stored) == 1 and answers.decompress(stored[0]["body"]) == counted     # the latest body, kept exactly
     assert stored[0]["size"] == len(counted) and len(stored[0]["body"]) < len(counted) / 2
-    assert stored[0]["fetched_at"] == worker._iso(NOW) and stored[0]["body_fetched_at"] == worker._iso(clock.t)
+    assert stored[0]["fetched_at"] == jobclient.iso(NOW) and stored[0]["body_fetched_at"] == jobclient.iso(clock.t)
 
     fetch_again(w, q, clock, net, detail_body(TID, name="Renamed"))
-    assert workflow(q)["version"] == 2 and workflow(q)["first_seen_at"] == worker._iso(NOW)
+    assert workflow(q)["version"] == 2 and workflow(q)["first_seen_at"] == jobclient.iso(NOW)
     assert [v["version"] for v in versions(q)] == [1, 2]
     assert [c["change"] for c in answers.changes(q.conn)] == ["added", "changed"]
 
@@ -117,7 +117,7 @@ def test_a_404_marks_a_stored_template_removed_and_keeps_its_data(make, net):
     assert w.step()
     assert (job(q)["status"], job(q)["http_status"]) == ("invalid", 404)
     gone = workflow(q)
-    assert gone["removed_at"] == worker._iso(clock.t)
+    assert gone["removed_at"] == jobclient.iso(clock.t)
     assert {k: gone[k] for k in kept if k != "removed_at"} == {k: kept[k] for k in kept if k != "removed_at"}
     assert len(versions(q)) == 1
     # it comes back

@@ -147,7 +147,7 @@ def test_the_worker_reads_the_verdict_and_record_writes_the_learning_in_the_jobs
     queue = Queue(conn)
     queue.seed([("events:/live/jazz-night-42", "catalogue", URL, "cal.test", "events")], now=1.0)
     job = queue.claim("w1", 2.0, s.lease_s, sites=["catalogue"])
-    ctx = worker._JobContext(worker.Worker(s, "w1", queue, None, None), job)
+    ctx = worker.Worker(s, "w1", queue, None, None).context(job)
     assert ctx.verdict("/live/{slug}-{n}") is None
     result = fetch(source("auto"), Ctx(EMPTY))
     assert queue.complete(job, "w1", 3.0, 5, write=lambda c: record.write(c, result, 3.0, source="events"))

@@ -117,6 +117,7 @@ class BreakerMachine(RuleBasedStateMachine):
         self.blocked = False        # a block since the last success
         self.failed_probes = 0      # failed probes in a row (since the last success or the last new run)
         self.probing = False        # a probe was taken and has not ended
+        self.gave_up_for_reason = False     # given up for a reason of its own (robots.txt, no proxy)
 
     @rule(dt=st.floats(0.0, 1000.0))
     def time_passes(self, dt):
@@ -126,6 +127,7 @@ class BreakerMachine(RuleBasedStateMachine):
     def success(self):
         self.b = breaker.on_success(self.b)
         self.consecutive, self.blocked, self.failed_probes, self.probing = 0, False, 0, False
+        self.gave_up_for_reason = False
         assert self.b.state == breaker.CLOSED and self.b.failures == 0 and not self.b.gave_up
         assert breaker.admits(self.b, self.now) in ("yes", "no")
 
@@ -187,12 +189,22 @@ class BreakerMachine(RuleBasedStateMachine):
         if was.state == breaker.HALF_OPEN and not was.gave_up and was.paused_until <= self.now:
             assert breaker.admits(self.b, self.now) == "probe"
 
+    @rule(for_s=st.floats(0.0, 1e9))
+    def give_up(self, for_s):
+        was = self.b
+        self.b = breaker.on_give_up(self.b, self.now, self.now + for_s)
+        self.blocked = True         # open, as after a block (robots.txt or every proxy unusable)
+        self.gave_up_for_reason = True
+        assert self.b.gave_up and breaker.admits(self.b, self.now) == "no"
+        assert self.b.open_cycles == was.open_cycles and self.b.failures == was.failures
+        assert breaker.rest_s(self.b, self.now) == pytest.approx(for_s, abs=1e-3)
+
     @rule()
     def new_run(self):
         was = self.b
         self.b = breaker.on_new_run(self.b)
         if was.gave_up:
-            self.failed_probes = 0
+            self.failed_probes, self.gave_up_for_reason = 0, False
             assert not self.b.gave_up and self.b.open_cycles == 0
 
     @invariant()
@@ -226,6 +238,11 @@ class BreakerMachine(RuleBasedStateMachine):
         # admission never goes back to "no" just because time passed (nothing else happened)
         if a != "no":
             assert breaker.admits(b, now + 10**6) == a
+        # a walk's request (no job to hand back) rests only while no worker's would be admitted either, and
+        # only until the open period or the probe in flight ends
+        rest = breaker.rest_s(b, now)
+        assert rest >= 0.0 and (rest == 0.0 or a == "no")
+        assert breaker.rest_s(b, max(now, b.open_until, b.probe_until)) == 0.0
 
     @invariant()
     def gives_up_only_after_max_open_cycles_failed_probes_in_a_row(self):
@@ -233,7 +250,7 @@ class BreakerMachine(RuleBasedStateMachine):
             return
         b = self.b
         if b.gave_up:
-            assert self.max_cycles is not None and self.failed_probes >= self.max_cycles
+            assert self.gave_up_for_reason or (self.max_cycles is not None and self.failed_probes >= self.max_cycles)
             assert b.state == breaker.OPEN
         elif self.max_cycles is not None and self.failed_probes >= self.max_cycles:
             # the failed probe that reached the limit gave up; only a new run (which also resets the count)

@@ -20,8 +20,9 @@ from scraper.base import proxies, settings
 from scraper.base.errors import ConfigError, FetchError
 from scraper.db import store
 from scraper.db.queue import Queue
-from scraper.net import browser, http, proxypool
+from scraper.net import browser, http
 from scraper.policy import proxies as policy
+from scraper.politeness import proxypool
 from scraper.politeness.limiter import DomainLimiter
 from scraper.pool import worker
 from scripts.standin import client
@@ -230,7 +231,7 @@ def test_the_browser_s_pages_go_through_the_pool(proxy_servers, tmp_path):
                           proxies=proxypool.Pool(s, conn, session, "w0-1"))
         try:
             job = queue.claim(w.name, 2.0, s.lease_s, sites=["catalogue"])
-            final_url, html = worker._JobContext(w, job).render(job.url)
+            final_url, html = w.context(job).render(job.url)
             assert final_url == job.url and "application/ld+json" in html    # the script built the record
         finally:
             w.close()

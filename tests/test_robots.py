@@ -9,6 +9,7 @@ import responses
 
 from scraper.base import settings
 from scraper.base.clock import FakeClock
+from scraper.db import domains as domain_rows
 from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.policy import breaker, margin, retry
@@ -212,7 +213,7 @@ def test_robots_that_stays_unavailable_gives_the_host_up_only_after_give_up_afte
         probes += 1
     d = q.domains()[DOMAIN]
     assert probes >= 3 and clock.t - d.opened_at >= 100 and w.step() is False
-    reason = politeness_rows.gave_up_reasons(q.conn)[DOMAIN]
+    reason = domain_rows.gave_up_reasons(q.conn)[DOMAIN]
     assert reason.startswith("robots.txt of api.test:80 could not be fetched (")
     assert reason.endswith("nothing was sent to api.test:80")
     assert {c.request.url for c in net.calls} == {ROBOTS_URL}           # nothing but robots.txt, ever
@@ -254,7 +255,7 @@ def test_the_limiter_follows_a_lowered_rate(tmp_path):
     lim = DomainLimiter(s.limiter_path, 20, 5, rate_of=rates.limiter_rates(conn, s), clock=clock)
     units = margin.burst_units(20, 5)       # the burst less its margin (3 at 20/s)
     assert [r.limit for r in lim._bucket("x.test").rates] == [units]
-    politeness_rows.update_rate(conn, "x.test", NOW, lambda r: {"robots_rate_per_s": 5.0, "robots_crawl_delay": 1})
+    domain_rows.update_rate(conn, "x.test", NOW, lambda r: {"robots_rate_per_s": 5.0, "robots_crawl_delay": 1})
     assert [r.limit for r in lim._bucket("x.test").rates] == [units]      # read again after RATE_TTL_S
     clock.advance(1.0)
     assert [(r.limit, r.interval) for r in lim._bucket("x.test").rates] == [(1, 200)]

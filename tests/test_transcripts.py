@@ -197,7 +197,7 @@ def test_every_library_request_waits_for_youtubes_own_rate_slot(make, youtube_st
     yt = youtube_standin(rate=4, burst=2, robots="none")          # the stand-in answers 429 above 4/s, burst 2
     w, q, _ = make(yt.url, robots_known=True, limiter_kind="domain", domain_rates=(("youtube.com", 4.0, 2),))
     seed_videos(q, w.s, list(WITH_TRANSCRIPT))
-    w.clock = SYSTEM                               # the real clock: the limiter waits for real
+    w.clock = w.client.clock = SYSTEM              # the real clock: the limiter waits for real
     drain(w)
     stats = yt.stats()
     assert stats["requests"] == 12 and stats["http_429"] == 0

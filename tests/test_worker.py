@@ -13,7 +13,7 @@ from scraper.base import settings
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.policy import breaker, retry
-from scraper.pool import worker
+from scraper.pool import jobclient
 from scraper.products import status
 from scraper.sites import n8n
 from tests.helpers import API, DETAIL, DOMAIN, NOW, SITE, TID, detail_body, job, workflow
@@ -41,7 +41,7 @@ def test_success_writes_the_workflow_and_done(make, net, limiter_kind):
     assert w.step() is True
     j = job(q)
     assert (j["status"], j["attempts"], j["http_status"], j["worker"], j["error_kind"]) == ("done", 1, 200, None, None)
-    expected = n8n.extract(body, worker._iso(NOW))
+    expected = n8n.extract(body, jobclient.iso(NOW))
     stored = workflow(q)
     assert {k: stored[k] for k in expected} == expected
     assert stored["name"] == "Build Your First AI Agent" and stored["author"] == "lucaspeyrin"

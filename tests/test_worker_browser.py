@@ -43,7 +43,7 @@ def test_script_rendered_pages_take_a_rate_slot_for_every_request(catalogue, tmp
     try:
         for _ in live:
             job = queue.claim(w.name, 2.0, s.lease_s, sites=["catalogue"])
-            final_url, html = worker._JobContext(w, job).render(job.url)
+            final_url, html = w.context(job).render(job.url)
             assert final_url == job.url and "application/ld+json" in html    # the script built the record
             pids = set(w.browser.pids()) - {catalogue.proc.pid} - warm.family()    # the browser's alone
     finally:

@@ -97,5 +97,10 @@ class RobotsUnavailable(ScraperError):
         super().__init__(f"robots.txt of {name} could not be fetched ({why}); nothing was sent to {name}")
 
 
+class DomainResting(ScraperError):
+    """The domain's breaker is open (its requests kept failing, or it blocks us): a request with no job to
+    hand back (a walk's) is refused, nothing sent. The message is the operator's one sentence."""
+
+
 class BudgetSpent(ScraperError):
     """A one-off visit (`scraper discover`) has sent every request it may; nothing more is sent."""

@@ -8,7 +8,7 @@ import time
 import click
 
 from scraper.base import exitcodes, settings
-from scraper.base.errors import ConfigError, FetchError, ParseError, RobotsDisallowed, RobotsUnavailable
+from scraper.base.errors import ConfigError, DomainResting, FetchError, ParseError, RobotsDisallowed, RobotsUnavailable
 from scraper.cli.common import (
     Failure,
     command_settings,
@@ -104,6 +104,9 @@ def _seed(s, ids_file, limit, adopt_urls, started, had_db):
             raise Failure(fetch_failure(cause, s), exitcodes.FAILED) from None
         raise Failure(f"{e}; nothing was seeded (--robots-ignore DOMAIN ignores its rules knowingly).",
                       exitcodes.FAILED) from None
+    except DomainResting as e:
+        _forget_walk(s, had_db)
+        raise Failure(f"{e}; nothing was seeded.", exitcodes.FAILED) from None
     except FetchError as e:
         log.debug("search request failed: %s", e)
         _forget_walk(s, had_db)

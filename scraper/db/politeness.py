@@ -1,22 +1,17 @@
-"""The rows behind politeness beyond a fixed rate: `robots` (one per host) and the rate columns of a
-domain's row in `domains` (robots.txt's cap, the adaptive rate, the effective rate and why)."""
+"""The rows behind politeness beyond a fixed rate: `robots` (one per host, fetched once at a time across
+processes), and what the adaptive rate and the robots summary read of the `requests` and `jobs` tables. A
+domain's own row (its rate columns included) is `db/domains`'."""
 
 import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from scraper.db.backend import Conn
 from scraper.db.dialect import same
 from scraper.db.store import is_postgres, transaction
-
-# a domain's row made when missing (ON CONFLICT DO NOTHING: both engines' spelling of INSERT OR IGNORE)
-ENSURE_DOMAIN = same("INSERT INTO domains (domain, updated_at) VALUES (?, ?) ON CONFLICT DO NOTHING")
-
-RATE_COLUMNS = ("configured_rate_per_s", "robots_rate_per_s", "robots_crawl_delay", "adaptive_rate_per_s",
-                "adaptive_mark", "rate_per_s", "rate_burst", "rate_reason", "gave_up_reason")
 
 
 def load_robots(conn: Conn, host: str) -> dict[str, Any] | None:
@@ -64,38 +59,6 @@ def robots_lock(conn: Conn, db_path: str, host: str) -> Iterator[None]:
         os.close(fd)        # closing frees the lock
 
 
-def rate_row(conn: Conn, domain: str) -> dict[str, Any]:
-    """The rate columns of the domain's row ({} when it has no row)."""
-    row = conn.execute(same(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?"), (domain,)).fetchone()
-    return dict(row) if row is not None else {}
-
-
-def update_rate(conn: Conn, domain: str, now: float,
-                change: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Apply `change(row dict) -> {column: value}` to the domain's rate columns atomically (the row is
-    made when missing); returns (before, after) dicts."""
-    with transaction(conn) as c:
-        c.execute(ENSURE_DOMAIN, (domain, now))
-        before = dict(c.execute(same(f"SELECT {', '.join(RATE_COLUMNS)} FROM domains WHERE domain = ?"),
-                                (domain,)).one())
-        values = change(before)
-        if values:
-            sets = ", ".join(f"{k} = ?" for k in values)
-            c.execute(same(f"UPDATE domains SET {sets}, updated_at = ? WHERE domain = ?"),
-                      (*values.values(), now, domain))
-        return before, {**before, **values}
-
-
-def new_run(conn: Conn) -> None:
-    """A run starts: robots.txt caps are applied again by the workers that read it, the adaptive rate
-    starts from the configured one, and last run's reasons to give a domain up are gone."""
-    with transaction(conn) as c:
-        c.execute(same("""UPDATE domains SET robots_rate_per_s = NULL, robots_crawl_delay = 0,
-                         adaptive_rate_per_s = NULL,
-                         adaptive_mark = NULL, rate_per_s = NULL, rate_burst = NULL, rate_reason = NULL,
-                         gave_up_reason = NULL"""))
-
-
 def answers_since(conn: Conn, domain: str, since: float,
                   window: int) -> tuple[int, list[int], list[tuple[int, int | None]]]:
     """(answers of `domain` since `since`, times of its first `window`, (ms, status) of its last `window`),
@@ -107,21 +70,6 @@ def answers_since(conn: Conn, domain: str, since: float,
         same("SELECT ms, status FROM requests WHERE domain = ? AND at >= ? ORDER BY at DESC LIMIT ?"),
         (domain, since, window))]
     return count, first, last
-
-
-def give_up(conn: Conn, domain: str, reason: str, now: float, until: float) -> None:
-    """This run sends nothing more to `domain` (its robots.txt could not be fetched): its jobs stay pending."""
-    with transaction(conn) as c:
-        c.execute(ENSURE_DOMAIN, (domain, now))
-        c.execute(same("""UPDATE domains SET state = 'open', open_until = ?, probe_until = 0, gave_up = 1,
-                         gave_up_reason = ?, opened_at = CASE WHEN opened_at > 0 THEN opened_at ELSE ? END,
-                         updated_at = ? WHERE domain = ?"""), (until, reason, now, now, domain))
-
-
-def gave_up_reasons(conn: Conn) -> dict[str, str]:
-    """{domain: sentence} of the domains this run gave up for a reason of their own (robots.txt)."""
-    return {r[0]: r[1] for r in conn.execute(
-        same("SELECT domain, gave_up_reason FROM domains WHERE gave_up != 0 AND gave_up_reason IS NOT NULL"))}
 
 
 def disallowed_since(conn: Conn, since: float) -> dict[str, int]:

@@ -366,6 +366,14 @@ class Queue:
     def domains(self) -> dict[str, Breaker]:
         return domains.every_breaker(self.conn)
 
+    def breaker(self, domain: str) -> Breaker:
+        """The domain's breaker, read by its key (a closed one when it has no row)."""
+        return domains.read_breaker(self.conn, domain)
+
+    def give_up(self, domain: str, reason: str, now: float, until: float) -> tuple[Breaker, Breaker]:
+        """This run sends nothing more to `domain` until `until`, for `reason`; (before, after)."""
+        return domains.give_up(self.conn, domain, reason, now, until)
+
     def new_run(self, now: float) -> list[str]:
         """Give domains a previous run gave up another chance; returns their names."""
         names = [r[0] for r in self.conn.execute(same("SELECT domain FROM domains WHERE gave_up != 0"))]

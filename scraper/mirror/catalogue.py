@@ -165,12 +165,12 @@ def plan(listed, complete, jobs, items):
 
 def read_robots(source, get, polite=None) -> list:
     """The sitemaps the site's robots.txt names on the site's own host (one GET through `get`, or the
-    robots.txt `polite` keeps for the run: `walks.PoliteGet`); none when the source gives its `sitemaps`,
-    or robots.txt cannot be read or names none."""
+    robots.txt `polite` keeps for the run: a walk's GET of the polite client); none when the source gives
+    its `sitemaps`, or robots.txt cannot be read or names none."""
     if source.opt("sitemaps"):
         return []
     try:
-        if polite is not None and getattr(polite, "robots", None) is not None:
+        if polite is not None and hasattr(polite, "sitemaps_of"):
             before = polite.requests
             kept = polite.sitemaps_of(source.opt("site"))
             get.n += polite.requests - before       # robots.txt counts among the walk's requests

@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 from scraper.base.errors import BudgetSpent, ConfigError, FetchError, ParseError, RobotsDisallowed
 from scraper.base.sources import Source
 from scraper.mirror import catalogue as walk
-from scraper.politeness.visit import Visit
 from scraper.sites import catalogue
 from scraper.sites import discover as infer
 
@@ -61,16 +60,9 @@ def discover(o, render=None, clock=None):
     parts = urlsplit(o.url)
     site = f"{parts.scheme}://{parts.netloc}/"
     budget = BUDGET_PER_PAGE * o.sample
-    from scraper.net import http
-    kwargs = {"clock": clock} if clock is not None else {}
-    session = http.make_session(o.user_agent)
-    try:
-        visit = Visit(site, o.user_agent, o.rate_per_s, budget,
-                      lambda url, max_bytes: http.fetch(session, url, o.timeout_s, max_bytes), MAX_PAGE_BYTES,
-                      **kwargs)
+    from scraper.politeness import client
+    with client.visit(site, o.user_agent, o.rate_per_s, budget, MAX_PAGE_BYTES, o.timeout_s, clock) as visit:
         return _discover(o, visit, site, render)
-    finally:
-        session.close()
 
 
 def _discover(o, visit, site, render):
@@ -184,15 +176,15 @@ def _render(pages, bodies, visit, render):
 
 
 def open_browser(executable, user_agent, timeout_s):
-    """`render(url, gate) -> html` over one BrowserFetcher, and its closer."""
-    from scraper.net.browser import BrowserFetcher
-    fetcher = BrowserFetcher(executable, user_agent)
+    """`render(url, gate) -> html` over a browser of the visit's own (the polite client's), and its closer."""
+    from scraper.politeness import client
+    page, close = client.visit_browser(executable, user_agent, timeout_s, MAX_PAGE_BYTES)
 
     def render(url, gate):
-        status, _, html = fetcher.render(url, gate, timeout_s, MAX_PAGE_BYTES)
+        status, html = page(url, gate)
         if not 200 <= status < 300:
             raise FetchError("http_4xx" if status < 500 else "http_5xx", f"HTTP {status} in the browser", url,
                              status)
         return html
-    return render, fetcher.close
+    return render, close
 

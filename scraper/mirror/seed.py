@@ -6,11 +6,8 @@ import typing
 
 from scraper.base.errors import ConfigError, FetchError, ParseError
 from scraper.db import store
-from scraper.net import http, proxypool
 from scraper.policy import retry
-from scraper.politeness import rates
-from scraper.politeness.limiter import open_limiter
-from scraper.politeness.robots import Robots
+from scraper.politeness import client
 from scraper.sites import n8n
 
 log = logging.getLogger(__name__)
@@ -32,45 +29,44 @@ class Walk(typing.NamedTuple):
     pages: int
 
 
-def discover(settings, limit=None, sleep=time.sleep):
-    """The listing from the search API, page after page, through the shared rate limit: a Walk.
+def discover(settings, limit=None, sleep=time.sleep, clock=None, polite=None):
+    """The listing from the search API, page after page, through the polite client: a Walk.
 
-    A failing page is retried as `run` retries a job; a page that still fails raises, so a partial walk
-    is never taken for the whole library. A walk stopped by `limit` before the last page is not complete.
+    Every page is a request of the polite client (`politeness.client`): the shared rate slot, the domain's
+    429 pause (a 429 pauses the run's workers too), its breaker, the proxies, the request log. A failing
+    page is retried as `run` retries a job (`sleep` between tries); a page that still fails raises, so a
+    partial walk is never taken for the whole library. A walk stopped by `limit` before the last page is
+    not complete.
 
     Each page's URL is checked against its host's robots.txt first (RobotsDisallowed, RobotsUnavailable),
-    fetched through the same rate slot and stored for `run` to reuse."""
+    fetched through the same client and stored for `run` to reuse. `polite`: the client of the caller (a
+    walk's); without one, discover opens its own on the settings' database."""
+    if polite is not None:
+        return _walk(settings, polite, limit, sleep)
     conn = store.open_db(settings.db_path)
-    limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
-    session = http.make_session(settings.user_agent, trust_env=not settings.uses_proxies)
-    pool = proxypool.Pool(settings, conn, session, "seed") if settings.uses_proxies else None    # issue 29
-    robots = Robots(settings, conn, sleep=sleep, on_rate=limiter.refresh)
-
-    def robots_get(url, max_bytes):
-        return proxypool.fetch(pool, session, url, settings.timeout_s, max_bytes,
-                               lambda: limiter.acquire(settings.domain), settings.n8n_source)
-
-    def get(url, parse):
-        robots.check(url, settings.domain, robots_get)
-        return _get_page(settings, limiter, session, url, parse, sleep, pool)
-
     try:
-        return Walk(*n8n.discover(settings.api_url, get, limit))
+        with client.opened(settings, conn, "seed", clock) as own:
+            return _walk(settings, own, limit, sleep)
     finally:
-        if pool is not None:
-            pool.flush(force=True)
-        session.close()
-        limiter.close()
         conn.close()
 
 
-def _get_page(settings, limiter, session, url, parse, sleep, pool=None):
-    """`parse(body)` of one search page, retried with the run's policy (--max-attempts, backoff, 429 pauses)."""
+def _walk(settings, polite, limit, sleep):
+    get_page = polite.walk(settings.n8n_source, settings.domain, sleep=sleep)     # issue 29: proxies too
+
+    def get(url, parse):
+        return _get_page(settings, get_page, url, parse, sleep)
+
+    return Walk(*n8n.discover(settings.api_url, get, limit))
+
+
+def _get_page(settings, get, url, parse, sleep):
+    """`parse(body)` of one search page (`get(url)`: the polite GET), retried with the run's policy
+    (--max-attempts, backoff, 429 pauses)."""
     attempts = waits = 0
     while True:
         try:
-            body = proxypool.fetch(pool, session, url, settings.timeout_s, settings.max_answer_bytes,
-                                   lambda: limiter.acquire(settings.domain), settings.n8n_source)
+            body = get(url)
             return _parsed(parse, body, url)
         except (FetchError, ParseError) as e:
             kind, status = (e.kind, e.status) if isinstance(e, FetchError) else (retry.PARSE, 200)

@@ -1,8 +1,9 @@
 """The walks of the sources: which are due, walking them, and the record of each walk (for the cadence).
 
 A kind maps to one walk function `walk(conn, settings, source, get, now) -> WalkResult`, where
-`get(url) -> bytes` is the polite, bounded GET for seeding (the rate slot of the URL's domain; FetchError
-on failure). The n8n kind's walk is the listing walk of `seed --from-search`; the catalogue kind's is
+`get(url) -> bytes` is the polite, bounded GET for seeding (a walk's errand of the polite client,
+`politeness.client`: the rate slot, 429 pause and breaker of the URL's domain, proxies, the request log;
+FetchError on failure). The n8n kind's walk is the listing walk of `seed --from-search`; the catalogue kind's is
 `scraper.mirror.catalogue.walk`. `walk_due` is the one entry point (`scraper seed`, `scraper update`).
 """
 
@@ -12,10 +13,9 @@ import logging
 import time
 
 from scraper.base.errors import ConfigError, FetchError, RobotsUnavailable, ScraperError
-from scraper.base.urls import domain_of
 from scraper.db.walklog import iso, last_walks, next_due, record
 
-__all__ = ["PoliteGet", "WalkResult", "Outcome", "WalkFailed", "walk_due", "walk_one", "iso", "last_walks",
+__all__ = ["WalkResult", "Outcome", "WalkFailed", "walk_due", "walk_one", "iso", "last_walks",
            "next_due", "record"]
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class WalkFailed(ScraperError):
 def _walk_n8n(conn, settings, source, get, now):
     """The listing walk of the search API (its own polite, retried GETs: a page is retried as a job is)."""
     from scraper.mirror import seed, sync
-    found = seed.discover(settings)
+    found = seed.discover(settings, polite=get.client)
     plan, _new, _known = sync.apply(conn, settings, found, now, time.time())
     return WalkResult(len(plan.new), len(plan.changed), len(plan.missing), len(plan.restored), found.complete,
                       found.pages)
@@ -73,49 +73,6 @@ def _walk_catalogue(conn, settings, source, get, now):
 
 
 WALKS = {"n8n": _walk_n8n, "catalogue": _walk_catalogue}
-
-
-# --- the polite GET lent to a walk ------------------------------------------------------------
-
-class PoliteGet:
-    """`get(url) -> bytes`: one GET through the shared rate bucket of the URL's domain, bounded in time and
-    size like every answer; FetchError on failure. Counts its requests. Open it where it is used."""
-
-    def __init__(self, settings, conn=None):
-        from scraper.net import http, proxypool
-        from scraper.politeness.limiter import open_limiter
-        from scraper.politeness.robots import Robots
-        self.s = settings
-        self.http = http
-        self.fetch = proxypool.fetch     # one GET: the slot, then a proxy of the pool (or none)
-        self.limiter = open_limiter(settings)   # the shared buckets (SQLite) or the GCRA rows (PostgreSQL)
-        self.session = http.make_session(settings.user_agent, trust_env=not settings.uses_proxies)
-        # with proxies, a walk's requests go through the pool too (issue 29)
-        self.pool = proxypool.Pool(settings, conn, self.session, "walk") if settings.uses_proxies and conn else None
-        self.requests = 0
-        self.source = None      # the source walked now: its own `proxies` win
-        # each URL is checked against its host's robots.txt, read once and kept in the database for `run`
-        self.robots = None if conn is None else Robots(settings, conn, on_rate=self.limiter.refresh)
-
-    def __call__(self, url):
-        if self.robots is not None:
-            self.robots.check(url, domain_of(url), self._send)
-        return self._send(url)
-
-    def sitemaps_of(self, site_url):
-        """The Sitemap: lines of the site's robots.txt (fetched through this GET when not kept yet)."""
-        return self.robots.sitemaps_of(site_url, domain_of(site_url), self._send)
-
-    def _send(self, url, max_bytes=None):
-        self.requests += 1
-        return self.fetch(self.pool, self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes,
-                          lambda: self.limiter.acquire(domain_of(url)), self.source)
-
-    def close(self):
-        if self.pool is not None:
-            self.pool.flush(force=True)
-        self.session.close()
-        self.limiter.close()
 
 
 # --- the record of the walks: scraper.db.walklog (read by products without importing this module) ---
@@ -149,8 +106,9 @@ def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
             urls.check_site(conn, src, adopt, now)
     if not todo:
         return outcomes
-    get = PoliteGet(settings, conn)
-    try:
+    from scraper.politeness import client
+    with client.opened(settings, conn, "walk") as polite:
+        get = polite.walk()
         for src in todo:
             with walk_lock(settings.db_path, src.name) as mine:
                 if not mine:
@@ -160,8 +118,6 @@ def walk_due(conn, settings, now, names=None, adopt=False, clock=time.time):
                     continue
                 get.source = src.name
                 outcomes.append(walk_one(conn, settings, src, get, now, clock))
-    finally:
-        get.close()
     order = {s.name: i for i, s in enumerate(chosen)}
     return sorted(outcomes, key=lambda o: order[o.source.name])
 

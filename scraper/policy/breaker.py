@@ -48,6 +48,17 @@ def admits(b, now):
     return "probe" if b.probe_until <= now else "no"
 
 
+def rest_s(b, now):
+    """Seconds until a request with no job to hand back (a walk's) may test the domain: while it is open
+    (given up or not) and its period is not over, or half-open with a probe in flight; 0.0 otherwise (a 429
+    pause is waited out, not rested)."""
+    if b.state == OPEN:
+        return max(0.0, b.open_until - now)
+    if b.state == HALF_OPEN:
+        return max(0.0, b.probe_until - now)
+    return 0.0
+
+
 def on_probe(b, now, lease_s):
     """A worker took the probe job."""
     return replace(b, state=HALF_OPEN, probe_until=now + lease_s)
@@ -87,6 +98,12 @@ def on_blocked(b, now, open_s, max_open_cycles=None, give_up_after_s=0.0):
                                                              give_up_after_s))
     return replace(b, state=OPEN, failures=b.failures + 1, open_until=now + open_period(open_s, cycles),
                    probe_until=0.0, open_cycles=cycles, gave_up=gave_up, opened_at=opened_at)
+
+
+def on_give_up(b, now, until):
+    """This run sends nothing more to the domain until `until` (its robots.txt, or every proxy, stayed
+    unusable): open, no probe, given up; its jobs stay pending for the next run (`on_new_run`)."""
+    return replace(b, state=OPEN, open_until=until, probe_until=0.0, gave_up=True, opened_at=b.opened_at or now)
 
 
 def on_new_run(b):

@@ -1,6 +1,7 @@
-"""Politeness towards each domain: its rate slot (the shared limiter), its 429 pause and its breaker.
+"""Politeness towards each domain: its rate slot (the shared limiter), its 429 pause and its breaker, its
+robots.txt, the proxy pool, and the one polite client every request to a site leaves through (`client`).
 
-`Politeness` is the seam a worker talks to; `domain.Politeness` implements it for one domain.
+`Politeness` is the seam the client talks to; `domain.Politeness` implements it for one domain.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ class Breakers(Protocol):
     """What politeness asks of the queue: each domain's breaker row, read and changed."""
 
     def domains(self) -> dict[str, Breaker]: ...
+
+    def breaker(self, domain: str) -> Breaker:
+        """The domain's breaker, read by its key (a closed one when it has no row)."""
+
+    def give_up(self, domain: str, reason: str, now: float, until: float) -> Any:
+        """This run sends nothing more to `domain` until `until` (`breaker.on_give_up`), for `reason`."""
 
     def update_domain(self, domain: str, change: Callable[[Breaker], Breaker], now: float) -> Any:
         """Apply `change` to the domain's breaker in one transaction; (before, after)."""

@@ -111,7 +111,12 @@ class Politeness:
         return True
 
     def _breaker(self) -> breaker.Breaker:
-        return self.queue.domains().get(self.domain, breaker.Breaker())
+        return self.queue.breaker(self.domain)
+
+    def rest_s(self) -> float:
+        """Seconds the domain's breaker stays open (0.0: closed, or its open period is over and a request
+        may test it); for a request with no job to hand back (a walk's), which cannot wait in a claim."""
+        return breaker.rest_s(self._breaker(), self.clock())
 
     def probe_abandoned(self) -> None:
         """The probe job was handed back unfinished: another worker may probe at once."""
@@ -121,11 +126,16 @@ class Politeness:
 
     def answered(self) -> None:
         """The server answered (any status that speaks of the job, not of the server): close the breaker."""
-        b = self.queue.domains().get(self.domain)
-        if b is not None and (b.state != breaker.CLOSED or b.failures or b.pause_s):
+        b = self.queue.breaker(self.domain)
+        if b.state != breaker.CLOSED or b.failures or b.pause_s:
             before, _ = self.queue.update_domain(self.domain, breaker.on_success, self.clock())
             if before.state != breaker.CLOSED:
                 log.info("%s breaker of %s closed (was %s)", self.name, self.domain, before.state)
+
+    def give_up(self, reason: str, until: float) -> None:
+        """This run sends nothing more to the domain until `until` (a breaker transition,
+        `breaker.on_give_up`): its jobs stay pending for the next run."""
+        self.queue.give_up(self.domain, reason, self.clock(), until)
 
     def robots_unavailable(self) -> breaker.Breaker:
         """The domain's robots.txt could not be fetched: nothing more is sent until it can (RFC 9309). The

@@ -10,6 +10,7 @@ import logging
 import statistics
 from typing import TYPE_CHECKING
 
+from scraper.db import domains
 from scraper.db import politeness as rows
 from scraper.policy import robots as rules
 
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 
 def rate_of(conn: Conn, settings: Settings, domain: str) -> rules.Rate:
     """The domain's effective `rules.Rate` (rate_per_s, burst, reason) as every process must obey it now."""
-    r = rows.rate_row(conn, domain)
+    r = domains.rate_row(conn, domain)
     configured, burst = settings.rate_for(domain)
     return rules.effective(configured, burst, r.get("robots_rate_per_s"), bool(r.get("robots_crawl_delay")),
                            r.get("adaptive_rate_per_s") if settings.adaptive else None)
@@ -33,8 +34,9 @@ def store_effective(conn: Conn, settings: Settings, domain: str, now: float) -> 
     """Write the effective rate (and the configured one, and why) into the domain's row, for `status`."""
     rate = rate_of(conn, settings, domain)
     configured, _ = settings.rate_for(domain)
-    rows.update_rate(conn, domain, now, lambda r: {"configured_rate_per_s": configured, "rate_per_s": rate.rate_per_s,
-                                                    "rate_burst": rate.burst, "rate_reason": rate.reason})
+    domains.update_rate(conn, domain, now, lambda r: {"configured_rate_per_s": configured,
+                                                      "rate_per_s": rate.rate_per_s, "rate_burst": rate.burst,
+                                                      "rate_reason": rate.reason})
     return rate
 
 
@@ -44,12 +46,12 @@ def adapt(conn: Conn, settings: Settings, domain: str, since: float, now: float,
     answers = rules.Answers(count, statistics.median(first) if len(first) >= rules.WINDOW else None,
                             tuple(ms for ms, _ in last), sum(1 for _, status in last if status == 503))
     configured, _ = settings.rate_for(domain)
-    row = rows.rate_row(conn, domain)
+    row = domains.rate_row(conn, domain)
     current, mark = row.get("adaptive_rate_per_s"), row.get("adaptive_mark")
     new, new_mark, why = rules.adapt(configured, current, mark, answers, dt_s, settings.adaptive_recover_s)
     if new == current and new_mark == mark:
         return
-    rows.update_rate(conn, domain, now, lambda r: {"adaptive_rate_per_s": new, "adaptive_mark": new_mark})
+    domains.update_rate(conn, domain, now, lambda r: {"adaptive_rate_per_s": new, "adaptive_mark": new_mark})
     rate = store_effective(conn, settings, domain, now)
     if why == "slow":
         log.warning("%s answers slowly (median %.0f ms of its last %d answers, baseline %.0f ms): rate halved to "

@@ -19,6 +19,7 @@ from protego import Protego
 from scraper.base.clock import SYSTEM
 from scraper.base.errors import FetchError, RobotsDisallowed, RobotsUnavailable
 from scraper.base.urls import domain_of
+from scraper.db import domains
 from scraper.db import politeness as rows
 from scraper.policy import retry
 from scraper.policy import robots as rules
@@ -168,7 +169,7 @@ class Robots:
             return {"robots_rate_per_s": cap if old is None else min(old, cap),
                     "robots_crawl_delay": int(delay or bool(r["robots_crawl_delay"]))}
 
-        before, after = rows.update_rate(self.conn, domain, self.clock(), lower)
+        before, after = domains.update_rate(self.conn, domain, self.clock(), lower)
         if before != after:
             from scraper.politeness.rates import store_effective
             rate = store_effective(self.conn, self.s, domain, self.clock())

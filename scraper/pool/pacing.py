@@ -6,6 +6,7 @@ import logging
 
 from scraper import sites
 from scraper.base.settings import YOUTUBE_DOMAIN
+from scraper.db import domains
 from scraper.db import politeness as politeness_rows
 from scraper.politeness import rates, robots
 
@@ -22,7 +23,7 @@ class Pacing:
 
     def start(self):
         """Each domain's configured rate in its row (status shows it); say which rules are ignored."""
-        politeness_rows.new_run(self.conn)
+        domains.new_run(self.conn)
         for domain in sites.domains(self.s):
             rates.store_effective(self.conn, self.s, domain, self.clock())
         ignored = [d for d in sites.domains(self.s) if robots.ignored(self.s, d)]
@@ -51,4 +52,4 @@ class Pacing:
 
     def gave_up_reasons(self):
         """{domain: sentence} of the domains given up for a reason of their own (robots.txt)."""
-        return politeness_rows.gave_up_reasons(self.conn)
+        return domains.gave_up_reasons(self.conn)

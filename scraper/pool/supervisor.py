@@ -17,8 +17,8 @@ from scraper.base.settings import PROGRESS_EVERY_S
 from scraper.db import runrecord, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
-from scraper.net import proxypool
 from scraper.policy import progress
+from scraper.politeness import proxypool
 from scraper.pool import memory, orphans, pacing, worker
 
 log = logging.getLogger(__name__)

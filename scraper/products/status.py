@@ -3,8 +3,8 @@ each domain's breaker."""
 
 import time
 
+from scraper.db import domains as domain_rows
 from scraper.db import jobcounts, requestlog, store
-from scraper.db import politeness as politeness_rows
 from scraper.policy import breaker, progress
 
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
@@ -105,7 +105,7 @@ def _active(counts):
 def _rates(conn, domain):
     """The domain's effective and configured rate and why they differ (`robots`, `adaptive` or None), as the
     last run wrote them in its row (None before any run)."""
-    r = politeness_rows.rate_row(conn, domain)
+    r = domain_rows.rate_row(conn, domain)
     return {"rate_per_s": r.get("rate_per_s"), "configured_rate_per_s": r.get("configured_rate_per_s"),
             "rate_reason": r.get("rate_reason"), "gave_up_reason": r.get("gave_up_reason")}
 

@@ -1,6 +1,7 @@
-"""One worker's side of the proxy pool: which proxy the next request to a domain takes, what a proxy's fault
-or a 403 does to it, the requests each proxy carried. The rules are `policy.proxies`; the shared state is
-the database's (`db.proxies`), so every worker and machine sees a quarantine or a ban at once.
+"""One process's side of the proxy pool, kept by its polite client (`politeness.client`): which proxy the
+next request to a domain takes, what a proxy's fault or a 403 does to it, the requests each proxy carried.
+The rules are `policy.proxies`; the shared state is the database's (`db.proxies`), so every worker and
+machine sees a quarantine or a ban at once.
 
 A worker keeps one proxy per domain (`bound`) until it fails. The pool sits below the per-domain rate: the
 worker takes the domain's slot, then asks `choose`; nothing here sends to a site on its own, apart from the
@@ -8,18 +9,16 @@ optional `proxy_check_url` probes (bounded like any request)."""
 
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from scraper.base.clock import SYSTEM, Clock
 from scraper.base.errors import FetchError
 from scraper.base.proxies import ProxyUrl
-from scraper.base.urls import domain_of
 from scraper.db import proxies as rows
 from scraper.db.backend import Conn
 from scraper.net import http
 from scraper.policy import proxies as policy
-from scraper.policy.retry import PROXY as PROXY_KIND
 
 if TYPE_CHECKING:
     import requests
@@ -149,37 +148,6 @@ class Pool:
         tally, self._tally = self._tally, {}
         self._flushed_at = self.clock.monotonic()
         rows.count_requests(self.conn, tally, self.clock())
-
-
-def fetch(pool: Pool | None, session: "requests.Session", url: str, timeout_s: float, max_bytes: int,
-          acquire: Callable[[], object], source: str | None = None) -> bytes:
-    """One GET of a walk (sitemaps, search pages, robots.txt) through the pool: `acquire()` takes the URL's
-    domain's rate slot before each try, then a proxy; a proxy's fault quarantines it and the next one is
-    tried. Without a pool (or a list for `source`), the slot and a plain `http.fetch`. FetchError `proxy`
-    when no proxy is usable."""
-    listed = pool.list_for(source) if pool is not None else ()
-    if pool is None or not listed:
-        acquire()
-        return http.fetch(session, url, timeout_s, max_bytes)
-    domain, tried = domain_of(url), set[str]()
-    while True:
-        acquire()
-        proxy = pool.choose(domain, listed, frozenset(tried))
-        if proxy is None:
-            wait = pool.wait_until(domain, listed) - pool.clock()
-            raise FetchError(PROXY_KIND, f"no proxy of the pool is usable for {domain}; next one in {wait:.0f} s",
-                             url, retry_after=max(wait, 0.0))
-        try:
-            body: bytes = http.fetch(session, url, timeout_s, max_bytes, proxy=proxy)
-        except FetchError as e:
-            if e.kind != PROXY_KIND:
-                pool.carried(proxy)
-                raise
-            pool.failed(proxy, str(e))
-            tried.add(proxy)
-            continue
-        pool.carried(proxy)
-        return body
 
 
 def check_all(settings: "Settings", conn: Conn, clock: Clock = SYSTEM) -> dict[str, bool]:
