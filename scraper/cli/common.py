@@ -14,6 +14,7 @@ import click
 from scraper.base import config, exitcodes, logs, settings
 from scraper.base.config import METAVARS, parse_set
 from scraper.base.errors import ConfigError, Stopped
+from scraper.base.urls import is_db_url
 from scraper.db import schema
 
 log = logging.getLogger("scraper")
@@ -286,9 +287,10 @@ def health(s, what):
 
 
 def _record(s, at, kind, ok):
-    """Keep a ping's outcome in the database (for `status`), when there is one."""
+    """Keep a ping's outcome in the database (for `status`), when there is one (a SQLite file is never
+    created for it; a PostgreSQL URL is no file: its tables tell)."""
     from scraper.db import store
-    if not os.path.exists(s.db_path):
+    if not is_db_url(s.db_path) and not os.path.exists(s.db_path):
         return
     conn = store.connect(s.db_path)
     try:
