@@ -22,11 +22,13 @@ from tests.conftest import ANY_ROBOTS
 from tests.helpers import (
     API,
     SITE,
+    STAMPED_ERROR,
     assert_one_sentence_error,
     count,
     definition_ids,
     detail_body,
     invoke,
+    run_on_a_terminal,
     search_items,
     search_page,
 )
@@ -55,6 +57,20 @@ def test_version():
 
 
 # --- bad inputs: exit 2, one sentence, nothing on disk --------------------------------------------
+
+def test_at_a_terminal_an_error_is_one_plain_sentence_and_a_pipe_keeps_the_timestamp(tmp_path):
+    """Timestamps belong in logs: at a terminal a usage error was three stamped lines (usage, hint, error)."""
+    env = {**os.environ, "SCRAPER_DB": str(tmp_path / "jobs.db")}
+    for args, sentence in ((["run", "--bogus"], "Error: No such option '--bogus' (did you mean one of: '--burst', "
+                                                "'--robots'?); `scraper run --help` shows what it takes."),
+                           (["status"], f"Error: there is no database at {tmp_path / 'jobs.db'}; run `scraper seed` "
+                                        f"first.")):
+        code, shown = run_on_a_terminal(args, env)
+        assert (code, shown) == (2, sentence + "\r\n")
+    piped = CliRunner().invoke(cli.main, ["run", "--bogus"])
+    assert piped.exit_code == 2 and len(piped.output.splitlines()) == 3
+    assert all(STAMPED_ERROR.match(line) for line in piped.output.splitlines() if "Error" in line)
+
 
 @pytest.mark.parametrize("args, words", [
     (["run", "--workers", "0"], ["workers", "--workers", "1 or more"]),

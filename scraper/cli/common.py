@@ -32,15 +32,28 @@ class Failure(click.ClickException):
 
 
 def stamp_show(e):
-    """Make click print this error (and its usage hint) with a timestamp on every line, like a log line."""
+    """Make click print this error (and its usage hint) with a timestamp on every line, like a log line; at
+    a terminal, one plain sentence instead (timestamps belong in logs, the usage hint in --help)."""
     plain = e.show
 
     def show(file=None):
+        stream = click.get_text_stream("stderr") if file is None else file
+        if logs.is_terminal(stream):
+            click.echo(plain_sentence(e), file=stream)
+            return
         buf = io.StringIO()
         plain(buf)
-        click.echo(logs.stamped(buf.getvalue().rstrip("\n")), file=file, err=file is None)
+        click.echo(logs.stamped(buf.getvalue().rstrip("\n")), file=stream)
 
     e.show = show
+
+
+def plain_sentence(e):
+    """`Error: ...` in one line; a usage error names the --help that shows what the command takes."""
+    message = e.format_message().replace(". (Did you mean", " (did you mean")    # click's suggestion, in the sentence
+    if isinstance(e, click.UsageError) and e.ctx is not None:
+        message = f"{message.rstrip('.')}; `{e.ctx.command_path} --help` shows what it takes."
+    return f"Error: {message}"
 
 
 class Group(click.Group):
