@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sqlite3
+import sys
 
 import click
 
@@ -37,7 +38,7 @@ def stamp_show(e):
     plain = e.show
 
     def show(file=None):
-        stream = click.get_text_stream("stderr") if file is None else file
+        stream = sys.stderr if file is None else file
         if logs.is_terminal(stream):
             click.echo(plain_sentence(e), file=stream)
             return
