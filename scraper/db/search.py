@@ -72,7 +72,7 @@ def _fts5(text: str, e: sqlite3.OperationalError, columns: Sequence[str]) -> Non
         why = ("a word with punctuation in it (a dot, a dash, a colon) needs double quotes, such as "
                "'\"n8n-nodes-base.slack\"'")
     elif "unterminated" in said:
-        why = "a double quote is not closed"
+        why = "a double quote is not closed (a phrase goes between two double quotes)"
     elif near:
         why = "AND, OR and NOT each need a word on both sides, and an open parenthesis its closing one"
     else:
@@ -144,7 +144,7 @@ def tsquery(text: str, weights: dict[str, str] = WEIGHT) -> tuple[str, list[str]
     """(SQL expression, params) of the tsquery for `text` (`weights`: the column names it knows and
     their weight class); ConfigError when it cannot be one."""
     if text.count('"') % 2:
-        raise _fail(text, "a double quote is not closed")
+        raise _fail(text, "a double quote is not closed (a phrase goes between two double quotes)")
     if "(" in text or ")" in text:
         raise _fail(text, "parentheses are not supported on PostgreSQL")
     parts: list[str] = []
