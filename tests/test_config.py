@@ -107,6 +107,22 @@ def test_an_unknown_key_names_the_key_where_it_came_from_and_the_closest(tmp_pat
         assert_one_sentence_error(CliRunner().invoke(cli.main, [*args, *command]), *words)
 
 
+def test_an_unknown_scraper_variable_is_said_once_with_the_closest_and_a_known_one_never(tmp_path, monkeypatch):
+    """A typo in a SCRAPER_* name was ignored without a word (issue 46); `update` reads its settings at each
+    step, and says it once."""
+    monkeypatch.chdir(tmp_path)
+    env = {"SCRAPER_WORKRES": "3", "SCRAPER_ZZZZZZ": "1", "SCRAPER_BROWSER": "chromium", "SCRAPER_CONFIG": ""}
+    nowhere = type("Site", (), {"url": "http://127.0.0.1:9", "api_url": "http://127.0.0.1:9/api"})
+    said = in_process(nowhere, tmp_path / "jobs.db", "update", "--max-attempts", "1", env=env).stderr
+    warned = [line for line in said.splitlines() if "is no setting of scraper" in line]
+    assert [line.split("WARNING ", 1)[1] for line in warned] == [
+        "the environment variable SCRAPER_WORKRES is no setting of scraper, so it is ignored; the closest is "
+        "SCRAPER_WORKERS.",
+        "the environment variable SCRAPER_ZZZZZZ is no setting of scraper, so it is ignored; `scraper config` "
+        "lists every setting and its variable."]
+    assert config.unknown_environment(settings.SPECS, {f"SCRAPER_{k.upper()}": "" for k in settings.SPECS}) == []
+
+
 @pytest.mark.parametrize("file, args, env, words", [
     ('rate = "fast"', [], {}, ["rate", "'fast'", "scraper.toml", "a number above 0"]),
     ("workers = 2.5", [], {}, ["workers", "2.5", "scraper.toml", "a whole number, 1 or more"]),

@@ -10,8 +10,8 @@ import os
 import click
 
 from scraper import __version__
-from scraper.base import config, logs
-from scraper.cli.common import Group, root_options, setting_options
+from scraper.base import config, logs, settings
+from scraper.cli.common import Group, log, root_options, setting_options
 
 COMMANDS = {
     "seed": "scraper.cli.seed:seed_cmd",
@@ -66,3 +66,6 @@ def main(ctx, config_path, sets, **flags):
     level = str(flags.get("log_level") or os.environ.get("SCRAPER_LOG_LEVEL") or "INFO").upper()
     # until the command's settings are read (they set it again, from every layer)
     logs.setup(level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "INFO")
+    for name, near in config.unknown_environment(settings.SPECS, os.environ):     # once: the group runs once
+        log.warning("the environment variable %s is no setting of scraper, so it is ignored; %s", name,
+                    f"the closest is {near}." if near else "`scraper config` lists every setting and its variable.")
