@@ -338,3 +338,22 @@ def test_no_word_when_the_set_names_every_source_of_the_database(tmp_path, monke
     (tmp_path / "sources.toml").unlink()
     said = in_process(site, db, "seed", "--ids", "ids.txt", check=0).stderr
     assert "the built-in source set (no sources file) does not name the source 'events', which holds 1" in said
+
+
+def test_a_runs_progress_leaves_out_the_databases_earlier_work_and_other_sources(tmp_path, monkeypatch):
+    """Five templates done by an earlier run and the pending jobs of a disabled source are not this run's
+    work: its progress is 0/0, not 5/8 (issue 46)."""
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "jobs.db"
+    conn = store.open_db(str(db))
+    with store.transaction(conn) as c:
+        add_jobs(c, [(f"n8n:{i}", "n8n", f"http://127.0.0.1:9/{i}", "127.0.0.1") for i in range(5)], NOW)
+        add_jobs(c, [(f"events:/e{i}", "catalogue", f"http://127.0.0.1:9/e{i}", "127.0.0.1", "events")
+                     for i in range(3)], NOW)
+        c.execute("UPDATE jobs SET status = 'done', finished_at = ? WHERE source = 'n8n'", (NOW,))
+    conn.close()
+    write(tmp_path, '[[source]]\nname = "n8n"\nkind = "n8n"\n' + CATALOGUE_ONLY.replace(
+        'kind = "catalogue"', 'kind = "catalogue"\nenabled = false'))
+    site = types.SimpleNamespace(url=NOWHERE, api_url=NOWHERE + "/api")
+    said = in_process(site, db, "run", "--workers", "1", check=0).stderr
+    assert "progress 0/0 (100%)" in said and "5/8" not in said
