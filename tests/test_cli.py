@@ -5,6 +5,8 @@ import fcntl
 import io
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -49,6 +51,21 @@ def test_every_command_has_help_with_an_example(command, flag):
     assert result.exit_code == 0
     assert "Example" in result.output
     assert "scraper " in result.output.split("Example", 1)[1]
+
+
+def test_every_commands_help_starts_cold_in_a_new_interpreter(tmp_path):
+    """`python -m scraper CMD --help`, one new interpreter per command (the rest of the suite forks its
+    commands from a warm process that has imported every module: a command that imports only when another
+    has imported first shows only here). Started side by side; each exits 0 with its Example."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPER_")}
+    procs = {name: subprocess.Popen([sys.executable, "-m", "scraper", name, "--help"], cwd=tmp_path, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in sorted(cli.COMMANDS)}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and not err, (name, err[-2000:])
+        assert f"Usage: scraper {name} " in out and "Example" in out, name
+    assert set(procs) == set(cli.main.list_commands(None)) and len(procs) >= 20
 
 
 def test_version():
