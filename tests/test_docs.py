@@ -482,14 +482,6 @@ def test_every_module_the_architecture_walk_names_exists():
     assert not missing, f"docs/architecture.md's walk names modules that do not exist: {missing}"
 
 
-def test_every_module_path_the_docs_name_exists():
-    named = set()
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        named |= set(re.findall(r"`(scraper/[a-z0-9_/]+\.py)`", doc.read_text()))
-    missing = sorted(p for p in named if not (ROOT / p).is_file())
-    assert not missing, f"the docs name modules that do not exist: {missing}"
-
-
 def test_the_module_table_names_every_module_and_only_real_ones():
     text = (ROOT / "docs" / "architecture.md").read_text()
     table = text[text.index("## Modules"):text.index("## One walk through the code")]
