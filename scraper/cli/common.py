@@ -130,19 +130,20 @@ class Group(click.Group):
             raise
 
 
-def setting_options(*keys, hidden=()):
+def setting_options(*keys, hidden=(), aliases=None):
     """A decorator adding the click option of each setting in `keys` (shown in --help) and in `hidden` (still
     accepted: the old flags of crontabs), made from its declaration; no default of its own (a flag not given
     leaves the setting to the file, the environment or the default) and no conversion (the declaration
-    parses, naming the flag in its sentence)."""
+    parses, naming the flag in its sentence). `aliases`: {key: another spelling of its flag on this command}."""
     def decorate(f):
         for key in reversed((*keys, *hidden)):
-            f.__click_params__ = [*getattr(f, "__click_params__", []), setting_option(key, key in hidden)]
+            option = setting_option(key, key in hidden, (aliases or {}).get(key))
+            f.__click_params__ = [*getattr(f, "__click_params__", []), option]
         return f
     return decorate
 
 
-def setting_option(key, hidden=False):
+def setting_option(key, hidden=False, alias=None):
     spec = settings.SPECS[key]
     default = spec.show(spec.default)
     shown = ("on" if default else "off") if spec.kind == "bool" else \
@@ -157,7 +158,8 @@ def setting_option(key, hidden=False):
     metavar = spec.metavar or (f"[{'|'.join(spec.choices)}]" if spec.kind == "choice" else METAVARS.get(spec.kind))
     if spec.kind == "list":
         text = text.replace(" [", " Repeatable, or comma-separated. [", 1)
-    return click.Option([flag, key], multiple=spec.kind == "list", metavar=metavar, hidden=hidden, help=text)
+    return click.Option([*([alias] if alias else []), flag, key], multiple=spec.kind == "list", metavar=metavar,
+                        hidden=hidden, help=text)
 
 
 def cli_items(flags):
@@ -176,14 +178,20 @@ def root_options(config_path, sets, flags):
     return {"config": config_path, "cli": items + cli_items(flags)}
 
 
-def setting_values(ctx):
-    """{key: value} of every setting from the layers, without building Settings (no sources file read, no
-    database checked): for a command that needs a few of them only (`discover`)."""
-    root = ctx.find_root().obj
+def layered_values(root, flags=None):
+    """{key: value} of every setting from the layers (the file, the environment, --set and the global flags,
+    then a command's setting `flags`), without building Settings; ConfigError on a mistake."""
+    path = config.config_path(root["config"])
+    table = config.file_table(config.read_toml(path, "configuration file"), path) if path else {}
+    return config.resolve(settings.SPECS, table, path, os.environ, root["cli"] + cli_items(flags or {})).values
+
+
+def setting_values(ctx, flags=None):
+    """{key: value} of every setting from the layers and this command's setting `flags`, without building
+    Settings (no sources file read, no database checked): for a command that needs a few of them only
+    (`discover`)."""
     try:
-        path = config.config_path(root["config"])
-        table = config.file_table(config.read_toml(path, "configuration file"), path) if path else {}
-        return config.resolve(settings.SPECS, table, path, os.environ, root["cli"]).values
+        return layered_values(ctx.find_root().obj, flags)
     except ConfigError as e:
         raise Failure(str(e)) from None
 
