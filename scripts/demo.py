@@ -1,4 +1,5 @@
-"""`make demo`: start the local stand-ins (n8n and YouTube), scrape them end to end, print `scraper status`.
+"""`make demo`: start the local stand-ins (n8n and YouTube), scrape them end to end, print `scraper status`
+and the commands that explore the result.
 
 The templates carry YouTube videos; their transcripts come from the YouTube stand-in, which blocks this
 address for a few seconds mid-run (--block-s) to show the breaker at work. Everything stays on 127.0.0.1;
@@ -73,6 +74,20 @@ def main():
         print(f"YouTube saw {stats['requests']} requests, {stats['http_429']} answered 429, "
               f"{stats['blocked']} blocked, at most {stats['max_in_1s']} in any second")
         print(f"`scraper run` exited {code}; the results are in {args.db} (tables workflows, transcripts)")
+        print(explore(args.db))
+
+
+# the README's commands for a mirror, on the demo's database (they read jobs.db unless told another)
+EXPLORE = (("status",), ("search", "telegram openai"), ("stats",), ("changes",),
+           ("export", "--format", "jsonl", "--output", "demo.jsonl"), ("report", "--output", "demo.html"))
+
+
+def explore(db):
+    """What to type next: the README's commands, pointed at the demo's database."""
+    lines = [f"explore it (every command reads {settings.DB_PATH} unless given --db or SCRAPER_DB):"]
+    head = f"  .venv/bin/scraper --db {shlex.quote(str(db))} "
+    lines += [head + " ".join(map(shlex.quote, argv)) for argv in EXPLORE]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,15 @@ def pytest_unconfigure(config):
 def pytest_runtest_setup(item):
     """The commands and stand-ins of a test (its fixtures' included) start warm (tests/warm.py), but for the
     tests marked `cold`, which measure what a new interpreter holds (PSS, RSS) or run as a user would."""
-    warm.enabled = not item.config.getoption("cold") and item.get_closest_marker("cold") is None
+    warm.enabled = (warm.REFUSED is None and not item.config.getoption("cold")
+                    and item.get_closest_marker("cold") is None)
+
+
+def pytest_report_header(config):
+    """Said once, at the top: why the commands start cold where the warm starter refuses this interpreter."""
+    if warm.REFUSED is not None:
+        return f"warm starter: off, every command starts in a new interpreter ({warm.REFUSED})"
+    return None
 
 
 def pytest_collection_finish(session):

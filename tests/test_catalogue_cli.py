@@ -59,7 +59,11 @@ def test_changes_and_history_of_items(mirror):
 def test_search_and_failures_give_items_their_key(mirror):
     found = json.loads(invoke("search", "jazz", "--source", "events", "--json", db=mirror).output)
     assert [r["key"] for r in found] == ["events:/events/a-1"] and "Jazz" in found[0]["snippet"]
-    assert json.loads(invoke("search", "jazz", "--source", "other", "--json", db=mirror).output) == []
+    # issue 46: a source that is not there was an empty answer and exit 0
+    for args in (["--source", "nope"], ["--source", "nope", "--json"]):
+        assert_one_sentence_error(invoke("search", "jazz", *args, db=mirror), "no catalogue source 'nope'",
+                                  "the catalogue sources here: events")
+    assert_one_sentence_error(invoke("search", "jazz", "--source", "n8n", db=mirror), "searched without --source")
     failed = json.loads(invoke("failures", "--json", db=mirror).output)
     assert [(f["key"], f["error_kind"]) for f in failed] == [("events:/events/c-3", "incomplete")]
 

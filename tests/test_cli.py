@@ -5,6 +5,8 @@ import fcntl
 import io
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -22,11 +24,13 @@ from tests.conftest import ANY_ROBOTS
 from tests.helpers import (
     API,
     SITE,
+    STAMPED_ERROR,
     assert_one_sentence_error,
     count,
     definition_ids,
     detail_body,
     invoke,
+    run_on_a_terminal,
     search_items,
     search_page,
 )
@@ -49,12 +53,41 @@ def test_every_command_has_help_with_an_example(command, flag):
     assert "scraper " in result.output.split("Example", 1)[1]
 
 
+def test_every_commands_help_starts_cold_in_a_new_interpreter(tmp_path):
+    """`python -m scraper CMD --help`, one new interpreter per command (the rest of the suite forks its
+    commands from a warm process that has imported every module: a command that imports only when another
+    has imported first shows only here). Started side by side; each exits 0 with its Example."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPER_")}
+    procs = {name: subprocess.Popen([sys.executable, "-m", "scraper", name, "--help"], cwd=tmp_path, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name in sorted(cli.COMMANDS)}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and not err, (name, err[-2000:])
+        assert f"Usage: scraper {name} " in out and "Example" in out, name
+    assert set(procs) == set(cli.main.list_commands(None)) and len(procs) >= 20
+
+
 def test_version():
     result = CliRunner().invoke(cli.main, ["--version"])
     assert result.exit_code == 0 and "scraper" in result.output and cli.__version__ in result.output
 
 
 # --- bad inputs: exit 2, one sentence, nothing on disk --------------------------------------------
+
+def test_at_a_terminal_an_error_is_one_plain_sentence_and_a_pipe_keeps_the_timestamp(tmp_path):
+    """Timestamps belong in logs: at a terminal a usage error was three stamped lines (usage, hint, error)."""
+    env = {**os.environ, "SCRAPER_DB": str(tmp_path / "jobs.db")}
+    for args, sentence in ((["run", "--bogus"], "Error: No such option '--bogus' (did you mean one of: '--burst', "
+                                                "'--robots'?); `scraper run --help` shows what it takes."),
+                           (["status"], f"Error: there is no database at {tmp_path / 'jobs.db'}; run `scraper seed` "
+                                        f"first.")):
+        code, shown = run_on_a_terminal(args, env)
+        assert (code, shown) == (2, sentence + "\r\n")
+    piped = CliRunner().invoke(cli.main, ["run", "--bogus"])
+    assert piped.exit_code == 2 and len(piped.output.splitlines()) == 3
+    assert all(STAMPED_ERROR.match(line) for line in piped.output.splitlines() if "Error" in line)
+
 
 @pytest.mark.parametrize("args, words", [
     (["run", "--workers", "0"], ["workers", "--workers", "1 or more"]),

@@ -3,6 +3,7 @@ the command line, `scraper config` showing where each value came from, one sente
 old flag still accepted, and commands loaded only when they run."""
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -105,6 +106,59 @@ def test_an_unknown_key_names_the_key_where_it_came_from_and_the_closest(tmp_pat
         (tmp_path / "scraper.toml").write_text("[scraper]\nwrokers = 3\n")
     for command in (["config"], ["status"], ["run"]):
         assert_one_sentence_error(CliRunner().invoke(cli.main, [*args, *command]), *words)
+
+
+def test_an_unknown_scraper_variable_is_said_once_with_the_closest_and_a_known_one_never(tmp_path, monkeypatch):
+    """A typo in a SCRAPER_* name was ignored without a word (issue 46); `update` reads its settings at each
+    step, and says it once."""
+    monkeypatch.chdir(tmp_path)
+    env = {"SCRAPER_WORKRES": "3", "SCRAPER_ZZZZZZ": "1", "SCRAPER_BROWSER": "chromium", "SCRAPER_CONFIG": ""}
+    nowhere = type("Site", (), {"url": "http://127.0.0.1:9", "api_url": "http://127.0.0.1:9/api"})
+    said = in_process(nowhere, tmp_path / "jobs.db", "update", "--max-attempts", "1", env=env).stderr
+    warned = [line for line in said.splitlines() if "is no setting of scraper" in line]
+    assert [line.split("WARNING ", 1)[1] for line in warned] == [
+        "the environment variable SCRAPER_WORKRES is no setting of scraper, so it is ignored; the closest is "
+        "SCRAPER_WORKERS.",
+        "the environment variable SCRAPER_ZZZZZZ is no setting of scraper, so it is ignored; `scraper config` "
+        "lists every setting and its variable."]
+    assert config.unknown_environment(settings.SPECS, {f"SCRAPER_{k.upper()}": "" for k in settings.SPECS}) == []
+
+
+def test_log_level_comes_from_every_layer_before_the_command_reads_its_own(tmp_path, monkeypatch):
+    """`--set log_level=DEBUG` did nothing for `discover` (the level was read from the environment alone,
+    and discover reads only a few settings): now the file, the environment and --set all reach it."""
+    monkeypatch.chdir(tmp_path)
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", root.level)      # put back after the commands set it
+    nowhere = type("Site", (), {"url": "http://127.0.0.1:9", "api_url": "http://127.0.0.1:9/api"})
+    discover = ["discover", "http://127.0.0.1:9/", "--no-browser", "--timeout", "1"]
+    assert " DEBUG " not in in_process(nowhere, tmp_path / "jobs.db", *discover).stderr
+    for args, env in ((["--set", "log_level=DEBUG"], {}), ([], {"SCRAPER_LOG_LEVEL": "debug"})):
+        said = in_process(nowhere, tmp_path / "jobs.db", *args, *discover, env=env).stderr
+        assert " DEBUG Starting new HTTP connection" in said, said
+    (tmp_path / "scraper.toml").write_text('[scraper]\nlog_level = "ERROR"\n')
+    assert " INFO " not in in_process(nowhere, tmp_path / "jobs.db", "config", "--json").stderr + \
+        in_process(nowhere, tmp_path / "jobs.db", "run").stderr
+
+
+def test_discovers_rate_and_timeout_are_settings_of_their_own_still_spelled_as_before(tmp_path, monkeypatch):
+    """Declared once, in the configuration model: `discover --rate/--timeout` (spelled as before, and
+    --discover-rate/--discover-timeout), --set discover_rate=..., SCRAPER_DISCOVER_RATE; run's `rate` and
+    `timeout` are other settings."""
+    monkeypatch.chdir(tmp_path)
+    shown = json.loads(CliRunner().invoke(cli.main, ["--set", "discover_rate=3", "config", "--json"],
+                                          env={"SCRAPER_DISCOVER_TIMEOUT": "7"}).output)["settings"]
+    assert (shown["discover_rate"]["value"], shown["discover_rate"]["origin"]) == (3.0, "cli")
+    assert (shown["discover_timeout"]["value"], shown["discover_timeout"]["origin"]) == (7.0, "env")
+    assert (shown["rate"]["value"], shown["timeout"]["value"]) == (settings.RATE_PER_S, settings.TIMEOUT_S)
+    discover = ["discover", "http://127.0.0.2:9/", "--no-browser"]
+    for args, env, words in ((["--set", "discover_rate=0", *discover], {}, ["--set discover_rate=0"]),
+                             (discover, {"SCRAPER_DISCOVER_TIMEOUT": "abc"}, ["SCRAPER_DISCOVER_TIMEOUT"]),
+                             ([*discover, "--rate", "0"], {}, ["discover_rate is '0'"]),
+                             ([*discover, "--discover-timeout", "0"], {}, ["discover_timeout is '0'"])):
+        assert_one_sentence_error(CliRunner().invoke(cli.main, args, env=env), *words)
+    params = {o for p in cli.main.get_command(click.Context(cli.main), "discover").params for o in p.opts}
+    assert {"--rate", "--discover-rate", "--timeout", "--discover-timeout"} <= params
 
 
 @pytest.mark.parametrize("file, args, env, words", [

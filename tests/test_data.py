@@ -369,11 +369,15 @@ def test_parquet_round_trips_every_row(library, tmp_path, monkeypatch):
 def test_the_run_records_every_request_it_sends(library):
     site, db = library
     served = site.stats()
-    logged = Counter(r["kind"] for r in rows(db, "SELECT kind FROM requests"))
-    # the seed's search pages are not a run's requests; every detail request is
+    logged = Counter(r["kind"] for r in rows(db, "SELECT kind FROM requests WHERE run_id IS NOT NULL"))
+    # the run's rows: every detail request it sent
     assert sum(logged.values()) == served["by_kind"]["detail"]
     assert logged["ok"] == len(stored(db))
     assert logged["http_5xx"] == sum(n for s, n in served["by_status"].items() if s.startswith("5"))
+    # the seed's walk sends through the same polite client, so its requests (robots.txt, the search pages) are
+    # logged too, without a run
+    walk = Counter(r["kind"] for r in rows(db, "SELECT kind FROM requests WHERE run_id IS NULL"))
+    assert sum(walk.values()) == served["by_kind"].get("search", 0) + served["by_kind"].get("robots", 0) >= 1
 
 
 @pytest.mark.slow
@@ -478,6 +482,25 @@ def test_the_rate_chart_counts_the_sites_domain_against_its_limit_and_the_histor
     assert run["domain"] == "n8n.io" and run["rate_per_s"] == 2.0
     assert round(sum(run["request_rate"]) * run["bucket_s"]) == 10     # youtube.com has its own budget
     assert data["runs"][0]["requests"] == 16 and sum(run["latency"]) == 16
+
+
+def test_a_killed_run_is_killed_in_the_report_and_names_the_run_that_resumed_it(tmp_path):
+    """It stayed "running or crashed" for good, though the next run had finished its work (issue 46)."""
+    conn = store.open_db(str(tmp_path / "jobs.db"))
+    killed = store.start_run(conn, 1, 1000.0, 2, "{}")             # its heartbeat stopped at its start
+    resumed = store.start_run(conn, 2, 2000.0, 2, "{}")
+    store.finish_run(conn, resumed, 2100.0, {"done": 5, "failed": 0, "invalid": 0}, 0)
+    running = store.start_run(conn, 3, 2950.0, 2, "{}")            # beating at `now`
+    killed_last = store.start_run(conn, 4, 1500.0, 2, "{}")
+    data = report.gather(conn, 2960.0)
+    conn.close()
+    by_id = {r["id"]: r for r in data["runs"]}
+    assert [(by_id[i]["state"], by_id[i]["resumed_by"]) for i in (killed, resumed, running)] == [
+        ("killed", resumed), ("finished", None), ("running", None)]
+    assert by_id[killed_last]["state"] == "killed" and by_id[killed_last]["resumed_by"] is None
+    table = report.render(data)
+    assert f"killed; run {resumed} resumed it" in table and "<td>running</td>" in table
+    assert "killed; the next run resumes it" in table and "running or crashed" not in table
 
 
 def test_text_from_the_site_cannot_break_out_of_the_reports_data(small_db, tmp_path):

@@ -122,7 +122,8 @@ def test_a_site_whose_robots_txt_fails_is_one_sentence_and_nothing_else_is_sent(
     (["ftp://example.org/"], ["is not an http(s) URL"]),
     (["http://127.0.0.2:9/", "--sample", "0"], ["--sample 0"]),
     (["http://127.0.0.2:9/", "--name", "Bad Name"], ["--name"]),
-    (["http://127.0.0.2:9/", "--rate", "0"], ["--rate 0"]),
+    (["http://127.0.0.2:9/", "--rate", "0"], ["discover_rate", "'0'", "above 0"]),
+    (["http://127.0.0.2:9/", "--timeout", "0"], ["discover_timeout", "'0'", "above 0"]),
 ])
 def test_a_mistake_in_discover_is_one_sentence_and_exit_2(args, words):
     from click.testing import CliRunner

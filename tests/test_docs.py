@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import click
 import pytest
@@ -19,7 +20,7 @@ from click.testing import CliRunner
 from scraper.base import config, settings
 from scraper.cli import main as cli
 from scripts.standin import client
-from tests.helpers import ROOT, rows, scraper, scraper_env, status_json
+from tests.helpers import ROOT, in_process, rows, scraper, scraper_env, status_json
 
 pytestmark = pytest.mark.slow
 
@@ -481,14 +482,6 @@ def test_every_module_the_architecture_walk_names_exists():
     assert not missing, f"docs/architecture.md's walk names modules that do not exist: {missing}"
 
 
-def test_every_module_path_the_docs_name_exists():
-    named = set()
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        named |= set(re.findall(r"`(scraper/[a-z0-9_/]+\.py)`", doc.read_text()))
-    missing = sorted(p for p in named if not (ROOT / p).is_file())
-    assert not missing, f"the docs name modules that do not exist: {missing}"
-
-
 def test_the_module_table_names_every_module_and_only_real_ones():
     text = (ROOT / "docs" / "architecture.md").read_text()
     table = text[text.index("## Modules"):text.index("## One walk through the code")]
@@ -542,3 +535,46 @@ def test_the_readmes_new_site_lines_run_as_written_against_the_events_standin(tm
         static = [e for e in site.truth()["events"] if not e["script_rendered"]]
     assert (tmp_path / "sources.toml").read_text().startswith("# scraper discover")
     assert rows(tmp_path / "jobs.db", "SELECT COUNT(*) AS n FROM items")[0]["n"] == len(static)
+
+
+# --- the events stand-in, and a sources file in the folder (issue 46) --------------------------------
+
+SOURCES_GUIDE = ROOT / "docs" / "sources.md"
+
+
+def test_the_events_standin_starts_as_the_sources_guide_says_and_a_discovered_file_in_the_folder_warns(
+        tmp_path, monkeypatch):
+    """What a new user met: the guide measured `discover` on "the project's events stand-in" without saying
+    how to start it; and the README's `discover ... > sources.toml` then left the database's n8n templates
+    out of every command without a word. The guide's lines run as written (a free port for its fixed one,
+    discover faster and without Chromium), then the README's."""
+    block = next(b for b in re.findall(r"^```sh\n(.*?)^```", SOURCES_GUIDE.read_text(), re.S | re.M)
+                 if "scripts.standin.catalogue" in b)
+    start, discover, seed = [shlex.split(line) for line in block.splitlines() if line.strip()]
+    assert start[:3] == [".venv/bin/python", "-m", client.MODULES["catalogue"]]
+    port = start[start.index("--port") + 1]
+    args = [("0" if a == port else a) for a in start[3:]]
+    monkeypatch.chdir(tmp_path)
+    nowhere = SimpleNamespace(url="http://127.0.0.1:9", api_url="http://127.0.0.1:9/api")
+    db = tmp_path / "jobs.db"
+    (tmp_path / "ids.txt").write_text("1\n2\n")
+    in_process(nowhere, db, "seed", "--ids", "ids.txt", check=0)      # the n8n templates the database holds
+    with client.start(*args, catalogue=True) as site:
+        assert discover[:2] == [".venv/bin/scraper", "discover"] and discover[-2] == ">"
+        url = next(a for a in discover if a.startswith("http://"))
+        assert url == f"http://127.0.0.2:{port}/"
+        argv = [site.url + "/" if a == url else a for a in discover[1:-2]] + ["--rate", "50", "--no-browser"]
+        found = in_process(nowhere, db, *argv, check=0)
+        (tmp_path / discover[-1]).write_text(found.stdout)
+        fast = ["--set", f"domain_rate={urlsplit(site.url).hostname}=50/10"]     # over the table's rate = 1.0
+        walked = in_process(nowhere, db, *fast, *seed[1:], check=0)
+        assert "events: walked (complete" in walked.stdout
+        # the README's line writes the same table into the folder, where every command reads it
+        readme = re.search(r"^scraper discover .*$", README.read_text(), re.M).group(0)
+        assert readme.split(" # ")[0].rstrip().endswith("> sources.toml")
+        (tmp_path / "sources.toml").write_text(found.stdout)
+        bare = in_process(nowhere, db, "seed", check=0)      # as cron's `update` would: events is not due
+    assert "events: not due" in bare.stdout
+    assert "events.toml does not name the source 'n8n', which holds 2 job(s)" in walked.stderr
+    assert "./sources.toml (read because it is in this folder) does not name the source 'n8n', which holds 2 " \
+           "job(s)" in bare.stderr

@@ -270,7 +270,8 @@ def test_result_lines_and_click_errors_carry_a_timestamp(tmp_path):
 # --- what to do next ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("code, words", [
-    (0, ["nothing to do"]), (1, ["3 job(s) are failed", "scraper failures", "scraper retry --failed"]),
+    (0, ["nothing to do", "`scraper update`"]),
+    (1, ["3 job(s) are failed", "scraper failures", "scraper retry --failed"]),
     (3, ["n8n.io kept failing", "run again in 5m00s or later"]), (70, ["fix the cause"]),
     (75, ["let the run that holds it finish"]), (130, ["run again to resume"]), (143, ["run again to resume"]),
 ])
@@ -279,6 +280,8 @@ def test_each_ending_says_what_to_do_next(code, words):
     assert sentence.startswith("next: ") and sentence.endswith(".")
     for word in words:
         assert word in sentence, sentence
+    # the README teaches `update` (issue 46: an n8n run taught `seed --from-search`)
+    assert "--from-search" not in sentence
 
 
 # --- with real runs -------------------------------------------------------------------------------

@@ -354,3 +354,28 @@ def test_no_url_no_call_and_a_bad_url_is_one_sentence(standin, tmp_path):
     assert status_json(site, db)["last_notification"] is None
     assert_one_sentence_error(invoke("run", "--ping-url", "ftp://x", db=db, site=site.url), "--ping-url")
     assert os.path.exists(db)
+
+
+def test_a_run_keeps_its_pings_on_each_backend(backend, listener):
+    """A run's pings are recorded where its jobs are: a SQLite file or a PostgreSQL URL (issue 46: the URL
+    was taken for a missing file, so PostgreSQL kept none)."""
+    site = types.SimpleNamespace(url=NOWHERE, api_url=NOWHERE + "/api")
+    store.open_db(backend).close()      # a database with nothing to do: the run only pings
+    in_process(site, backend, "run", "--workers", "1", "--ping-url", listener.url + "/p", check=0)
+    assert [p for _, p, _ in listener.calls] == ["/p/start", "/p"]
+    last = status_json(site, backend)["last_notification"]
+    assert last["kind"] == "success" and last["ok"] is True
+
+
+def test_an_update_runs_every_step_and_keeps_its_pings_on_each_backend(backend, listener):
+    """On PostgreSQL too, `update` goes on after its walk (a URL is no file: it took the database for one
+    the walk had failed to make, and stopped), and keeps its pings."""
+    site = types.SimpleNamespace(url=NOWHERE, api_url=NOWHERE + "/api")
+    store.open_db(backend).close()
+    done = in_process(site, backend, "update", "--workers", "1", "--timeout", "1", "--max-attempts", "1",
+                      "--ping-url", listener.url + "/p")
+    assert done.returncode == 1, done.stderr     # the walk found nobody at NOWHERE
+    assert "set by the walk" in done.stderr and "walk made no database" not in done.stderr
+    assert len(rows(backend, "SELECT id FROM runs")) == 1     # the run step ran
+    assert [p for _, p, _ in listener.calls] == ["/p/start", "/p/fail"]
+    assert status_json(site, backend)["last_notification"]["kind"] == "fail"

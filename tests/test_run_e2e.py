@@ -1,10 +1,14 @@
 """The real CLI against the stand-in site: faults, the database row by row."""
 
 import json
+import shlex
 import sys
 
 import pytest
+from click.testing import CliRunner
 
+from scraper import cli
+from scripts import demo
 from tests import warm
 from tests.helpers import ROOT, check_every_row, in_process, rows, scraper
 
@@ -41,7 +45,8 @@ def test_a_server_stricter_than_the_rate_pauses_the_domain_and_loses_no_job(stan
     assert report["http_429"] == site.stats()["http_429"] > 0
 
 
-def test_make_demo_script_scrapes_the_standin_end_to_end(tmp_path):
+def test_make_demo_script_scrapes_the_standin_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)     # where the explored files are written
     db = tmp_path / "demo.db"
     done = warm.run([sys.executable, "-m", "scripts.demo", "--templates", "30", "--db", str(db)],
                     capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -53,3 +58,10 @@ def test_make_demo_script_scrapes_the_standin_end_to_end(tmp_path):
     assert rows(db, "SELECT COUNT(*) AS n FROM transcripts")[0]["n"] >= 1
     invalid = rows(db, "SELECT id FROM jobs WHERE status = 'invalid' AND site = 'n8n'")
     assert len(rows(db, "SELECT id FROM workflows")) + len(invalid) == 30
+    # it ends with the README's commands on its own database (the README's read jobs.db, which the demo
+    # never made), and each of them runs as printed, the stand-ins gone
+    shown = done.stdout.split("explore it", 1)[1].splitlines()[1:]
+    assert [line.split()[:3] for line in shown] == [[".venv/bin/scraper", "--db", str(db)]] * len(demo.EXPLORE)
+    for line in shown:
+        result = CliRunner().invoke(cli.main, shlex.split(line)[1:], env={"SCRAPER_DB": None}, catch_exceptions=False)
+        assert result.exit_code == 0, (line, result.output[-2000:])

@@ -67,6 +67,22 @@ def test_an_items_query_it_cannot_run_is_one_sentence(catalogue, bad):
     assert_one_sentence_error(invoke("search", bad, "--source", "events", db=catalogue), "query")
 
 
+@pytest.mark.parametrize("bad, said", [
+    ("jazz -poetry", "write 'jazz NOT poetry'"),
+    ('"unclosed', "a double quote is not closed"),
+    ("nosuchcolumn:word", "'nosuchcolumn' is not a field"),
+])
+def test_a_query_is_refused_in_a_plain_sentence_on_each_backend(catalogue, bad, said):
+    """What a new user met: `search 'telegram -openai'` answered in FTS5's grammar (`no such column:
+    openai`) on SQLite, and on PostgreSQL dropped the minus and searched for both words."""
+    for args in ([], ["--source", "events"]):
+        sentence = assert_one_sentence_error(invoke("search", bad, *args, db=catalogue), said)
+        assert "FTS5" not in sentence and "column: " not in sentence and "syntax error" not in sentence
+    if not said.startswith("write"):
+        return
+    assert keys(catalogue, said.split("'")[1]) == ["events:/events/a-1"]       # the query it proposes works
+
+
 def _link(c, template_id, video_id, text=None):
     c.execute("INSERT INTO template_videos (template_id, video_id) VALUES (?, ?)", (template_id, video_id))
     if text is not None:

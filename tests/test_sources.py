@@ -5,6 +5,7 @@ import dataclasses
 import json
 import sqlite3
 import time
+import types
 
 import pytest
 import responses
@@ -17,7 +18,18 @@ from scraper.db.queue import add_jobs
 from scraper.mirror import walks
 from scraper.policy import cadence
 from tests.conftest import ANY_ROBOTS
-from tests.helpers import EVENTS, NOW, assert_one_sentence_error, count, invoke, search_items, search_page, write
+from tests.helpers import (
+    EVENTS,
+    NOW,
+    NOWHERE,
+    assert_one_sentence_error,
+    count,
+    in_process,
+    invoke,
+    search_items,
+    search_page,
+    write,
+)
 
 # --- the file ------------------------------------------------------------------------------------
 
@@ -282,3 +294,66 @@ def test_seed_source_of_a_kind_this_version_cannot_walk_exits_1_in_one_sentence(
     assert result.exit_code == 1
     assert "events: the walk failed: the source 'events' cannot be walked" in result.output
     assert "Traceback" not in result.output and not db.exists()      # a first walk that failed leaves nothing
+
+
+# --- a sources file that leaves out a source the database holds (issue 46) -------------------------
+
+CATALOGUE_ONLY = '[[source]]\nname = "events"\nkind = "catalogue"\nsite = "http://127.0.0.1:9/"\n'
+
+
+FAIL_FAST = ("--max-attempts", "1", "--backoff-base", "0")   # the walk's site is NOWHERE
+
+
+@pytest.mark.parametrize("command", [["seed", *FAIL_FAST], ["run", "--workers", "1"],
+                                     ["update", "--workers", "1", *FAIL_FAST],
+                                     ["seed", "--source", "events", *FAIL_FAST]])
+def test_a_sources_file_in_the_folder_that_leaves_out_n8n_is_said_once_with_its_jobs(tmp_path, monkeypatch,
+                                                                                      command):
+    """The README's `discover ... > sources.toml` writes into the folder, where every command reads it: the
+    n8n templates of the database would be left alone without a word."""
+    monkeypatch.chdir(tmp_path)
+    site, db = types.SimpleNamespace(url=NOWHERE, api_url=NOWHERE + "/api"), tmp_path / "jobs.db"
+    (tmp_path / "ids.txt").write_text("1\n2\n3\n")
+    in_process(site, db, "seed", "--ids", "ids.txt", check=0)
+    write(tmp_path, CATALOGUE_ONLY)
+    said = [line for line in in_process(site, db, *command).stderr.splitlines() if "does not name" in line]
+    assert len(said) == 1, said
+    assert "./sources.toml (read because it is in this folder) does not name the source 'n8n', which holds 3 " \
+           "job(s)" in said[0] and 'name = "n8n" and kind = "n8n"' in said[0]
+    assert count(db, "SELECT COUNT(*) FROM jobs WHERE source = 'n8n' AND status = 'pending'") == 3
+
+
+def test_no_word_when_the_set_names_every_source_of_the_database(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    site, db = types.SimpleNamespace(url=NOWHERE, api_url=NOWHERE + "/api"), tmp_path / "jobs.db"
+    (tmp_path / "ids.txt").write_text("1\n")
+    in_process(site, db, "seed", "--ids", "ids.txt", check=0)
+    write(tmp_path, '[[source]]\nname = "templates"\nkind = "n8n"\nenabled = false\n' + CATALOGUE_ONLY)
+    assert "does not name" not in in_process(site, db, "run", "--workers", "1").stderr
+    # and the other way round: a database holding a catalogue's jobs, seeded without the file
+    conn = store.connect(str(db))
+    with store.transaction(conn) as c:
+        add_jobs(c, [("e1", "catalogue", "http://127.0.0.1:9/e1", "127.0.0.1", "events")], NOW)
+    conn.close()
+    (tmp_path / "sources.toml").unlink()
+    said = in_process(site, db, "seed", "--ids", "ids.txt", check=0).stderr
+    assert "the built-in source set (no sources file) does not name the source 'events', which holds 1" in said
+
+
+def test_a_runs_progress_leaves_out_the_databases_earlier_work_and_other_sources(tmp_path, monkeypatch):
+    """Five templates done by an earlier run and the pending jobs of a disabled source are not this run's
+    work: its progress is 0/0, not 5/8 (issue 46)."""
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "jobs.db"
+    conn = store.open_db(str(db))
+    with store.transaction(conn) as c:
+        add_jobs(c, [(f"n8n:{i}", "n8n", f"http://127.0.0.1:9/{i}", "127.0.0.1") for i in range(5)], NOW)
+        add_jobs(c, [(f"events:/e{i}", "catalogue", f"http://127.0.0.1:9/e{i}", "127.0.0.1", "events")
+                     for i in range(3)], NOW)
+        c.execute("UPDATE jobs SET status = 'done', finished_at = ? WHERE source = 'n8n'", (NOW,))
+    conn.close()
+    write(tmp_path, '[[source]]\nname = "n8n"\nkind = "n8n"\n' + CATALOGUE_ONLY.replace(
+        'kind = "catalogue"', 'kind = "catalogue"\nenabled = false'))
+    site = types.SimpleNamespace(url=NOWHERE, api_url=NOWHERE + "/api")
+    said = in_process(site, db, "run", "--workers", "1", check=0).stderr
+    assert "progress 0/0 (100%)" in said and "5/8" not in said

@@ -82,3 +82,23 @@ def test_a_new_session_and_a_cold_start_are_what_they_say(probe, monkeypatch):
     out, _ = proc.communicate("", timeout=30)
     seen = json.loads(out)
     assert seen["ppid"] == os.getpid() and not seen["warm"]
+
+
+def test_it_refuses_an_interpreter_it_was_not_checked_against_and_the_suite_starts_cold(probe, monkeypatch):
+    """It relies on CPython's internals: on another version or implementation it says why, once, at the top
+    of the run, and every command starts in a new interpreter (issue 46)."""
+    if sys.implementation.name == "cpython" and sys.version_info[:2] in warm.CHECKED[1]:
+        assert warm.REFUSED is None         # this machine's: the suite runs warm
+    for implementation, version in (("cpython", (3, 14, 0)), ("cpython", (3, 9, 18)), ("pypy", (3, 10, 14))):
+        said = warm.refused(implementation, version)
+        assert f"{implementation} {version[0]}.{version[1]} is not an interpreter it was checked against" in said
+    assert warm.refused("cpython", (3, 12, 1)) is None
+    monkeypatch.setattr(warm, "REFUSED", warm.refused("cpython", (3, 14, 0)))
+    proc = probe("0")                     # enabled, but refused: a new interpreter
+    out, _ = proc.communicate("", timeout=30)
+    assert json.loads(out)["ppid"] == os.getpid() and not json.loads(out)["warm"]
+    from tests import conftest
+    assert conftest.pytest_report_header(None) == ("warm starter: off, every command starts in a new interpreter "
+                                                   f"({warm.REFUSED})")
+    monkeypatch.delattr(warm.threading, "_shutdown")
+    assert "lacks threading._shutdown" in warm.refused("cpython", (3, 12, 1))

@@ -15,7 +15,8 @@ folder, and the child's three standard descriptors (SCM_RIGHTS), over a SOCK_SEQ
 starter answers with the pid, then with the wait status when the child ends (it waits on a pidfd).
 Anything else (another program, extra descriptors, another user) is a plain subprocess. It is built on
 subprocess.Popen's internals and the interpreter's exit steps (CPython 3.10-3.13); tests/test_warm.py checks
-what a command sees and how it ends.
+what a command sees and how it ends. On another interpreter it refuses (`REFUSED` says why), and every
+command starts in a new interpreter, as with --cold.
 """
 
 import atexit
@@ -40,7 +41,31 @@ import traceback
 PRELOAD = ("requests", "psutil", "pyrate_limiter", "sqlite_utils", "scripts.standin.server",
            "scripts.standin.youtube", "scripts.standin.catalogue")
 
-# set per test by tests/conftest.py: warm but for the tests marked `cold`
+# the interpreters whose internals it was read against: subprocess.Popen's _execute_child (its arguments, in
+# order), _internal_poll, _try_wait, _handle_exitstatus, _waitpid_lock and _close_pipe_fds;
+# threading._shutdown and atexit._run_exitfuncs (a command's exit)
+CHECKED = ("cpython", ((3, 10), (3, 11), (3, 12), (3, 13)))
+INTERNALS = ((subprocess.Popen, ("_execute_child", "_internal_poll", "_try_wait", "_handle_exitstatus",
+                                 "_close_pipe_fds")), (threading, ("_shutdown",)), (atexit, ("_run_exitfuncs",)))
+
+
+def refused(implementation=sys.implementation.name, version=sys.version_info):
+    """Why this interpreter cannot start commands warm, in a sentence; None when it can."""
+    name, versions = CHECKED
+    shown = f"{implementation} {version[0]}.{version[1]}"
+    if implementation != name or tuple(version[:2]) not in versions:
+        return (f"{shown} is not an interpreter it was checked against (CPython "
+                f"{versions[0][0]}.{versions[0][1]}-{versions[-1][0]}.{versions[-1][1]}), and it relies on "
+                f"CPython's internals")
+    missing = [f"{getattr(owner, '__name__', owner)}.{attr}" for owner, attrs in INTERNALS for attr in attrs
+               if not hasattr(owner, attr)]
+    if missing:
+        return f"{shown} lacks {', '.join(missing)}, which it relies on"
+    return None
+
+
+REFUSED = refused()
+# set per test by tests/conftest.py: warm but for the tests marked `cold`, and never where REFUSED
 enabled = False
 _starter = None
 
@@ -216,7 +241,7 @@ class Popen(subprocess.Popen):
                        restore_signals, gid, gids, uid, umask, start_new_session, *rest):
         module = _module_of(args, executable)
         self._status = None
-        if (not enabled or module is None or shell or preexec_fn or pass_fds
+        if (not enabled or REFUSED is not None or module is None or shell or preexec_fn or pass_fds
                 or any(x is not None for x in (gid, gids, uid)) or (rest and rest[0] not in (-1, None))):
             return super()._execute_child(args, executable, preexec_fn, close_fds, pass_fds, cwd, env,
                                           startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread,

@@ -180,6 +180,21 @@ def closest(key, known):
     return f"the closest is {found[0]!r}" if found else "`scraper config` lists them all"
 
 
+def unknown_environment(specs, environ):
+    """[(name, the closest known name or None)] of the SCRAPER_* variables that no setting reads (a typo in
+    one would otherwise be ignored without a word)."""
+    import difflib  # here: only a mistake pays for it
+    prefix = "SCRAPER_"
+    known = sorted({ENV_CONFIG, *(name for spec in specs.values() for name in (spec.env, *spec.env_aliases))})
+    out = []
+    for name in sorted(environ):
+        if name.startswith(prefix) and name not in known:
+            # compared without the prefix every name shares, which would make any two look alike
+            found = difflib.get_close_matches(name[len(prefix):], [k[len(prefix):] for k in known], n=1, cutoff=0.6)
+            out.append((name, prefix + found[0] if found else None))
+    return out
+
+
 def config_path(given, cwd="."):
     """The configuration file to read: `given` (--config or SCRAPER_CONFIG), else ./scraper.toml when it
     exists, else None."""

@@ -57,6 +57,8 @@ GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has be
 ROBOTS = "obey"             # robots.txt: obey or ignore
 REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this long (edits the listing hides)
 PROXY_QUARANTINE_S = 60.0    # a failed proxy's first quarantine (then 120 s, 240 s ... at most 1 h)
+DISCOVER_RATE_PER_S = 1.0   # `discover`'s own pace: a guest's, one request a second (robots.txt may lower it)
+DISCOVER_TIMEOUT_S = 30.0   # `discover`: one answer, or one rendered page
 RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -109,6 +111,11 @@ class Settings:
                                               above=0, optional=True)
     log_level: str = setting("INFO", "log_level", "choice", "How much to log on stderr.",
                              choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    # `discover`'s own: a visit of a new site goes slower than a run of a known one (there also --rate, --timeout)
+    discover_rate_per_s: float = setting(DISCOVER_RATE_PER_S, "discover_rate", "float", "discover's own requests "
+                                         "per second (robots.txt may lower it).", unit="requests/s", above=0)
+    discover_timeout_s: float = setting(DISCOVER_TIMEOUT_S, "discover_timeout", "float", "discover: time one "
+                                        "answer (or one rendered page) may take.", unit="s", above=0)
     workers: int = setting(WORKERS, "workers", "int", "Worker processes.", at_least=1)
     rate_per_s: float = setting(RATE_PER_S, "rate", "float", "Requests per second to a site, shared by every "
                                 "worker (and a walk's).", unit="requests/s", above=0)

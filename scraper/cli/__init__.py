@@ -10,8 +10,9 @@ import os
 import click
 
 from scraper import __version__
-from scraper.base import config, logs
-from scraper.cli.common import Group, root_options, setting_options
+from scraper.base import config, logs, settings
+from scraper.base.errors import ConfigError
+from scraper.cli.common import Group, layered_values, log, root_options, setting_options
 
 COMMANDS = {
     "seed": "scraper.cli.seed:seed_cmd",
@@ -67,6 +68,13 @@ def main(ctx, config_path, sets, **flags):
         scraper status
     """
     ctx.obj = root_options(config_path, sets, flags)
-    level = str(flags.get("log_level") or os.environ.get("SCRAPER_LOG_LEVEL") or "INFO").upper()
-    # until the command's settings are read (they set it again, from every layer)
-    logs.setup(level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else "INFO")
+    # from every layer, as the command's settings will (`discover` reads only a few): scraper.toml, the
+    # environment, --set log_level=..., --log-level; a mistake in any is the command's own sentence to say
+    try:
+        level = layered_values(ctx.obj)["log_level"]
+    except ConfigError:
+        level = "INFO"
+    logs.setup(level)
+    for name, near in config.unknown_environment(settings.SPECS, os.environ):     # once: the group runs once
+        log.warning("the environment variable %s is no setting of scraper, so it is ignored; %s", name,
+                    f"the closest is {near}." if near else "`scraper config` lists every setting and its variable.")

@@ -7,12 +7,14 @@ import io
 import logging
 import os
 import signal
+import sys
 
 import click
 
 from scraper.base import config, exitcodes, logs, settings
 from scraper.base.config import METAVARS, parse_set
 from scraper.base.errors import ConfigError, DatabaseError, Stopped
+from scraper.base.urls import is_db_url
 from scraper.db import schema
 
 log = logging.getLogger("scraper")
@@ -30,15 +32,28 @@ class Failure(click.ClickException):
 
 
 def stamp_show(e):
-    """Make click print this error (and its usage hint) with a timestamp on every line, like a log line."""
+    """Make click print this error (and its usage hint) with a timestamp on every line, like a log line; at
+    a terminal, one plain sentence instead (timestamps belong in logs, the usage hint in --help)."""
     plain = e.show
 
     def show(file=None):
+        stream = sys.stderr if file is None else file
+        if logs.is_terminal(stream):
+            click.echo(plain_sentence(e), file=stream)
+            return
         buf = io.StringIO()
         plain(buf)
-        click.echo(logs.stamped(buf.getvalue().rstrip("\n")), file=file, err=file is None)
+        click.echo(logs.stamped(buf.getvalue().rstrip("\n")), file=stream)
 
     e.show = show
+
+
+def plain_sentence(e):
+    """`Error: ...` in one line; a usage error names the --help that shows what the command takes."""
+    message = e.format_message().replace(". (Did you mean", " (did you mean")    # click's suggestion, in the sentence
+    if isinstance(e, click.UsageError) and e.ctx is not None:
+        message = f"{message.rstrip('.')}; `{e.ctx.command_path} --help` shows what it takes."
+    return f"Error: {message}"
 
 
 class Group(click.Group):
@@ -114,19 +129,20 @@ class Group(click.Group):
             raise
 
 
-def setting_options(*keys, hidden=()):
+def setting_options(*keys, hidden=(), aliases=None):
     """A decorator adding the click option of each setting in `keys` (shown in --help) and in `hidden` (still
     accepted: the old flags of crontabs), made from its declaration; no default of its own (a flag not given
     leaves the setting to the file, the environment or the default) and no conversion (the declaration
-    parses, naming the flag in its sentence)."""
+    parses, naming the flag in its sentence). `aliases`: {key: another spelling of its flag on this command}."""
     def decorate(f):
         for key in reversed((*keys, *hidden)):
-            f.__click_params__ = [*getattr(f, "__click_params__", []), setting_option(key, key in hidden)]
+            option = setting_option(key, key in hidden, (aliases or {}).get(key))
+            f.__click_params__ = [*getattr(f, "__click_params__", []), option]
         return f
     return decorate
 
 
-def setting_option(key, hidden=False):
+def setting_option(key, hidden=False, alias=None):
     spec = settings.SPECS[key]
     default = spec.show(spec.default)
     shown = ("on" if default else "off") if spec.kind == "bool" else \
@@ -141,7 +157,8 @@ def setting_option(key, hidden=False):
     metavar = spec.metavar or (f"[{'|'.join(spec.choices)}]" if spec.kind == "choice" else METAVARS.get(spec.kind))
     if spec.kind == "list":
         text = text.replace(" [", " Repeatable, or comma-separated. [", 1)
-    return click.Option([flag, key], multiple=spec.kind == "list", metavar=metavar, hidden=hidden, help=text)
+    return click.Option([*([alias] if alias else []), flag, key], multiple=spec.kind == "list", metavar=metavar,
+                        hidden=hidden, help=text)
 
 
 def cli_items(flags):
@@ -160,14 +177,20 @@ def root_options(config_path, sets, flags):
     return {"config": config_path, "cli": items + cli_items(flags)}
 
 
-def setting_values(ctx):
-    """{key: value} of every setting from the layers, without building Settings (no sources file read, no
-    database checked): for a command that needs a few of them only (`discover`)."""
-    root = ctx.find_root().obj
+def layered_values(root, flags=None):
+    """{key: value} of every setting from the layers (the file, the environment, --set and the global flags,
+    then a command's setting `flags`), without building Settings; ConfigError on a mistake."""
+    path = config.config_path(root["config"])
+    table = config.file_table(config.read_toml(path, "configuration file"), path) if path else {}
+    return config.resolve(settings.SPECS, table, path, os.environ, root["cli"] + cli_items(flags or {})).values
+
+
+def setting_values(ctx, flags=None):
+    """{key: value} of every setting from the layers and this command's setting `flags`, without building
+    Settings (no sources file read, no database checked): for a command that needs a few of them only
+    (`discover`)."""
     try:
-        path = config.config_path(root["config"])
-        table = config.file_table(config.read_toml(path, "configuration file"), path) if path else {}
-        return config.resolve(settings.SPECS, table, path, os.environ, root["cli"]).values
+        return layered_values(ctx.find_root().obj, flags)
     except ConfigError as e:
         raise Failure(str(e)) from None
 
@@ -285,9 +308,10 @@ def health(s, what):
 
 
 def _record(s, at, kind, ok):
-    """Keep a ping's outcome in the database (for `status`), when there is one."""
+    """Keep a ping's outcome in the database (for `status`), when there is one (a SQLite file is never
+    created for it; a PostgreSQL URL is no file: its tables tell)."""
     from scraper.db import store
-    if not os.path.exists(s.db_path):
+    if not is_db_url(s.db_path) and not os.path.exists(s.db_path):
         return
     conn = store.connect(s.db_path)
     try:

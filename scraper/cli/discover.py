@@ -3,7 +3,7 @@
 import click
 
 from scraper.base import exitcodes
-from scraper.cli.common import Failure, log, setting_values
+from scraper.cli.common import Failure, log, setting_options, setting_values
 
 
 @click.command("discover")
@@ -12,15 +12,14 @@ from scraper.cli.common import Failure, log, setting_values
 @click.option("--sample", type=int, default=20, show_default=True,
               help="Pages to read over plain HTTP, spread over the URL shapes of the sitemaps; the visit sends "
                    "at most twice as many requests in all.")
-@click.option("--rate", "rate_per_s", type=float, default=1.0, show_default=True,
-              help="discover's own requests per second (robots.txt may lower it).")
-@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
-              help="Seconds one answer (or one rendered page) may take.")
+# its own settings, not run's `rate` and `timeout`; spelled --rate and --timeout here too, as they always were
+@setting_options("discover_rate", "discover_timeout",
+                 aliases={"discover_rate": "--rate", "discover_timeout": "--timeout"})
 @click.option("--browser/--no-browser", "use_browser", default=True, show_default=True,
               help="Render pages that carry scripts but no record in a browser (the system's Chromium, "
                    "--browser-path), to tell whether fetcher = \"auto\" is needed.")
 @click.pass_context
-def discover_cmd(ctx, url, name, sample, rate_per_s, timeout_s, use_browser):
+def discover_cmd(ctx, url, name, sample, use_browser, **flags):
     """Visit a site (robots.txt, its sitemaps, a sample of pages) and print a commented [[source]] table
     for it: include, type, required and fetcher, each with why. Nothing is stored.
 
@@ -33,12 +32,14 @@ def discover_cmd(ctx, url, name, sample, rate_per_s, timeout_s, use_browser):
     from scraper.mirror import discover
     from scraper.net import chromium
     from scraper.sites.discover import block
-    problem = discover.check(url, name, sample, rate_per_s)
+    problem = discover.check(url, name, sample)
     if problem:
         raise Failure(problem + ".")
-    # the browser and the User-Agent from every layer; not the sources file, which may be what stdout makes
-    values = setting_values(ctx)
+    # the browser, the User-Agent, its rate and timeout from every layer; not the sources file, which may be
+    # what stdout makes
+    values = setting_values(ctx, flags)
     browser_path, user_agent = values["browser_path"], values["user_agent"]
+    rate_per_s, timeout_s = values["discover_rate"], values["discover_timeout"]
     render, close = None, None
     if use_browser:
         if chromium.problem(browser_path) is None:

@@ -166,9 +166,9 @@ def search_cmd(ctx, query, limit, as_json, source_name):
     author, video transcripts), best match first (bm25; `rank` is lower for a better match), with snippets;
     and of the items of every catalogue source the database holds (each row names its `source`).
 
-    QUERY is SQLite FTS5 syntax: words (all must match), "a phrase", OR, NOT, prefix*, and
-    column:word for one column (name, description, explainer, node_types, categories, author,
-    transcripts).
+    QUERY: words (all must match), "a phrase", a OR b, a NOT b (not -b), prefix*, and column:word for
+    one column (name, description, explainer, node_types, categories, author, transcripts); a word with
+    punctuation in double quotes ("n8n-nodes-base.slack").
 
     \b
     Example:
@@ -180,6 +180,7 @@ def search_cmd(ctx, query, limit, as_json, source_name):
     s = command_settings(ctx)
     if source_name is not None:
         with existing_db(s) as conn:
+            search.check_source(conn, source_name, s.sources)
             results = search.query_items(conn, source_name, query, limit)
         click.echo(json.dumps(results, indent=2, ensure_ascii=False) if as_json
                    else search.render_items(source_name, query, results))

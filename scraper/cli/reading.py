@@ -1,7 +1,6 @@
 """Commands that read the queue: status, failures, sources, runs."""
 
 import json
-import os
 import signal
 import sys
 import threading
@@ -10,7 +9,7 @@ import time
 import click
 
 from scraper.base import logs
-from scraper.cli.common import CLEAR_SCREEN, WATCH_EVERY_S, Choice, command_settings, existing_db
+from scraper.cli.common import CLEAR_SCREEN, WATCH_EVERY_S, Choice, command_settings, db_exists, existing_db
 from scraper.db import runrecord
 
 
@@ -104,7 +103,7 @@ def sources_cmd(ctx, as_json):
     from scraper.db import store
     from scraper.products import sources
     s = command_settings(ctx)
-    if os.path.exists(s.db_path):
+    if db_exists(s):
         with existing_db(s) as conn:
             rows = sources.report(conn, s, time.time())
     else:   # nothing walked yet: the file alone (a read never creates a database)

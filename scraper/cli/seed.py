@@ -22,6 +22,7 @@ from scraper.cli.common import (
 
 # the settings a walk uses, shown in `seed --help` (also `update`'s walk step takes them from `run`'s)
 WALK_SETTINGS = ("rate", "burst", "timeout", "max_attempts", "backoff_base", "robots", "robots_ignore")
+UNNAMED_SAID = "scraper.unnamed_said"   # root ctx.meta: said once per command (`update` checks at each step)
 
 
 def _job_count(s):
@@ -150,6 +151,7 @@ def _walk_sources(ctx, s, names, adopt):
     had_db = os.path.exists(s.db_path)
     conn = store.open_db(s.db_path)
     try:
+        say_unnamed(conn, s)
         outcomes = walks.walk_due(conn, s, time.time(), names, adopt)
     except ConfigError as e:
         conn.close()
@@ -210,11 +212,24 @@ def check_source(s, adopt):
     `adopt`; record them on first use."""
     from scraper.mirror import source
     with existing_db(s) as conn:
+        say_unnamed(conn, s)
         if any(src.kind == "n8n" for src in s.sources):
             source.check(conn, s.api_url, s.site_url, adopt, time.time())
         for src in s.sources:
             if src.kind == "catalogue" and src.enabled:
                 source.check_site(conn, src, adopt, time.time())
+
+
+def say_unnamed(conn, s):
+    """Warn (once per command) of each source whose jobs the database holds but the configured source set
+    leaves out: their jobs would be neither walked nor worked without a word."""
+    from scraper.mirror import source
+    meta = click.get_current_context().find_root().meta
+    if meta.get(UNNAMED_SAID):
+        return
+    meta[UNNAMED_SAID] = True
+    for sentence in source.unnamed_warnings(conn, s):
+        log.warning("%s", sentence)
 
 
 def without_browser(s, level=logging.ERROR):

@@ -1,14 +1,23 @@
 """`scraper update`: the cron job in one process: the walk, then `retry --failed` (old failures only), then
 `run`; its exit code is the most serious of its steps."""
 
-import os
 import time
 
 import click
 
 from scraper.base import exitcodes
 from scraper.base.errors import Stopped
-from scraper.cli.common import SIGNAL_NAMES, Failure, existing_db, health, log, raising_on_signals, say, setting_options
+from scraper.cli.common import (
+    SIGNAL_NAMES,
+    Failure,
+    db_exists,
+    existing_db,
+    health,
+    log,
+    raising_on_signals,
+    say,
+    setting_options,
+)
 from scraper.cli.run import HEALTH_OWNED, run_cmd, run_settings
 from scraper.cli.seed import check_source, seed_cmd
 
@@ -85,7 +94,7 @@ def update_cmd(ctx, **run_options):
     """
     flags = {k: v for k, v in run_options.items() if k not in ("run_sources", "adopt_urls")}
     s = run_settings(ctx, run_options["run_sources"], flags)     # any usage error (2) before anything runs
-    if os.path.exists(s.db_path):
+    if db_exists(s):
         check_source(s, run_options["adopt_urls"])
     with health(s, "update") as pings:          # one start ping and one end ping for the whole update
         ctx.meta[HEALTH_OWNED] = True           # its run step sends none of its own
@@ -103,11 +112,11 @@ def _steps(ctx, s, retry_after_h, run_options):
     steps, current = [], WALK
     try:
         with raising_on_signals():
-            had_db = os.path.exists(s.db_path)
+            had_db = db_exists(s)    # a PostgreSQL URL is no file: its schema tells
             steps.append((WALK, walk(ctx, run_options)))
             if steps[-1][1] == exitcodes.USAGE:
                 return exitcodes.USAGE, WALK
-            if not had_db and not os.path.exists(s.db_path):
+            if not had_db and not db_exists(s):
                 log.error("update: the walk made no database, so nothing else runs")
                 return steps[-1][1], WALK
             current = RETRY
@@ -125,7 +134,7 @@ def _steps(ctx, s, retry_after_h, run_options):
 def _counts(s):
     """The job counts for a notification (empty when there is no database)."""
     from scraper.db.queue import Queue
-    if not os.path.exists(s.db_path):
+    if not db_exists(s):
         return {}
     with existing_db(s) as conn:
         return Queue(conn).counts()

@@ -15,9 +15,9 @@ from scraper.db.dialect import same
 
 def runs(conn: Conn) -> list[Row]:
     """Every `runs` row, oldest first: id, pid, started_at, finished_at, workers, settings, done, failed,
-    invalid, exit_code."""
+    invalid, exit_code, heartbeat_at."""
     return conn.execute(same("SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, "
-                             "exit_code FROM runs ORDER BY id")).fetchall()
+                             "exit_code, heartbeat_at FROM runs ORDER BY id")).fetchall()
 
 
 def last_trace(conn: Conn, run_id: int) -> float | None:

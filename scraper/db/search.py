@@ -43,10 +43,43 @@ _WORDS = """CASE WHEN json_valid({c}) THEN (SELECT group_concat(value, '{sep}') 
                  ELSE {c} END"""
 
 
-def _fts5(text: str, e: OperationalError, hint: str) -> None:
-    """Raise ConfigError when `e` is the query's fault; else let the caller re-raise."""
-    if any(s in str(e).lower() for s in _QUERY_ERRORS):
-        raise ConfigError(f"the search query {text!r} is not valid FTS5 syntax ({e}); {hint}") from None
+SYNTAX = 'use words, "a phrase", a OR b, a NOT b, prefix* or column:word'
+# a minus before a word, outside double quotes: SQLite reads a column there, PostgreSQL drops the minus
+_MINUS = re.compile(r"(?:^|(?<=\s))-(\w[\w.\-]*)")
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def check(text: str) -> None:
+    """ConfigError (one plain sentence) for a query each database would misread alike: `-word`, which
+    leaves nothing out (`NOT word` does)."""
+    unquoted = _QUOTED.sub(" ", text)
+    minus = _MINUS.search(unquoted)
+    if minus:
+        meant = _MINUS.sub(lambda m: f"NOT {m.group(1)}", text).strip()
+        raise ConfigError(f"the search query {text!r} puts a minus before {minus.group(1)!r}, which leaves "
+                          f"nothing out here; write {meant!r} (NOT before the word to leave out).")
+
+
+def _fts5(text: str, e: OperationalError, columns: Sequence[str]) -> None:
+    """Raise ConfigError, one plain sentence, when `e` is the query's fault (SQLite's own words are
+    FTS5's grammar); else let the caller re-raise."""
+    said = str(e)
+    if not any(s in said.lower() for s in _QUERY_ERRORS):
+        return
+    column = re.match(r"no such column: (\S+)", said)
+    near = re.search(r'syntax error near "(.*)"', said)
+    if column and f"{column.group(1)}:" in text:
+        why = f"{column.group(1)!r} is not a field to search (the fields: {', '.join(columns)})"
+    elif column or (near and near.group(1) not in ("", "AND", "OR", "NOT")):
+        why = ("a word with punctuation in it (a dot, a dash, a colon) needs double quotes, such as "
+               "'\"n8n-nodes-base.slack\"'")
+    elif "unterminated" in said:
+        why = "a double quote is not closed (a phrase goes between two double quotes)"
+    elif near:
+        why = "AND, OR and NOT each need a word on both sides, and an open parenthesis its closing one"
+    else:
+        why = "it cannot be read"
+    raise _fail(text, why) from None
 
 
 def _sqlite_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
@@ -62,7 +95,7 @@ def _sqlite_templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[t
     try:
         return [tuple(r) for r in conn.execute(sql, (*marks, text, limit)).fetchall()]
     except OperationalError as e:
-        _fts5(text, e, "put words with punctuation in double quotes, e.g. '\"n8n-nodes-base.slack\"'.")
+        _fts5(text, e, COLUMNS)
         raise
 
 
@@ -77,7 +110,7 @@ def _sqlite_items(conn: Conn, source: str, text: str, limit: int, marks: Marks) 
     try:
         return [tuple(r) for r in conn.execute(sql, (*marks, text, source, limit)).fetchall()]
     except OperationalError as e:
-        _fts5(text, e, "put words with punctuation in double quotes.")
+        _fts5(text, e, tuple(ITEM_WEIGHT))
         raise
 
 
@@ -121,15 +154,14 @@ _WORD = re.compile(r"[\w][\w.\-]*", re.U)
 
 
 def _fail(text: str, why: str) -> ConfigError:
-    return ConfigError(f"the search query {text!r} cannot run here ({why}); use words, \"phrases\", prefix*, "
-                       f"NOT word, a OR b, or column:word.")
+    return ConfigError(f"the search query {text!r} cannot be read: {why}; {SYNTAX}.")
 
 
 def tsquery(text: str, weights: dict[str, str] = WEIGHT) -> tuple[str, list[str]]:
     """(SQL expression, params) of the tsquery for `text` (`weights`: the column names it knows and
     their weight class); ConfigError when it cannot be one."""
     if text.count('"') % 2:
-        raise _fail(text, "an unterminated double quote")
+        raise _fail(text, "a double quote is not closed (a phrase goes between two double quotes)")
     if "(" in text or ")" in text:
         raise _fail(text, "parentheses are not supported on PostgreSQL")
     parts: list[str] = []
@@ -148,7 +180,7 @@ def tsquery(text: str, weights: dict[str, str] = WEIGHT) -> tuple[str, list[str]
         if colon and not token.startswith('"') and column in weights:
             weight, token = weights[column], rest
         elif colon and not token.startswith('"') and _WORD.fullmatch(column):
-            raise _fail(text, f"there is no column {column!r} to search here")
+            raise _fail(text, f"{column!r} is not a field to search (the fields: {', '.join(weights)})")
         if token.startswith('"'):
             expr, value = "phraseto_tsquery('english', %s)", token.strip('"')
         elif token.endswith("*"):
@@ -282,6 +314,7 @@ def _name(record: str) -> Any:
 def templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
     """(id, name, snippet, rank, paid, hollow) of the best `limit` templates for `text`, best (lowest
     rank) first."""
+    check(text)
     if is_postgres(conn):
         return _pg_templates(conn, text, limit, marks)
     return _sqlite_templates(conn, text, limit, marks)
@@ -289,6 +322,7 @@ def templates(conn: Conn, text: str, limit: int, marks: Marks) -> list[tuple[Any
 
 def count(conn: Conn, text: str) -> int:
     """How many stored templates match `text`."""
+    check(text)
     if is_postgres(conn):
         return _pg_count(conn, text)
     return int(conn.execute("SELECT COUNT(*) FROM workflows_fts WHERE workflows_fts MATCH ?", (text,)).one()[0])
@@ -296,6 +330,7 @@ def count(conn: Conn, text: str) -> int:
 
 def items(conn: Conn, source: str, text: str, limit: int, marks: Marks) -> list[tuple[Any, ...]]:
     """(source, key, url, name, snippet, rank) of the best `limit` items of `source` for `text`."""
+    check(text)
     if is_postgres(conn):
         return _pg_items(conn, source, text, limit, marks)
     return _sqlite_items(conn, source, text, limit, marks)
@@ -309,6 +344,7 @@ def rebuild(conn: Conn) -> int:
 
 def _match(conn: Conn, text: str) -> tuple[str, list[Any]]:
     """(FROM fragment joining the full-text matches as `m` with their rank, its params)."""
+    check(text)
     if is_postgres(conn):
         expr, params = tsquery(text)
         # db/pg translates `?` for the whole statement: the tsquery's own placeholders become `?` too

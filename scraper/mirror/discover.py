@@ -13,6 +13,7 @@ import re
 from urllib.parse import urlsplit
 
 from scraper.base.errors import BudgetSpent, ConfigError, FetchError, ParseError, RobotsDisallowed
+from scraper.base.settings import DISCOVER_RATE_PER_S, DISCOVER_TIMEOUT_S
 from scraper.base.sources import Source
 from scraper.mirror import catalogue as walk
 from scraper.sites import catalogue
@@ -21,7 +22,6 @@ from scraper.sites import discover as infer
 log = logging.getLogger(__name__)
 
 SAMPLE = 20                 # pages read over plain HTTP
-RATE_PER_S = 1.0            # discover's own rate: one request a second, robots.txt may lower it
 BUDGET_PER_PAGE = 2         # the whole visit sends at most this many requests per sampled page (40 for 20)
 RENDER_PER_GROUP = 3        # pages of one URL shape rendered in the browser, at most
 MAX_PAGE_BYTES = 5 * 2**20  # a sampled page (decoded); bigger pages are not what a catalogue is made of
@@ -34,22 +34,21 @@ class Options:
     url: str
     name: str | None = None
     sample: int = SAMPLE
-    rate_per_s: float = RATE_PER_S
+    rate_per_s: float = DISCOVER_RATE_PER_S
     user_agent: str = "scraper"
-    timeout_s: float = 30.0
+    timeout_s: float = DISCOVER_TIMEOUT_S
     browser: str | None = None          # the Chromium executable, or None: no pages are rendered
 
 
-def check(url, name, sample, rate_per_s):
-    """The one sentence of what is wrong with discover's input, or None."""
+def check(url, name, sample):
+    """The one sentence of what is wrong with discover's input, or None (its rate and timeout are settings,
+    checked by their declarations)."""
     if not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", url or ""):
         return f"{url!r} is not an http(s) URL; give the site's address, such as https://events.example.org/"
     if name is not None and not re.fullmatch(r"[a-z0-9-]+", name):
         return f"--name {name!r} must be lower-case letters, digits and '-'"
     if sample < 1 or sample > 500:
         return f"--sample {sample} must be within 1..500"
-    if not rate_per_s > 0:
-        return f"--rate {rate_per_s:g} must be above 0"
     return None
 
 

@@ -5,8 +5,9 @@ import logging
 from urllib.parse import urlsplit
 
 from scraper.base.errors import ConfigError
+from scraper.base.sources import DEFAULT_PATH
 from scraper.base.urls import domain_of
-from scraper.db import origin
+from scraper.db import origin, sources_report
 from scraper.db.store import transaction
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,36 @@ def own_n8n_jobs(conn, settings):
     name = settings.n8n_source
     with transaction(conn) as c:
         return origin.give_jobs(c, ("n8n", "youtube"), name)
+
+
+def unnamed(conn, settings):
+    """[(source, jobs)] of the sources that hold jobs in this database but are not in the configured set
+    (a sources file in the folder replaces the built-in n8n source): seed, update and run leave their jobs
+    alone. The jobs of `n8n` are the n8n source's under whatever name the file gives it."""
+    named = {src.name for src in settings.sources}
+    if any(src.kind == "n8n" for src in settings.sources):
+        named.add("n8n")
+    return sorted((name, sum(counts.values())) for name, counts in sources_report.jobs_by_source(conn).items()
+                  if name not in named)
+
+
+def unnamed_warnings(conn, settings):
+    """One sentence per source `unnamed` finds: the set that leaves it out, its jobs, how to keep it."""
+    path = settings.sources_path
+    if path is None:
+        where = "the built-in source set (no sources file)"
+    elif path == f"./{DEFAULT_PATH}":
+        where = f"./{DEFAULT_PATH} (read because it is in this folder)"
+    else:
+        where = path
+    out = []
+    for name, jobs in unnamed(conn, settings):
+        table = ('a [[source]] table with name = "n8n" and kind = "n8n"' if name == "n8n"
+                 else f'its [[source]] table (name = "{name}") back')
+        out.append(f"{where} does not name the source {name!r}, which holds {jobs} job(s) in this database: seed, "
+                   f"update and run leave them alone; add {table} to keep it (with enabled = false to leave "
+                   f"it alone knowingly)")
+    return out
 
 
 def check_site(conn, source, adopt=False, now=0.0):

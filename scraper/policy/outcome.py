@@ -22,7 +22,9 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
         if set(kinds) - {"n8n"}:
             return ("next: nothing to do; `scraper seed` walks each source when it is due (`--source NAME` at "
                     "once) for what was published since.")
-        return "next: nothing to do; `scraper seed --from-search` adds templates published since."
+        # the README's (and the crontab's) command: the walk when it is due, old failures, then the run
+        return ("next: nothing to do; `scraper update` walks the n8n listing when it is due and fetches the "
+                "templates published since.")
     if code == FAILED and incomplete:
         cure = (f'; {scripted} of them carry scripts: set fetcher = "auto" for their source, then '
                 f"`scraper retry --failed`" if scripted else

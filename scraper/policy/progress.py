@@ -47,6 +47,14 @@ def from_counts(counts, recent, window_s, floor_s=0.0):
     return Progress(finished + remaining, finished, remaining, recent, window_s, floor_s)
 
 
+def of_run(own, left, recent, window_s, floor_s=0.0):
+    """This run's work, not the database's: `own` {status: jobs} the run finished (done, failed, invalid),
+    `left` {status: jobs} of the sources it works (their pending and running jobs are what remains)."""
+    finished = own.get("done", 0) + own.get("failed", 0) + own.get("invalid", 0)
+    remaining = left.get("pending", 0) + left.get("running", 0)
+    return Progress(finished + remaining, finished, remaining, recent, window_s, floor_s)
+
+
 def eta_floor_s(remaining_by_domain, rates, requests_per_job=None):
     """The least seconds the remaining jobs need: for each domain, its jobs left times the requests a job
     sends there, over its rate (requests/s); the slowest domain decides (domains work side by side).

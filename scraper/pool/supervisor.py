@@ -389,11 +389,22 @@ class Supervisor:
                  own["done"], own["failed"], own["invalid"], counts["done"], counts["failed"], counts["invalid"],
                  counts["pending"], self.recycles, self.restarts, code)
 
+    def _left(self):
+        """{status: jobs} of the sources this run works (the others' pending jobs are not its work)."""
+        from scraper.db import sources_report
+        mine = {src.name for src in self.s.working_sources}
+        left = {}
+        for name, counts in sources_report.jobs_by_source(self.queue.conn).items():
+            if name in mine:
+                for status, n in counts.items():
+                    left[status] = left.get(status, 0) + n
+        return left
+
     def _show(self, final=False):
         now = self.clock()
         window = progress.rate_window_s(now, self.started_at)
-        p = progress.from_counts(self.queue.counts(), self.queue.finished_since(now - window), window,
-                                 self._eta_floor())
+        p = progress.of_run(self.queue.run_counts(self.run_id), self._left(), self.queue.finished_since(now - window),
+                            window, self._eta_floor())
         note = progress.domains_note(self.queue.domains(), now)
         note = f" | {note}" if note else ""
         if self.tty:

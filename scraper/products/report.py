@@ -14,6 +14,7 @@ from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
 from scraper.db import counters, fetchlearn, reports, sources_report, store
 from scraper.db.queue import Queue
+from scraper.db.runstate import RUN_DEAD_AFTER_S
 from scraper.products import output, stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
@@ -28,7 +29,10 @@ def gather(conn, now, run_id=None, settings=None):
     n8n library is spoken of (scraper.products.scope)."""
     from scraper.products import scope as scope_mod
     scope = scope_mod.of(conn, settings)
-    runs = [_run_figures(conn, r) for r in reports.runs(conn)]
+    runs = [_run_figures(conn, r, now) for r in reports.runs(conn)]
+    for run, later in zip(runs, runs[1:], strict=False):
+        if run["state"] == "killed":
+            run["resumed_by"] = later["id"]     # its jobs came back to the next run (leases, orphans)
     chosen = None
     if run_id is not None:
         chosen = next((r for r in runs if r["id"] == run_id), None)
@@ -90,8 +94,9 @@ def write(conn, path, now, run_id=None, settings=None):
 # --- figures --------------------------------------------------------------------------------------
 
 
-def _run_figures(conn, r):
-    """One run's row of the history: its settings, its window, and what its requests and jobs did."""
+def _run_figures(conn, r, now):
+    """One run's row of the history: its settings, its window, what its requests and jobs did, and its
+    state: finished, running (its heartbeat is fresh at `now`) or killed (it stopped beating unfinished)."""
     try:
         settings = json.loads(r["settings"] or "{}")
     except ValueError:
@@ -112,6 +117,9 @@ def _run_figures(conn, r):
     return {
         "id": r["id"], "started": _iso(start), "started_at": start, "end_at": end,
         "finished": r["finished_at"] is not None, "duration_s": round(duration, 1),
+        "state": "finished" if r["finished_at"] is not None else
+                 "running" if (r["heartbeat_at"] or 0) >= now - RUN_DEAD_AFTER_S else "killed",
+        "resumed_by": None,
         "workers": r["workers"], "rate_per_s": rate if settings.get("limiter", True) else None,
         "domain": domain,
         "burst": settings.get("burst"), "exit_code": r["exit_code"],
@@ -188,6 +196,15 @@ def _iso(ts):
     return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _ending(run):
+    """The runs table's last cell: the exit code, or what became of a run that has none."""
+    if run["exit_code"] is not None:
+        return run["exit_code"]
+    if run["state"] != "killed":
+        return run["state"]
+    return f"killed; run {run['resumed_by']} resumed it" if run["resumed_by"] else "killed; the next run resumes it"
+
+
 def _runs_table(runs):
     head = ("run", "started", "duration", "workers", "rate limit", "done in run", "requests", "errors", "429s",
             "p50 latency", "exit")
@@ -197,7 +214,7 @@ def _runs_table(runs):
                  "off" if r["rate_per_s"] is None else f"{r['rate_per_s']:g}/s, burst {r['burst']}",
                  r["done_in_run"], r["requests"], r["errors"], r["http_429"],
                  "-" if r["latency_p50_ms"] is None else f"{r['latency_p50_ms']} ms",
-                 "running or crashed" if r["exit_code"] is None else r["exit_code"])
+                 _ending(r))
         rows.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
     if not rows:
         rows.append(f'<tr><td colspan="{len(head)}">no run recorded yet</td></tr>')

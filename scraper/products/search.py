@@ -39,6 +39,21 @@ def query_items(conn, source, text, limit=LIMIT):
              "rank": round(r[5], 4)} for r in found]
 
 
+def check_source(conn, name, configured):
+    """ConfigError (one sentence) unless `name` is a catalogue source: one whose items the database holds,
+    or one of kind catalogue in the configured sources (`configured`, which may not have walked yet)."""
+    from scraper.db import sources_report
+    held = set(sources_report.items_by_source(conn))
+    catalogues = {src.name for src in configured if src.kind == "catalogue"}
+    if name in held | catalogues:
+        return
+    if name == "n8n" or any(src.name == name and src.kind == "n8n" for src in configured):
+        raise ConfigError(f"{name} is the n8n source: its templates are searched without --source.")
+    known = sorted(held | catalogues)
+    have = f"the catalogue sources here: {', '.join(known)}" if known else "this database holds no catalogue item"
+    raise ConfigError(f"there is no catalogue source {name!r} to search ({have}).")
+
+
 def render_items(source, text, results):
     if not results:
         return f"no item of {source} matches {text!r}."
