@@ -8,12 +8,19 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from scraper.db import sqlite
+
 
 def connect(path: str) -> sqlite3.Connection:
-    """The limiter file's connection: WAL, its writes queued behind each other for up to 30 s."""
-    conn = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False, timeout=30)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    """The limiter file's connection: WAL, its writes queued behind each other for up to 30 s. A file that
+    cannot be opened is the project's `DatabaseError`, as for the database itself (a worker says so and
+    stops; sqlite3's own class is caught by no one above db/)."""
+    try:
+        conn = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.Error as e:
+        raise sqlite.error(e) from e
     return conn
 
 
