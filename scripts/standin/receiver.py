@@ -97,7 +97,8 @@ class Receiver(JsonService):
 
 
 def _arguments(parser):
-    parser.add_argument("--status", default="200", help="hang, or the status answered: " + ", ".join(map(str, STATUSES)))
+    parser.add_argument("--status", default="200",
+                        help="hang, or the status answered: " + ", ".join(map(str, STATUSES)))
     parser.add_argument("--retry-after", type=int, default=None, help="seconds, sent with 429 and 503")
     parser.add_argument("--hang-s", type=float, default=60.0, help="how long `hang` keeps a request unanswered")
 
