@@ -17,9 +17,10 @@ invalidCount}`` (camel) or ``{id, ..., created_at, started_at, ...}`` (snake); s
 
 With ``--key`` every request needs ``Authorization: Bearer KEY`` (else 401). Control routes:
 ``GET /_standin/etl`` (every run with its items, the counters, and whether a key was ever sent wrong),
-``POST /_standin/etl {"spelling", "fail": N, "slow": N, "slow_s": S, "hostile": N}``: the next N API
-requests answer 500, are done but answered only after ``slow_s`` (a client's timeout), or answer 200 with
-a body that is no run. Standard library only; binds 127.0.0.1 only.
+``POST /_standin/etl {"spelling", "fail": N, "slow": N, "slow_s": S, "hostile": N, "only": "POST /runs"}``:
+the next N API requests (those starting with ``only``, when given) answer 500, are done but answered only
+after ``slow_s`` (a client's timeout), or answer 200 with a body that is no run. Standard library only;
+binds 127.0.0.1 only.
 """
 
 import datetime
@@ -70,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
             site.count("unauthorized")
             answer(self, 401, {"error": "unauthorized"})
             return
-        fault = site.take_fault()
+        fault = site.take_fault(f"{method} {parts.path}")
         if fault == "fail":
             answer(self, 500, {"error": "internal error (stand-in fault)"})
             return
@@ -105,9 +106,10 @@ class EtlApi(JsonService):
                          "unauthorized": 0, "requests": 0}
         self.faults = {"fail": 0, "slow": 0, "hostile": 0}
         self.slow_s = 2.0
+        self.only = ""
         self.control(spelling=spelling)
 
-    def control(self, spelling=None, fail=0, slow=0, slow_s=None, hostile=0):
+    def control(self, spelling=None, fail=0, slow=0, slow_s=None, hostile=0, only=""):
         with self.lock:
             if spelling is not None:
                 if spelling not in SPELLINGS:
@@ -117,11 +119,14 @@ class EtlApi(JsonService):
                 self.faults[name] += int(n)
             if slow_s is not None:
                 self.slow_s = float(slow_s)
+            self.only = str(only)
             return {"spelling": self.spelling, "faults": dict(self.faults)}
 
-    def take_fault(self):
+    def take_fault(self, request):
         with self.lock:
             self.counters["requests"] += 1
+            if not request.startswith(self.only):
+                return None
             for name in ("fail", "slow", "hostile"):
                 if self.faults[name] > 0:
                     self.faults[name] -= 1
