@@ -70,9 +70,3 @@ def counts(conn: Conn, etl_id: str, source: str) -> dict[str, int]:
                         (source,)).fetchone()[0]
     return {"total": sum(out.values()) + int(left), **out}
 
-
-def begin(conn: Conn, url: str) -> None:
-    """The ETL API's row in `webhook_endpoints`, made at the outbox's head when it has none."""
-    with transaction(conn) as c:
-        c.execute("INSERT INTO webhook_endpoints (url, cursor) VALUES (?, (SELECT coalesce(MAX(seq), 0) FROM events)) "
-                  "ON CONFLICT (url) DO NOTHING", (url,))

@@ -21,6 +21,7 @@ import logging
 import time
 
 from scraper.base.webhooks import Endpoint
+from scraper.db import deliveries
 from scraper.db import etl as etl_db
 from scraper.net import etl as etl_net
 from scraper.net import webhook
@@ -44,7 +45,7 @@ def endpoint(settings):
 def begin(conn, settings):
     """Make the ETL API's cursor at the outbox's head the first time (before a run writes its events)."""
     if settings.etl_url:
-        etl_db.begin(conn, endpoint(settings).shown)
+        deliveries.begin(conn, endpoint(settings).shown)
 
 
 class Reporter:
