@@ -39,8 +39,8 @@ def _failed_run(db, pid, code=1, host=None):
     return run_id
 
 
-def test_a_failure_a_crash_kept_untold_is_told_after_the_restart_exactly_once(tmp_path, hooks):
-    db = str(tmp_path / "jobs.db")
+def test_a_failure_a_crash_kept_untold_is_told_after_the_restart_exactly_once(backend, hooks):
+    db = str(backend)
     store.open_db(db).close()
     _health(hooks, db).started()                 # the command that will be killed: its start ping
     _failed_run(db, pid=999_999)                 # its run failed (exit 1) and it was killed before telling

@@ -18,6 +18,7 @@ from scraper.db import etl as etl_db
 from scraper.db.queue import Queue
 from scraper.mirror import delivery, etl
 from scraper.net import etl as etl_net
+from scraper.products import status
 from scripts.standin.etl import EtlApi
 from tests.helpers import invoke
 
@@ -77,7 +78,8 @@ def test_a_run_is_one_etl_run_with_batched_updates_and_counts_that_add_up(backen
     # batched: 250 updates in a few requests of at most 100
     assert state["counters"]["item_updates"] == 250 and state["counters"]["item_posts"] == 4
     assert state["counters"]["creates"] == 1 and state["counters"]["unauthorized"] == 0
-    assert deliveries.report(conn, [etl.endpoint(s).shown], T0)[0]["backlog"] == 0
+    (shown,) = status.endpoints(conn, T0, s)          # `status --json` lists it beside the webhooks
+    assert shown["url"] == api.url and shown["backlog"] == 0 and not shown["disabled"]
     conn.close()
 
 
