@@ -172,3 +172,25 @@ def test_an_unfinished_run_is_continued_after_a_kill_9(tmp_path):
     assert run["counts"] == {"total": 20, "done": 20, "failed": 0, "invalid": 0}
     assert len({etl_db.mapped(conn, r, "n8n") for r in (1, run2)}) == 1
     conn.close()
+
+
+def test_run_reports_beside_itself_with_the_key_and_stores_it_nowhere(tmp_path, monkeypatch):
+    """`scraper run` (in-process): the relay reports the run before the command returns; the key is sent as
+    a bearer token and is in no row of the database."""
+    db = str(tmp_path / "jobs.db")
+    conn = store.open_db(db)
+    _seed(conn, 2)
+    with EtlApi(spelling="snake", key=KEY) as api:
+        monkeypatch.setenv("SCRAPER_ETL_URL", api.url)
+        monkeypatch.setenv("SCRAPER_ETL_KEY", KEY)
+        # both jobs are made invalid before the run: it has nothing to fetch, and ends at once
+        conn.execute("UPDATE jobs SET status = 'invalid'")
+        done = invoke("run", "--workers", "1", db=db)
+        state = api.snapshot()
+    assert done.exit_code == 0, done.output
+    (run,) = state["runs"]
+    assert run["status"] == "finished" and state["counters"]["unauthorized"] == 0
+    dumped = "\n".join(str(tuple(r)) for t in ("runs", "webhook_endpoints", "deliveries", "etl_runs", "events")
+                       for r in conn.execute(f"SELECT * FROM {t}"))
+    assert KEY not in dumped and "etl_key" not in dumped
+    conn.close()

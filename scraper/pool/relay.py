@@ -12,9 +12,11 @@ import logging
 import multiprocessing
 import os
 import signal
+import time
 
 log = logging.getLogger(__name__)
 
+NAP_S = 0.05                # how soon an idle relay notices its stop
 STOP_WAIT_S = 45.0          # the last pass: a few batches, each bounded by its endpoint's timeout (15 s)
 
 
@@ -25,18 +27,30 @@ def _main(settings, parent):
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, signal.SIG_IGN)         # a Ctrl-C is the run's: it stops us with SIGTERM
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})    # a stop sent before now arrives here
+
+    def stop():
+        return bool(stopping) or os.getppid() != parent
+
     conn = store.connect(settings.db_path)
     try:
         reporter = etl.Reporter.of(conn, settings)
         to_etl = None if reporter is None else (etl.endpoint(settings), reporter)
-        delivery.deliver(conn, settings.webhooks, follow=True, stop=lambda: bool(stopping) or os.getppid() != parent,
-                         etl=to_etl)
+        delivery.deliver(conn, settings.webhooks, follow=True, stop=stop, etl=to_etl,
+                         sleep=lambda s: _nap(s, stop))
         if stopping:
             delivery.deliver(conn, settings.webhooks, etl=to_etl)
     except Exception:
         log.exception("webhook delivery stopped; `scraper deliver` goes on from each endpoint's cursor")
     finally:
         conn.close()
+
+
+def _nap(seconds, stop):
+    """Sleep up to `seconds`, waking within NAP_S of `stop()` (a sleep resumes after the SIGTERM handler: the
+    run's command would wait out a whole idle poll before its last pass)."""
+    deadline = time.monotonic() + seconds
+    while not stop() and time.monotonic() < deadline:
+        time.sleep(min(NAP_S, max(0.0, deadline - time.monotonic())))
 
 
 def _begin_etl(settings):
