@@ -13,7 +13,7 @@ import time
 import pytest
 
 from scraper.base import settings as settings_mod
-from scraper.db import deliveries, store
+from scraper.db import deliveries, runrecord, store
 from scraper.db import etl as etl_db
 from scraper.db.queue import Queue
 from scraper.mirror import delivery, etl
@@ -107,6 +107,30 @@ def test_a_create_retried_after_a_timeout_makes_one_run_and_a_hostile_answer_fai
     (run,) = state["runs"]                          # one run, though the create was sent more than once
     assert run["status"] == "finished" and run["counts"]["done"] == 3
     assert deliveries.state(conn, ep.shown)["attempts"] == 0
+    conn.close()
+
+
+def test_done_items_go_at_each_progress_and_the_run_is_finalized_at_its_end(tmp_path):
+    db = str(tmp_path / "jobs.db")
+    conn = store.open_db(db)
+    with EtlApi(spelling="camel") as api:
+        s = settings_mod.build(db_path=db, etl_url=api.url)
+        etl.begin(conn, s)
+        _seed(conn, 5)
+        run_id = store.start_run(conn, 1, T0, 1, "{}", "host", ["n8n"])
+        _work(conn, run_id, done=3)
+        with store.transaction(conn) as c:
+            runrecord.progress(c, run_id, T0 + 60)
+        _deliver(conn, s)
+        (running,) = api.snapshot()["runs"]
+        _work(conn, run_id, done=1, invalid=1, at=T0 + 100)
+        store.finish_run(conn, run_id, T0 + 200, {"done": 4, "failed": 0, "invalid": 1}, 0)
+        _deliver(conn, s)
+        (finished,) = api.snapshot()["runs"]
+    assert running["status"] == "running"
+    assert sorted(k for k, v in running["items"].items() if v["status"] == "done") == ["n8n:0", "n8n:1", "n8n:2"]
+    assert finished["status"] == "finished" and finished["items"]["n8n:4"]["status"] == "invalid"
+    assert finished["counts"] == {"total": 5, "done": 4, "failed": 0, "invalid": 1}
     conn.close()
 
 

@@ -216,7 +216,8 @@ class EtlApi(JsonService):
     def snapshot(self):
         """Every run with its items (internal names), the counters and the faults left."""
         with self.lock:
-            return {"runs": [{**r, "items": dict(r["items"])} for r in self.runs.values()],
+            return {"runs": [{**r, "counts": dict(r["counts"]), "items": {k: dict(v) for k, v in r["items"].items()}}
+                             for r in self.runs.values()],
                     "counters": dict(self.counters), "faults": dict(self.faults), "spelling": self.spelling,
                     "at": time.time()}
 
