@@ -75,6 +75,7 @@ bench: install
 	$(BIN)/python -m scripts.bench
 	$(BIN)/python -m scripts.bench_postgres
 	$(BIN)/python -m scripts.bench_transcripts
+	$(BIN)/python -m scripts.bench_delivery
 
 clean:
 	rm -rf $(VENV) *.egg-info $(DEMO_DB) $(DEMO_DB)-*

@@ -16,6 +16,7 @@ from scraper.base.errors import ConfigError
 from scraper.base.webhooks import Endpoint, Secret, parse
 from scraper.db import deliveries, events, store
 from scraper.mirror import delivery
+from scripts.standin.receiver import Receiver
 from tests.helpers import assert_one_sentence_error, invoke
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
@@ -213,36 +214,18 @@ def test_two_deliverers_take_turns_on_an_endpoint(outbox):
 
 
 def test_a_run_delivers_beside_itself_and_sends_its_last_events_before_it_returns(tmp_path, outbox):
-    """relay.beside: a process of its own, stopped after a last pass (a real receiver on 127.0.0.1)."""
-    import http.server
-    import threading
-
+    """relay.beside: a process of its own, stopped after a last pass (the receiver stand-in on 127.0.0.1)."""
     from scraper.pool import relay
-    got = []
-
-    class Receiver(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            got.append((dict(self.headers), self.rfile.read(int(self.headers["content-length"]))))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        hook = f"http://127.0.0.1:{server.server_address[1]}/in"
+    with Receiver() as receiver:
+        hook = receiver.url + "/in"
         s = settings.build(db_path=str(tmp_path / "jobs.db"), webhooks=(endpoint(url=hook, sources=()),))
         with relay.beside(s):
             pass
-    finally:
-        server.shutdown()
-        server.server_close()
+        got = [(r["headers"], r["body"]) for r in receiver.received()]
     sent = [e for _, body in got for e in json.loads(body)]
     assert [e["subject"] for e in sent] == ["1", "3", "4", "5"]
     for head, body in got:
-        Webhook(SECRET).verify(body, {k.lower(): v for k, v in head.items()})
+        Webhook(SECRET).verify(body, head)
     assert deliveries.state(outbox, hook)["cursor"] == 5
 
 

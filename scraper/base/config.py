@@ -16,15 +16,17 @@ import sys
 from scraper.base import proxies
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
+from scraper.base.webhooks import Secret
 
 FILE_NAME = "scraper.toml"          # read from the working folder when it exists and --config is not given
 ENV_CONFIG = "SCRAPER_CONFIG"
 TABLE = "scraper"
 MAX_FILE_BYTES = 1 * 2**20          # a configuration file is a few KB; refuse anything absurd before parsing
 ORIGINS = ("default", "file", "env", "cli")
-KINDS = ("int", "float", "bool", "choice", "list", "url", "str", "path")
+KINDS = ("int", "float", "bool", "choice", "list", "url", "str", "path", "secret")   # secret: shown as ***
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-METAVARS = {"int": "INTEGER", "float": "FLOAT", "url": "URL", "path": "FILE", "str": "TEXT", "list": "VALUE"}
+METAVARS = {"int": "INTEGER", "float": "FLOAT", "url": "URL", "path": "FILE", "str": "TEXT", "list": "VALUE",
+            "secret": "TEXT"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +91,8 @@ class Spec:
         return value
 
     def shown_raw(self, raw):
+        if self.kind == "secret":
+            return "***"
         if isinstance(raw, tuple | list):
             raw = ",".join(map(str, raw))
         if isinstance(raw, float):
@@ -131,8 +135,14 @@ class Spec:
                     or (self.at_least is not None and value < self.at_least):
                 raise ValueError
             return value
+        if self.kind == "secret" and isinstance(raw, Secret):     # already parsed (a library caller's)
+            return raw
         if not isinstance(raw, str):
             raise ValueError
+        if self.kind == "secret":
+            if not raw.strip() or not raw.isprintable():
+                raise ValueError
+            return Secret(raw.strip())
         if self.kind == "choice":
             found = [c for c in self.choices if c.lower() == raw.strip().lower()]
             if not found:
@@ -147,6 +157,8 @@ class Spec:
         as ***."""
         if value is None:
             return None
+        if self.kind == "secret":
+            return "***"
         if self.kind == "list":
             return [self.show_item(v) if self.show_item else v for v in value]
         if self.kind in ("url", "path", "str"):

@@ -185,6 +185,12 @@ class Settings:
     proxy_quarantine_s: float = setting(PROXY_QUARANTINE_S, "proxy_quarantine", "float", "First quarantine of a "
                                         "failed proxy; it doubles while it keeps failing, at most 1 h, with "
                                         "jitter.", unit="s", above=0)
+    etl_url: str | None = setting(None, "etl_url", "url", "The ETL API each run reports to (created with its items, "
+                                  "item updates in batches, finalized with its counts; fed from the outbox).",
+                                  optional=True)
+    etl_key: webhooks.Secret | None = setting(None, "etl_key", "secret", "The ETL API's key (sent as a bearer token; "
+                                              "shown nowhere: set it in the environment as SCRAPER_ETL_KEY).",
+                                              optional=True, allowed="one line of text")
     retry_after_h: float = setting(RETRY_AFTER_H, "retry_after", "float", "`update` retries only failed jobs whose "
                                    "last failure is older than this.", unit="h", at_least=0)
     # not settings: fixed values (the guide names them), and what a command adds

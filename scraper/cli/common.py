@@ -292,10 +292,12 @@ def stops_cleanly(what, partial=None):
 def health(s, what):
     """`with health(s, "run") as h:` the command's ping at its start; a Failure or crash inside is
     reported (ping /fail, notification) before it propagates. The block calls `health.finished(code, ...)`
-    itself when it ends on its own. Nothing is sent where ping_url and notify_url are not set."""
+    itself when it ends on its own. Nothing is sent where ping_url and notify_url are not set. A failure the
+    outbox holds that a crash kept untold is told first (mirror/announce)."""
+    from scraper.mirror import announce
     from scraper.net import notify
     pings = notify.Health(s.ping_url, s.notify_url, record=lambda at, kind, ok: _record(s, at, kind, ok),
-                          what=what, user_agent=s.user_agent)
+                          what=what, user_agent=s.user_agent, outbox=announce.Outbox(s.db_path))
     pings.started()
     try:
         yield pings

@@ -19,10 +19,16 @@ def _endpoints(s):
     except ImportError:
         raise Failure("webhooks need the standardwebhooks and cloudevents packages: pip install "
                       "'scraper[webhooks]'.") from None
-    if not s.webhooks:
+    if not s.webhooks and not s.etl_url:
         raise Failure("no webhook endpoint is configured; add a [[webhook]] table (url, secret = \"${NAME}\") to "
-                      "scraper.toml.")
+                      "scraper.toml (or set etl_url).")
     return s.webhooks
+
+
+def _shown(s):
+    """The URLs of every endpoint as `deliveries` shows them: the webhooks', then the ETL API's."""
+    from scraper.mirror import etl
+    return [e.shown for e in s.webhooks] + ([etl.endpoint(s).shown] if s.etl_url else [])
 
 
 @click.command("deliver")
@@ -31,7 +37,8 @@ def _endpoints(s):
 def deliver_cmd(ctx, follow):
     """Send the outbox's events to every [[webhook]] endpoint: in order, in batches, signed (Standard
     Webhooks), as CloudEvents; an endpoint's cursor moves only over a 2xx, and a failed batch is retried on
-    the endpoint's schedule with the same id and bytes. Without --follow, stops when nothing is due.
+    the endpoint's schedule with the same id and bytes. With etl_url, the runs go to the ETL API the same
+    way. Without --follow, stops when nothing is due.
 
     \b
     Example:
@@ -39,13 +46,16 @@ def deliver_cmd(ctx, follow):
         scraper deliver --follow
     """
     from scraper.db import deliveries
-    from scraper.mirror import delivery
+    from scraper.mirror import delivery, etl
     s = command_settings(ctx)
     endpoints = _endpoints(s)
     with existing_db(s) as conn:
+        etl.begin(conn, s)
+        reporter = etl.Reporter.of(conn, s)
         with stops_cleanly("deliver", partial="every attempt made is recorded"):
-            made = delivery.deliver(conn, endpoints, follow=follow)
-        report = deliveries.report(conn, [e.shown for e in endpoints], time.time())
+            made = delivery.deliver(conn, endpoints, follow=follow,
+                                    etl=None if reporter is None else (etl.endpoint(s), reporter))
+        report = deliveries.report(conn, _shown(s), time.time())
     sent = sum(a["events"] for a in made if a["ok"])
     failed = [a for a in made if not a["ok"]]
     say(f"delivered {sent} event(s) in {len(made) - len(failed)} request(s); {len(failed)} attempt(s) failed.")
@@ -101,9 +111,9 @@ def deliveries_cmd(ctx, as_json):
     """
     from scraper.db import deliveries
     s = command_settings(ctx)
-    endpoints = _endpoints(s)
+    _endpoints(s)
     with existing_db(s) as conn:
-        report = deliveries.report(conn, [e.shown for e in endpoints], time.time())
+        report = deliveries.report(conn, _shown(s), time.time())
         failures = deliveries.failures(conn, FAILURES_SHOWN)
     if as_json:
         click.echo(json.dumps({"endpoints": report, "failures": failures}, indent=2))

@@ -18,7 +18,8 @@ SHOWN = ("workers", "rate", "burst", "timeout", "max_attempts", "memory_limit", 
          "transcripts", "ping_url")
 HIDDEN = ("max_answer_mb", "lease", "with_page", "max_jobs_per_worker", "breaker_failures", "breaker_open",
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
-          "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine")
+          "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
+          "etl_key")
 
 
 @click.command("run")

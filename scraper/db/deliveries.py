@@ -23,6 +23,14 @@ def state(conn: Conn, url: str) -> dict[str, Any]:
     return {k: row[k] for k in STATE}
 
 
+def begin(conn: Conn, url: str) -> None:
+    """Make a reader's row at the outbox's head when it has none (a reader that wants what comes from now on:
+    the ETL API, the health announcements), so that it never replays the history."""
+    with transaction(conn) as c:
+        c.execute("INSERT INTO webhook_endpoints (url, cursor) VALUES (?, (SELECT coalesce(MAX(seq), 0) FROM events)) "
+                  "ON CONFLICT (url) DO NOTHING", (url,))
+
+
 def take(conn: Conn, url: str, now: float, until: float) -> dict[str, Any] | None:
     """Hold the endpoint until `until` for one attempt, when it is due, enabled and held by no other deliverer;
     its row as it is then, or None."""

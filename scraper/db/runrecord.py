@@ -165,6 +165,12 @@ def listing(conn: Conn, now: float, source: str | None = None, status_: str | No
     return out
 
 
+def started_by(conn: Conn, run_id: int) -> tuple[int | None, str | None]:
+    """(pid, host) of the process that ran run `run_id` ((None, None) for an unknown run)."""
+    row = conn.execute("SELECT pid, host FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return (None, None) if row is None else (row["pid"], row["host"])
+
+
 def latest(conn: Conn, now: float, source: str | None = None) -> dict[str, Any] | None:
     """The newest run (of `source`), as `listing` gives it, or None."""
     found = listing(conn, now, source=source, limit=1)

@@ -44,9 +44,11 @@ def _batch(conn, endpoint, st):
             return chosen, cursor
 
 
-def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.random):
+def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.random, send=None):
     """One attempt for each endpoint that is due and has something to send; returns what happened, one
-    dict per attempt: {url, webhook_id, events, status, error, ok, disabled}."""
+    dict per attempt: {url, webhook_id, events, status, error, ok, disabled}. `send(endpoint, batch, now)`
+    makes an attempt (default: the signed webhook POST; the ETL API has its own, mirror/etl)."""
+    send = send or (lambda endpoint, batch, at: _send(endpoint, batch, at, post))
     done = []
     for endpoint in endpoints:
         url = endpoint.shown
@@ -63,7 +65,7 @@ def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.ran
             continue
         if st["pending_upto"] is None:
             deliveries.pin(conn, url, upto, now)
-        outcome = _send(endpoint, batch, now, post)
+        outcome = send(endpoint, batch, now)
         status, error = outcome["status"], outcome["error"]
         verdict = delivery.verdict(status)
         wait = None
@@ -111,11 +113,15 @@ def _send(endpoint, batch, now, post):
 
 
 def deliver(conn, endpoints, clock=time.time, sleep=time.sleep, follow=False, stop=lambda: False,
-            post=webhook.post):
-    """Deliver until nothing is due (or, with `follow`, until `stop()`); returns the attempts made."""
+            post=webhook.post, etl=None):
+    """Deliver until nothing is due (or, with `follow`, until `stop()`); returns the attempts made. `etl`:
+    (the ETL API as an endpoint, a mirror.etl.Reporter), delivered in the same loop."""
     made = []
     while not stop():
-        got = deliver_once(conn, endpoints, clock(), post)
+        now = clock()
+        got = deliver_once(conn, endpoints, now, post)
+        if etl is not None:
+            got += deliver_once(conn, [etl[0]], now, send=etl[1].send)
         made += got
         if not got:
             if not follow:

@@ -5,7 +5,8 @@ Kuma: `URL/start`, then `URL` or `URL/fail`) and a chat message on failure (Slac
 These calls go to the operator's service, not to a site we mirror: no robots.txt, no rate limit. Each is
 bounded (TIMEOUT_S per try, TRIES tries), and a failure is logged and recorded, never raised: telling
 about a run never changes how the run ends. `run` calls `started` and `finished`; so can any other command
-that runs unattended (`scraper update`).
+that runs unattended (`scraper update`). With an `outbox` (mirror/announce), a run's failure that a crash
+kept from being told (its `run.finished` committed, the call never made) is told at the next start, once.
 """
 
 import logging
@@ -73,17 +74,28 @@ class Health:
     (for `status --json`'s `last_notification`). Does nothing where a URL is not set."""
 
     def __init__(self, ping_url=None, notify_url=None, record=None, what="run", user_agent=None, clock=time.time,
-                 sender=send):
+                 sender=send, outbox=None):
         self.ping_url = (ping_url or "").rstrip("/") or None
         self.notify_url = notify_url or None
         self.record, self.what, self.ua, self.clock, self.send = record, what, user_agent, clock, sender
+        # mirror/announce: the failures in the outbox that a crash left untold (told before the start ping)
+        # and the end of this command's own (told here)
+        self.outbox = outbox if (self.ping_url or self.notify_url) else None
 
     def started(self):
+        if self.outbox is not None:
+            self.outbox.overdue(self)
         if self.ping_url:
             self._call("start", "POST", self.ping_url + "/start")
 
     def finished(self, code, last_line="", counts=None):
         """Tell how the command ended: the success or fail ping, and a message unless it ended well."""
+        self.tell(code, last_line, counts)
+        if self.outbox is not None:
+            self.outbox.settled(self)
+
+    def tell(self, code, last_line="", counts=None, what=None):
+        """The success or fail ping of an exit code, and the message unless it is harmless."""
         harmless = code in HARMLESS
         if self.ping_url:
             self._call("success" if harmless else "fail", "POST",
@@ -91,7 +103,7 @@ class Health:
                        body=(last_line or "")[:BODY_MAX_CHARS].encode("utf-8"))
         if self.notify_url and not harmless:
             self._call("notify", "POST", self.notify_url,
-                       json_body={"text": message(code, self.what, last_line, counts)})
+                       json_body={"text": message(code, what or self.what, last_line, counts)})
 
     def _call(self, kind, method, url, **kwargs):
         ok = self.send(method, url, user_agent=self.ua, **kwargs)

@@ -1,4 +1,4 @@
-"""Webhook delivery beside a run (`run`, and `update` through it): a process of its own that delivers the
+"""Webhook (and ETL API) delivery beside a run (`run`, and `update` through it): a process of its own that delivers the
 outbox as the run writes it (`mirror/delivery`), so a receiver that is slow or down never holds a worker.
 
 It starts before the supervisor (which leaves a child it did not start alone), stops on SIGTERM after a
@@ -12,36 +12,68 @@ import logging
 import multiprocessing
 import os
 import signal
+import time
 
 log = logging.getLogger(__name__)
 
+NAP_S = 0.05                # how soon an idle relay notices its stop
 STOP_WAIT_S = 45.0          # the last pass: a few batches, each bounded by its endpoint's timeout (15 s)
 
 
 def _main(settings, parent):
     from scraper.db import store
-    from scraper.mirror import delivery
+    from scraper.mirror import delivery, etl
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     signal.signal(signal.SIGINT, signal.SIG_IGN)         # a Ctrl-C is the run's: it stops us with SIGTERM
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})    # a stop sent before now arrives here
+
+    def stop():
+        return bool(stopping) or os.getppid() != parent
+
     conn = store.connect(settings.db_path)
     try:
-        delivery.deliver(conn, settings.webhooks, follow=True, stop=lambda: bool(stopping) or os.getppid() != parent)
+        reporter = etl.Reporter.of(conn, settings)
+        to_etl = None if reporter is None else (etl.endpoint(settings), reporter)
+        delivery.deliver(conn, settings.webhooks, follow=True, stop=stop, etl=to_etl,
+                         sleep=lambda s: _nap(s, stop))
         if stopping:
-            delivery.deliver(conn, settings.webhooks)
+            delivery.deliver(conn, settings.webhooks, etl=to_etl)
     except Exception:
         log.exception("webhook delivery stopped; `scraper deliver` goes on from each endpoint's cursor")
     finally:
         conn.close()
 
 
+def _nap(seconds, stop):
+    """Sleep up to `seconds`, waking within NAP_S of `stop()` (a sleep resumes after the SIGTERM handler: the
+    run's command would wait out a whole idle poll before its last pass)."""
+    deadline = time.monotonic() + seconds
+    while not stop() and time.monotonic() < deadline:
+        time.sleep(min(NAP_S, max(0.0, deadline - time.monotonic())))
+
+
+def _begin_etl(settings):
+    """The ETL API's cursor, made before the run writes its first event (and before the fork: nothing open
+    crosses it)."""
+    from scraper.db import store
+    from scraper.mirror import etl
+    conn = store.open_db(settings.db_path)
+    try:
+        etl.begin(conn, settings)
+    finally:
+        conn.close()
+
+
 @contextlib.contextmanager
 def beside(settings):
-    """`with beside(settings):` delivery runs while the block does, when `settings.webhooks` lists endpoints."""
-    if not settings.webhooks:
+    """`with beside(settings):` delivery runs while the block does, when `settings.webhooks` lists endpoints
+    or `settings.etl_url` is set."""
+    if not settings.webhooks and not settings.etl_url:
         yield
         return
+    if settings.etl_url:
+        _begin_etl(settings)
     process = multiprocessing.get_context("fork").Process(target=_main, args=(settings, os.getpid()),
                                                            name="webhooks", daemon=True)
     # blocked across the fork: a SIGTERM that comes before the child's handler waits for it, not kills it

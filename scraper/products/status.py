@@ -69,12 +69,15 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
 
 
 def endpoints(conn, now, settings=None):
-    """The webhook endpoints as `status --json` shows them (db/deliveries.report): [{url (without
-    credentials), cursor, backlog, oldest_s, last_error, disabled, ...}]."""
+    """The webhook endpoints, then the ETL API, as `status --json` shows them (db/deliveries.report): [{url
+    (without credentials), cursor, backlog, oldest_s, last_error, disabled, ...}]."""
     from scraper.db import deliveries, schema
-    if settings is None or not settings.webhooks or not schema.has_table(conn, "webhook_endpoints"):
+    from scraper.mirror import etl
+    if settings is None or not (settings.webhooks or settings.etl_url) \
+            or not schema.has_table(conn, "webhook_endpoints"):
         return []
-    return deliveries.report(conn, [e.shown for e in settings.webhooks], now)
+    return deliveries.report(conn, [e.shown for e in settings.webhooks]
+                             + ([etl.endpoint(settings).shown] if settings.etl_url else []), now)
 
 
 def proxies(conn, now, settings=None):

@@ -6,6 +6,11 @@
 - ``python -m scripts.standin.catalogue``: a city events calendar found through a sitemap index with
   gzipped children, JSON-LD event pages and script-rendered ones (``catalogue.CatalogueSite``); on
   127.0.0.2 by default, so it is another domain for the limiter;
+- ``python -m scripts.standin.receiver``: a webhook receiver that logs every request and answers 200, 500,
+  503, 429 with Retry-After, 410, 302 or hangs, switchable while it runs (``receiver.Receiver``);
+- ``python -m scripts.standin.etl``: the ETL API runs are reported to, answering in either field spelling
+  (``_id``/``createdAt`` or ``id``/``created_at``; ``etl.EtlApi``); both on 127.0.0.1, both in-process too
+  (``Receiver().start()``, ``EtlApi().start()``: ``service``);
 - ``client``: start any of them as its own process (``client.start(...)``, ``youtube=True``,
   ``catalogue=True``) and read or steer it through its control routes.
 

@@ -9,6 +9,8 @@ demo::
     youtube = client.start(youtube=True, rate=5, block_after=9)     # python -m scripts.standin.youtube
     events = client.start(catalogue=True, events=60, seed=1)         # python -m scripts.standin.catalogue
     events.truth()["events"]; events.change(add=2, edit=[ids], remove=[ids])
+    hook = client.start(kind="receiver"); hook.answer(503, retry_after=7); hook.received()
+    etl = client.start(kind="etl", spelling="snake"); etl.etl_state()["runs"]
 
 Keyword options become command-line options (``latency_ms=40`` -> ``--latency-ms 40``,
 ``robots="rules", robots_crawl_delay=2`` -> ``--robots rules --robots-crawl-delay 2``). Standard library
@@ -30,7 +32,8 @@ LOOPBACK_URL = "http://127.0.0.1:"
 # what starts a stand-in's process: the test suite puts its warm starter here (tests/warm.py)
 popen = subprocess.Popen
 LOOPBACK_URLS = (LOOPBACK_URL, "http://127.0.0.2:")
-MODULES = {"n8n": "scripts.standin", "youtube": "scripts.standin.youtube", "catalogue": "scripts.standin.catalogue"}
+MODULES = {"n8n": "scripts.standin", "youtube": "scripts.standin.youtube", "catalogue": "scripts.standin.catalogue",
+           "receiver": "scripts.standin.receiver", "etl": "scripts.standin.etl"}
 
 
 class StandinError(RuntimeError):
@@ -138,6 +141,22 @@ class Standin:
         {"added": [ids], "events": n}."""
         return self._call("/_standin/catalogue", {"add": add, "edit": list(edit), "remove": list(remove)})
 
+    def received(self):
+        """Every request the webhook receiver logged: [{at, method, path, headers, body}] (receiver only)."""
+        return self._call("/_standin/received")["requests"]
+
+    def answer(self, status=200, retry_after=None, hang_s=60.0):
+        """What the webhook receiver answers from now on: a status, or "hang" (receiver only)."""
+        return self._call("/_standin/answer", {"status": status, "retry_after": retry_after, "hang_s": hang_s})
+
+    def etl_state(self):
+        """The ETL API's runs with their items, its counters and faults (ETL only)."""
+        return self._call("/_standin/etl")
+
+    def etl_control(self, **change):
+        """Steer the ETL API: spelling=, fail=N, slow=N, slow_s=S, hostile=N (ETL only)."""
+        return self._call("/_standin/etl", change)
+
     def stop(self):
         """SIGTERM, then SIGKILL after 10 s; idempotent."""
         if self.proc.poll() is None:
@@ -157,25 +176,26 @@ class Standin:
         self.stop()
 
 
-def _module(youtube, catalogue):
-    if youtube and catalogue:
-        raise ValueError("youtube or catalogue, not both")
-    return MODULES["youtube" if youtube else "catalogue" if catalogue else "n8n"]
+def _module(youtube, catalogue, kind=None):
+    if sum(map(bool, (youtube, catalogue, kind))) > 1:
+        raise ValueError("one of youtube, catalogue or kind")
+    return MODULES[kind or ("youtube" if youtube else "catalogue" if catalogue else "n8n")]
 
 
-def command(*args, youtube=False, catalogue=False, **options):
+def command(*args, youtube=False, catalogue=False, kind=None, **options):
     """The command line that runs a stand-in: raw `args`, then each option as ``--name value``."""
-    argv = [sys.executable, "-m", _module(youtube, catalogue), *map(str, args)]
+    argv = [sys.executable, "-m", _module(youtube, catalogue, kind), *map(str, args)]
     for key, value in options.items():
         argv += [f"--{key.replace('_', '-')}", str(value)]
     return argv
 
 
-def start(*args, youtube=False, catalogue=False, **options):
+def start(*args, youtube=False, catalogue=False, kind=None, **options):
     """Start a stand-in process (n8n; ``youtube=True``; ``catalogue=True``: the events catalogue, on
-    127.0.0.2 unless ``host="127.0.0.1"``) and wait for its ``listening on URL`` line; returns a ``Standin``."""
-    proc = popen(command(*args, youtube=youtube, catalogue=catalogue, **options), cwd=ROOT, stdout=subprocess.PIPE,
-                 text=True)
+    127.0.0.2 unless ``host="127.0.0.1"``; ``kind="receiver"`` or ``"etl"``) and wait for its ``listening on
+    URL`` line; returns a ``Standin``."""
+    proc = popen(command(*args, youtube=youtube, catalogue=catalogue, kind=kind, **options), cwd=ROOT,
+                 stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "listening on " not in line:
         proc.kill()
