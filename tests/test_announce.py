@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from scraper.db import runstate, store
+from scraper.db import runrecord, runstate, store
 from scraper.mirror import announce
 from scraper.net import notify
 from scripts.standin.receiver import Receiver
@@ -33,8 +33,8 @@ def _paths(r):
 def _failed_run(db, pid, code=1, host=None):
     """A run that ended with `code` (its run.finished committed), run by process `pid` on `host`."""
     conn = store.open_db(db)
-    run_id = store.start_run(conn, pid, T0, 1, "{}", host or runstate.host(), ["n8n"])
-    store.finish_run(conn, run_id, T0 + 5, {"done": 0, "failed": 0, "invalid": 0}, code)
+    run_id = runrecord.start_run(conn, pid, T0, 1, "{}", host or runstate.host(), ["n8n"])
+    runrecord.finish_run(conn, run_id, T0 + 5, {"done": 0, "failed": 0, "invalid": 0}, code)
     conn.close()
     return run_id
 

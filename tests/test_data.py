@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from scraper import cli
-from scraper.db import store
+from scraper.db import runrecord, store
 from scraper.policy import redact
 from scraper.products import export, report, search
 from scraper.sites import n8n
@@ -487,11 +487,11 @@ def test_the_rate_chart_counts_the_sites_domain_against_its_limit_and_the_histor
 def test_a_killed_run_is_killed_in_the_report_and_names_the_run_that_resumed_it(tmp_path):
     """It stayed "running or crashed" for good, though the next run had finished its work (issue 46)."""
     conn = store.open_db(str(tmp_path / "jobs.db"))
-    killed = store.start_run(conn, 1, 1000.0, 2, "{}")             # its heartbeat stopped at its start
-    resumed = store.start_run(conn, 2, 2000.0, 2, "{}")
-    store.finish_run(conn, resumed, 2100.0, {"done": 5, "failed": 0, "invalid": 0}, 0)
-    running = store.start_run(conn, 3, 2950.0, 2, "{}")            # beating at `now`
-    killed_last = store.start_run(conn, 4, 1500.0, 2, "{}")
+    killed = runrecord.start_run(conn, 1, 1000.0, 2, "{}")             # its heartbeat stopped at its start
+    resumed = runrecord.start_run(conn, 2, 2000.0, 2, "{}")
+    runrecord.finish_run(conn, resumed, 2100.0, {"done": 5, "failed": 0, "invalid": 0}, 0)
+    running = runrecord.start_run(conn, 3, 2950.0, 2, "{}")            # beating at `now`
+    killed_last = runrecord.start_run(conn, 4, 1500.0, 2, "{}")
     data = report.gather(conn, 2960.0)
     conn.close()
     by_id = {r["id"]: r for r in data["runs"]}

@@ -11,7 +11,7 @@ from scraper.base import settings
 from scraper.base.errors import ConfigError
 from scraper.base.sources import Source
 from scraper.db import items as item_rows
-from scraper.db import listing, store, templates
+from scraper.db import listing, runrecord, store, templates
 from scraper.db.queue import Queue
 from scraper.mirror import answers, items, record, seed, source, sync, versions
 from scraper.products import export, export_items, failures, files, lookup, stats, status
@@ -185,7 +185,7 @@ def test_the_report_of_a_run_that_died_ends_at_its_last_trace(backend):
     job. PostgreSQL 15 refused the statement before issue 27's move (a subquery in FROM needs an alias)."""
     from scraper.products import report
     conn = store.open_db(backend)
-    run_id = store.start_run(conn, 4242, 100.0, 1, json.dumps({"site_url": "https://n8n.io", "rate_per_s": 2}))
+    run_id = runrecord.start_run(conn, 4242, 100.0, 1, json.dumps({"site_url": "https://n8n.io", "rate_per_s": 2}))
     conn.execute("INSERT INTO requests (at, domain, kind, ms, run_id) VALUES (?, ?, ?, ?, ?)",
                  (130.0, "n8n.io", "ok", 40, run_id))
     conn.execute("INSERT INTO requests (at, domain, kind, ms, run_id) VALUES (?, ?, ?, ?, ?)",

@@ -59,9 +59,9 @@ def test_a_run_is_one_etl_run_with_batched_updates_and_counts_that_add_up(backen
         s = _settings(backend, api)
         etl.begin(conn, s)
         _seed(conn, 250)
-        run_id = store.start_run(conn, 1, T0, 1, "{}", "host", ["n8n"])
+        run_id = runrecord.start_run(conn, 1, T0, 1, "{}", "host", ["n8n"])
         _work(conn, run_id, done=230, failed=15, invalid=5)
-        store.finish_run(conn, run_id, T0 + 300, {"done": 230, "failed": 15, "invalid": 5}, 1)
+        runrecord.finish_run(conn, run_id, T0 + 300, {"done": 230, "failed": 15, "invalid": 5}, 1)
         made = _deliver(conn, s)
         again = _deliver(conn, s)           # nothing new: nothing sent, no second run
         state = api.snapshot()
@@ -90,9 +90,9 @@ def test_a_create_retried_after_a_timeout_makes_one_run_and_a_hostile_answer_fai
         s = settings_mod.build(db_path=db, etl_url=api.url)
         etl.begin(conn, s)
         _seed(conn, 3)
-        run_id = store.start_run(conn, 1, T0, 1, "{}", "host", ["n8n"])
+        run_id = runrecord.start_run(conn, 1, T0, 1, "{}", "host", ["n8n"])
         _work(conn, run_id, done=3)
-        store.finish_run(conn, run_id, T0 + 9, {"done": 3, "failed": 0, "invalid": 0}, 0)
+        runrecord.finish_run(conn, run_id, T0 + 9, {"done": 3, "failed": 0, "invalid": 0}, 0)
         reporter = etl.Reporter(conn, etl_net.Client(api.url, timeout_s=0.3))
         ep = etl.endpoint(s)
         api.control(slow=1, slow_s=1.0, only="POST /runs")      # the create is made, its answer comes too late
@@ -117,14 +117,14 @@ def test_done_items_go_at_each_progress_and_the_run_is_finalized_at_its_end(tmp_
         s = settings_mod.build(db_path=db, etl_url=api.url)
         etl.begin(conn, s)
         _seed(conn, 5)
-        run_id = store.start_run(conn, 1, T0, 1, "{}", "host", ["n8n"])
+        run_id = runrecord.start_run(conn, 1, T0, 1, "{}", "host", ["n8n"])
         _work(conn, run_id, done=3)
         with store.transaction(conn) as c:
             runrecord.progress(c, run_id, T0 + 60)
         _deliver(conn, s)
         (running,) = api.snapshot()["runs"]
         _work(conn, run_id, done=1, invalid=1, at=T0 + 100)
-        store.finish_run(conn, run_id, T0 + 200, {"done": 4, "failed": 0, "invalid": 1}, 0)
+        runrecord.finish_run(conn, run_id, T0 + 200, {"done": 4, "failed": 0, "invalid": 1}, 0)
         _deliver(conn, s)
         (finished,) = api.snapshot()["runs"]
     assert running["status"] == "running"
@@ -148,14 +148,14 @@ def test_the_etl_key_is_never_shown_nor_stored(tmp_path, monkeypatch):
 SCRIPT = textwrap.dedent("""
     import sys, time
     from scraper.base import settings
-    from scraper.db import store
+    from scraper.db import runrecord, store
     from scraper.db.queue import Queue
     from scraper.pool import relay
     db, url, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     s = settings.build(db_path=db, etl_url=url)
     conn = store.open_db(db)
     with relay.beside(s):
-        run_id = store.start_run(conn, 1, time.time(), 1, "{}", "host", ["n8n"])
+        run_id = runrecord.start_run(conn, 1, time.time(), 1, "{}", "host", ["n8n"])
         q = Queue(conn, run_id=run_id)
         for k in range(n):
             job = q.claim("w1", time.time(), 60)
@@ -185,9 +185,9 @@ def test_an_unfinished_run_is_continued_after_a_kill_9(tmp_path):
             proc.wait()
             proc.stdout.close()
         s = settings_mod.build(db_path=db, etl_url=api.url)
-        run2 = store.start_run(conn, 2, time.time(), 1, "{}", "host", ["n8n"])
+        run2 = runrecord.start_run(conn, 2, time.time(), 1, "{}", "host", ["n8n"])
         _work(conn, run2, done=12, at=time.time())
-        store.finish_run(conn, run2, time.time(), {"done": 20, "failed": 0, "invalid": 0}, 0)
+        runrecord.finish_run(conn, run2, time.time(), {"done": 20, "failed": 0, "invalid": 0}, 0)
         assert all(a["ok"] for a in _deliver(conn, s, time.time()))
         state = api.snapshot()
     (run,) = state["runs"]                                  # continued, not duplicated

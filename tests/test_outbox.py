@@ -42,7 +42,7 @@ def lived(backend):
     """IDS stored at version 1; IDS[0] changed (version 2); IDS[1] removed, then served again (restored);
     one job of a run ended invalid."""
     conn = store.open_db(backend)
-    run_id = store.start_run(conn, 4242, T0, 1, "{}", "host", [n8n.SITE])
+    run_id = runrecord.start_run(conn, 4242, T0, 1, "{}", "host", [n8n.SITE])
     q = Queue(conn, run_id=run_id)
     q.seed([(n8n.job_key(i), n8n.SITE, n8n.page_url("http://site.test", i), "site.test") for i in IDS], now=T0)
     for k, tid in enumerate(IDS):
@@ -197,8 +197,8 @@ def test_the_feed_refuses_what_it_cannot_mean_in_one_sentence(lived, backend, ar
 
 def test_runs_lists_runs_per_source_with_counts_that_add_up(lived, backend):
     conn, q, run_id = lived
-    store.finish_run(conn, run_id, T0 + 100, q.counts(), 0)
-    later = store.start_run(conn, 4243, time.time(), 2, "{}", "host", [n8n.SITE, "events"])
+    runrecord.finish_run(conn, run_id, T0 + 100, q.counts(), 0)
+    later = runrecord.start_run(conn, 4243, time.time(), 2, "{}", "host", [n8n.SITE, "events"])
     q2 = Queue(conn, run_id=later)
     q2.seed([("events:/e/9", "catalogue", "http://ev.test/e/9", "ev.test", "events")], now=T0)
     runs = json.loads(invoke("runs", "--json", db=backend).output)

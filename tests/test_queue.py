@@ -6,7 +6,7 @@ import multiprocessing
 import pytest
 
 from scraper.base.errors import IntegrityError
-from scraper.db import dialect, jobcounts, schema, store
+from scraper.db import dialect, jobcounts, runrecord, schema, store
 from scraper.db.queue import Queue
 from scraper.policy import breaker
 
@@ -457,7 +457,7 @@ def test_the_hot_path_sends_postgresqls_own_text_untranslated(pg_migrated_url):
     """claim, heartbeat, complete, fail and release are written in both dialects (db/dialect.Sql): on
     PostgreSQL none of their statements goes through the translation by pattern."""
     conn = store.connect(pg_migrated_url)
-    q = Queue(conn, run_id=store.start_run(conn, 1, NOW, 1, "{}"))
+    q = Queue(conn, run_id=runrecord.start_run(conn, 1, NOW, 1, "{}"))
     q.seed(job_rows([1, 2, 3]), now=NOW)
     dialect.translate.cache_clear()
     first = q.claim("w", NOW, LEASE)

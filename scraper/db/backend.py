@@ -1,10 +1,10 @@
 """The database seam: what the pool and the mirror ask of a backend. `scraper.db.store` (connections,
-schema, run rows) and `scraper.db.queue.Queue` (the jobs) implement it for both backends: `--db PATH` is
-SQLite (`scraper.db.sqlite`), `--db postgresql://...` PostgreSQL (`scraper.db.pg`, which translates the
-statements not yet written in its own dialect). Both connections follow `Conn`, give rows that follow `Row`
-and raise `scraper.base.errors.DatabaseError` and its kinds. Only where the two differ in meaning is there a
-PostgreSQL path (`store.is_postgres`, which tells mypy the connection is `pg.Connection` there): the claim's
-SKIP LOCKED, the clock, the rate slot (`db.slots`), the runs rows and heartbeats, search.
+schema), `scraper.db.runrecord` (the runs rows) and `scraper.db.queue.Queue` (the jobs) implement it for both
+backends: `--db PATH` is SQLite (`scraper.db.sqlite`), `--db postgresql://...` PostgreSQL (`scraper.db.pg`,
+which translates the statements not yet written in its own dialect). Both connections follow `Conn`, give rows
+that follow `Row` and raise `scraper.base.errors.DatabaseError` and its kinds. Only where the two differ in
+meaning is there a PostgreSQL path (`store.is_postgres`, which tells mypy the connection is `pg.Connection`
+there): the claim's SKIP LOCKED, the clock, the rate slot (`db.slots`), the runs rows and heartbeats, search.
 
 mypy checks these protocols strictly, and that the SQLite modules conform (see the bottom of
 `scraper.db.queue`).
@@ -110,12 +110,17 @@ class JobQueue(Protocol):
 
 
 class Store(Protocol):
-    """Connections, the schema, transactions and the `runs` rows (a module implements it)."""
+    """Connections, the schema, transactions (a module implements it: `db.store`)."""
 
     def open_db(self, path: str) -> Conn: ...
     def migrate(self, conn: Conn) -> int: ...
     def transaction(self, conn: Conn) -> AbstractContextManager[Conn]: ...
     def upsert(self, conn: Conn, table: str, row: dict[str, Any], pk: str) -> None: ...
+
+
+class Runs(Protocol):
+    """The `runs` rows (a module implements it: `db.runrecord`, their one owner)."""
+
     def start_run(self, conn: Conn, pid: int, started_at: float, workers: int, settings_json: str) -> int: ...
     def finish_run(self, conn: Conn, run_id: int, finished_at: float, counts: dict[str, int],
                    exit_code: int) -> None: ...

@@ -15,4 +15,4 @@ def bump(c: Conn, name: str, by: int = 1) -> None:
 
 def every(conn: Conn) -> dict[str, int]:
     """{name: value} of every counter."""
-    return {r[0]: r[1] for r in conn.execute("SELECT name, value FROM counters")}
+    return {r[0]: r[1] for r in conn.execute(same("SELECT name, value FROM counters"))}

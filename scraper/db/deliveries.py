@@ -8,17 +8,29 @@ from typing import Any
 
 from scraper.db import events
 from scraper.db.backend import Conn
+from scraper.db.dialect import Sql, same
 from scraper.db.store import transaction
 
 STATE = ("url", "cursor", "pending_upto", "attempts", "next_at", "last_error", "disabled")
+READ_STATE = same(f"SELECT {', '.join(STATE)} FROM webhook_endpoints WHERE url = ?")
+INSERT_DELIVERY = same("INSERT INTO deliveries (url, webhook_id, first_seq, last_seq, events, at, status, ok, "
+                       "error, ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+# the cursor never goes back: SQLite's scalar MAX is PostgreSQL's GREATEST
+_ADVANCE = "UPDATE webhook_endpoints SET cursor = {}(cursor, ?), "
+SKIP = Sql(_ADVANCE.format("MAX") + "lease_until = 0, updated_at = ? WHERE url = ?",
+           same(_ADVANCE.format("GREATEST") + "lease_until = 0, updated_at = ? WHERE url = ?").postgres)
+_DELIVERED = ("pending_upto = NULL, attempts = 0, next_at = 0, last_error = NULL, lease_until = 0, updated_at = ? "
+              "WHERE url = ?")
+DELIVERED = Sql(_ADVANCE.format("MAX") + _DELIVERED, same(_ADVANCE.format("GREATEST") + _DELIVERED).postgres)
 
 
 def state(conn: Conn, url: str) -> dict[str, Any]:
     """The endpoint's row (made at cursor 0 the first time)."""
-    row = conn.execute(f"SELECT {', '.join(STATE)} FROM webhook_endpoints WHERE url = ?", (url,)).fetchone()
+    row = conn.execute(READ_STATE, (url,)).fetchone()
     if row is None:
         with transaction(conn) as c:
-            c.execute("INSERT OR IGNORE INTO webhook_endpoints (url) VALUES (?)", (url,))
+            c.execute(Sql("INSERT OR IGNORE INTO webhook_endpoints (url) VALUES (?)",
+                      "INSERT INTO webhook_endpoints (url) VALUES (%s) ON CONFLICT DO NOTHING"), (url,))
         return state(conn, url)
     return {k: row[k] for k in STATE}
 
@@ -27,8 +39,8 @@ def begin(conn: Conn, url: str) -> None:
     """Make a reader's row at the outbox's head when it has none (a reader that wants what comes from now on:
     the ETL API, the health announcements), so that it never replays the history."""
     with transaction(conn) as c:
-        c.execute("INSERT INTO webhook_endpoints (url, cursor) VALUES (?, (SELECT coalesce(MAX(seq), 0) FROM events)) "
-                  "ON CONFLICT (url) DO NOTHING", (url,))
+        c.execute(same("INSERT INTO webhook_endpoints (url, cursor) "
+                       "VALUES (?, (SELECT coalesce(MAX(seq), 0) FROM events)) ON CONFLICT (url) DO NOTHING"), (url,))
 
 
 def take(conn: Conn, url: str, now: float, until: float) -> dict[str, Any] | None:
@@ -36,28 +48,27 @@ def take(conn: Conn, url: str, now: float, until: float) -> dict[str, Any] | Non
     its row as it is then, or None."""
     state(conn, url)
     with transaction(conn) as c:
-        if c.execute("UPDATE webhook_endpoints SET lease_until = ? WHERE url = ? AND disabled = 0 AND next_at <= ? "
-                     "AND lease_until <= ?", (until, url, now, now)).rowcount != 1:
+        if c.execute(same("UPDATE webhook_endpoints SET lease_until = ? WHERE url = ? AND disabled = 0 "
+                          "AND next_at <= ? AND lease_until <= ?"), (until, url, now, now)).rowcount != 1:
             return None
     return state(conn, url)
 
 
 def release(conn: Conn, url: str) -> None:
     with transaction(conn) as c:
-        c.execute("UPDATE webhook_endpoints SET lease_until = 0 WHERE url = ?", (url,))
+        c.execute(same("UPDATE webhook_endpoints SET lease_until = 0 WHERE url = ?"), (url,))
 
 
 def pin(conn: Conn, url: str, upto: int, now: float) -> None:
     """The batch up to seq `upto` is under way: its retries send the same events."""
     with transaction(conn) as c:
-        c.execute("UPDATE webhook_endpoints SET pending_upto = ?, updated_at = ? WHERE url = ?", (upto, now, url))
+        c.execute(same("UPDATE webhook_endpoints SET pending_upto = ?, updated_at = ? WHERE url = ?"), (upto, now, url))
 
 
 def skip(conn: Conn, url: str, cursor: int, now: float) -> None:
     """Move the cursor over events the endpoint does not want (and let the endpoint go)."""
     with transaction(conn) as c:
-        c.execute("UPDATE webhook_endpoints SET cursor = MAX(cursor, ?), lease_until = 0, updated_at = ? "
-                  "WHERE url = ?", (cursor, now, url))
+        c.execute(SKIP, (cursor, now, url))
 
 
 def attempted(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,
@@ -65,15 +76,13 @@ def attempted(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: i
     """Record one attempt and its consequence, in one transaction, and let the endpoint go: a 2xx moves the
     cursor to `last` and clears the failures; a failure counts, waits until `next_at`, or disables it."""
     with transaction(conn) as c:
-        c.execute("INSERT INTO deliveries (url, webhook_id, first_seq, last_seq, events, at, status, ok, error, ms) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (url, webhook_id, first, last, n, now, status, int(ok),
+        c.execute(INSERT_DELIVERY, (url, webhook_id, first, last, n, now, status, int(ok),
                                                             error, ms))
         if ok:
-            c.execute("UPDATE webhook_endpoints SET cursor = MAX(cursor, ?), pending_upto = NULL, attempts = 0, "
-                      "next_at = 0, last_error = NULL, lease_until = 0, updated_at = ? WHERE url = ?", (last, now, url))
+            c.execute(DELIVERED, (last, now, url))
         else:
-            c.execute("UPDATE webhook_endpoints SET attempts = attempts + 1, next_at = ?, last_error = ?, "
-                      "disabled = ?, lease_until = 0, updated_at = ? WHERE url = ?",
+            c.execute(same("UPDATE webhook_endpoints SET attempts = attempts + 1, next_at = ?, last_error = ?, "
+                           "disabled = ?, lease_until = 0, updated_at = ? WHERE url = ?"),
                       (next_at, error, int(disabled), now, url))
 
 
@@ -81,8 +90,7 @@ def replayed(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: in
              error: str | None, ms: int, ok: bool) -> None:
     """Record one attempt of a redelivery (the endpoint's cursor and schedule stay as they are)."""
     with transaction(conn) as c:
-        c.execute("INSERT INTO deliveries (url, webhook_id, first_seq, last_seq, events, at, status, ok, error, ms) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (url, webhook_id, first, last, n, now, status, int(ok),
+        c.execute(INSERT_DELIVERY, (url, webhook_id, first, last, n, now, status, int(ok),
                                                             error, ms))
 
 
@@ -96,14 +104,14 @@ def delivered(conn: Conn, url: str, since: int | None = None, run_id: int | None
     if run_id is not None:
         sql, args = (sql + " AND EXISTS (SELECT 1 FROM events AS e WHERE e.run_id = ? AND e.seq >= d.first_seq "
                      "AND e.seq <= d.last_seq)", [*args, run_id])
-    return [(r[0], r[1]) for r in conn.execute(sql + " ORDER BY d.first_seq, d.last_seq", args)]
+    return [(r[0], r[1]) for r in conn.execute(same(sql + " ORDER BY d.first_seq, d.last_seq"), args)]
 
 
 def failures(conn: Conn, limit: int) -> list[dict[str, Any]]:
     """The newest failed attempts: {url, webhook_id, first_seq, last_seq, events, at, status, error}."""
-    return [dict(r) for r in conn.execute(
+    return [dict(r) for r in conn.execute(same(
         "SELECT url, webhook_id, first_seq, last_seq, events, at, status, error FROM deliveries WHERE ok = 0 "
-        "ORDER BY id DESC LIMIT ?", (limit,))]
+        "ORDER BY id DESC LIMIT ?"), (limit,))]
 
 
 def report(conn: Conn, urls: list[str], now: float) -> list[dict[str, Any]]:
@@ -112,10 +120,10 @@ def report(conn: Conn, urls: list[str], now: float) -> list[dict[str, Any]]:
     in a row), next_at}."""
     out = []
     for url in urls:
-        row = conn.execute(f"SELECT {', '.join(STATE)} FROM webhook_endpoints WHERE url = ?", (url,)).fetchone()
+        row = conn.execute(READ_STATE, (url,)).fetchone()
         st: dict[str, Any] = ({k: row[k] for k in STATE} if row is not None
                               else {"cursor": 0, "attempts": 0, "disabled": 0, "next_at": 0, "last_error": None})
-        oldest = conn.execute("SELECT occurred_at FROM events WHERE seq > ? ORDER BY seq LIMIT 1",
+        oldest = conn.execute(same("SELECT occurred_at FROM events WHERE seq > ? ORDER BY seq LIMIT 1"),
                               (st["cursor"],)).fetchone()
         out.append({"url": url, "cursor": st["cursor"], "backlog": events.count(conn, st["cursor"]),
                     "oldest_s": None if oldest is None else max(0, round(now - _epoch(oldest[0]))),

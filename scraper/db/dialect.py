@@ -150,6 +150,20 @@ def same(text: str) -> Sql:
     return Sql(text, text.replace("%", "%%").replace("?", "%s"))
 
 
+def only(pg: bool, text: str) -> Sql:
+    """A statement built for one engine (`pg`: in PostgreSQL's own dialect, with `?` placeholders; else
+    SQLite's), as the connection at hand needs it: its text with PostgreSQL's placeholders (`%s` for a `?`
+    outside string literals, every `%` doubled). The other engine's spelling is empty: never sent."""
+    if not pg:
+        return Sql(text, "")
+    parts, pos = [], 0
+    for m in _LITERAL.finditer(text):
+        parts += [text[pos:m.start()].replace("%", "%%").replace("?", "%s"), m.group(0).replace("%", "%%")]
+        pos = m.end()
+    parts.append(text[pos:].replace("%", "%%").replace("?", "%s"))
+    return Sql("", "".join(parts))
+
+
 @functools.lru_cache(maxsize=2048)
 def translate(sql: str, ddl: bool = False) -> str:
     """PostgreSQL's spelling of `sql` (SQLite's); `ddl`: a migration's statement (the column types too)."""

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from scraper.db.backend import Conn, Row
-from scraper.db.dialect import same
+from scraper.db.dialect import Sql, same
 from scraper.db.store import is_postgres, transaction
 
 if TYPE_CHECKING:
@@ -47,6 +47,12 @@ _LOCK = same("SELECT pg_advisory_xact_lock(?)")
 _FAMILY = ("CASE WHEN type LIKE 'template.%' THEN 'template' WHEN type LIKE 'item.%' THEN 'item' "
            "WHEN type LIKE 'job.%' THEN 'job' WHEN type LIKE 'run.%' THEN 'run' ELSE type END")
 _SELECT = "SELECT seq, id, type, source, subject, run_id, occurred_at, data FROM events"
+
+
+def _read(sql: str) -> Sql:
+    """A read of events in each dialect: SQLite's LIKE ignores ASCII case, PostgreSQL's ILIKE does, so a type
+    pattern (`_FAMILY`, `template.*`) matches alike on both."""
+    return Sql(sql, same(sql.replace("type LIKE", "type ILIKE")).postgres)
 
 # the run whose worker writes the events of this job (Queue.complete/fail), for `run_id`
 _RUN: contextvars.ContextVar[int | None] = contextvars.ContextVar("scraper_event_run", default=None)
@@ -108,7 +114,7 @@ def after(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[st
     sql = f"{_SELECT} WHERE {where} ORDER BY seq"
     if limit is not None:
         sql, args = sql + " LIMIT ?", [*args, limit]
-    return conn.execute(sql, args).fetchall()
+    return conn.execute(_read(sql), args).fetchall()
 
 
 def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[str, ...] = ()) -> list[Row]:
@@ -120,7 +126,7 @@ def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tupl
            f"GROUP BY {_FAMILY}, source, subject) ORDER BY seq")
     if limit is not None:
         sql, args = sql + " LIMIT ?", [*args, limit]
-    return conn.execute(sql, args).fetchall()
+    return conn.execute(_read(sql), args).fetchall()
 
 
 def _where(cursor: int, types: tuple[str, ...]) -> tuple[str, list[Any]]:
@@ -140,9 +146,9 @@ def _where(cursor: int, types: tuple[str, ...]) -> tuple[str, list[Any]]:
 
 def count(conn: Conn, cursor: int = 0) -> int:
     """How many events have `seq` above `cursor` (a reader's backlog)."""
-    return int(conn.execute("SELECT COUNT(*) FROM events WHERE seq > ?", (cursor,)).one()[0])
+    return int(conn.execute(same("SELECT COUNT(*) FROM events WHERE seq > ?"), (cursor,)).one()[0])
 
 
 def head(conn: Conn) -> int:
     """The newest seq, 0 before the first event."""
-    return int(conn.execute("SELECT coalesce(MAX(seq), 0) FROM events").one()[0])
+    return int(conn.execute(same("SELECT coalesce(MAX(seq), 0) FROM events")).one()[0])

@@ -20,7 +20,7 @@ def workflows(conn: Conn, columns: Sequence[str], live_only: bool = False) -> It
     where = " WHERE removed_at IS NULL" if live_only else ""
     sql = f"SELECT {cols} FROM workflows{where} ORDER BY id"
     if is_postgres(conn):
-        yield from conn.stream(sql)
+        yield from conn.stream(same(sql))
         return
     import sqlite_utils  # here, not at the top: every command imports the export for its format list
     assert isinstance(conn, sqlite.Connection)     # for mypy: not PostgreSQL's, so SQLite's

@@ -9,6 +9,7 @@ one GROUP BY (its ids come from a sequence, committed out of order, so a mark co
 from collections.abc import Iterable
 
 from scraper.db.backend import Conn
+from scraper.db.dialect import same
 from scraper.db.store import JOB_STATUSES, is_postgres
 
 Row = tuple[str, str, str, str, int]     # (site, source, domain, status, jobs)
@@ -46,7 +47,7 @@ def count_new(c: Conn, new: dict[tuple[str, str, str], int]) -> None:
 def rows(conn: Conn) -> list[Row]:
     """Every (site, source, domain, status, jobs) with at least one job."""
     if is_postgres(conn):
-        return [tuple(r) for r in conn.execute(GROUPED.format(where=""))]
+        return [tuple(r) for r in conn.execute(same(GROUPED.format(where="")))]
     totals: dict[tuple[str, str, str, str], int] = {}
     upto = conn.execute("SELECT upto FROM job_counts_mark").one()[0]
     kept = conn.execute("SELECT site, source, domain, status, n FROM job_counts WHERE n > 0").fetchall()

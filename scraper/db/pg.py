@@ -222,7 +222,7 @@ class Connection:
         self._leave_pipeline()
         return self._raw.cursor().copy(sql)
 
-    def stream(self, sql: str, params: Sequence[Any] = (), size: int = 500) -> Iterator[dict[str, Any]]:
+    def stream(self, sql: str | dialect.Sql, params: Sequence[Any] = (), size: int = 500) -> Iterator[dict[str, Any]]:
         """Dicts of a SELECT, `size` rows at a time through a server-side cursor (a whole table is never
         in memory; sqlite_utils' `query` does the same on SQLite)."""
         import psycopg
@@ -230,7 +230,7 @@ class Connection:
             self._leave_pipeline()
             with self._raw.cursor(name=f"scraper_stream_{id(self)}", withhold=True) as cur:
                 cur.itersize = size
-                cur.execute(dialect.translate(sql), tuple(params))
+                cur.execute(self._text(sql), tuple(params))
                 for row in cur:
                     yield dict(zip(row.keys(), row, strict=True))
         except psycopg.Error as e:

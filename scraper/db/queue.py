@@ -1,5 +1,6 @@
 """The jobs table as a queue: seed, claim with a lease, finish, retry later, hand back, count."""
 
+import functools
 import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -20,8 +21,11 @@ EVENT_REASON_CHARS = 500    # a failure's reason in its event (the job row keeps
 # rows per INSERT: one statement of many rows costs half what executemany does row for row (each of its rows
 # is the statement run again); 1,000 rows of 5 stay far below SQLite's 32,766 parameters
 INSERT_CHUNK = 1_000
-INSERT_JOBS = ("INSERT OR IGNORE INTO jobs (key, site, url, domain, source, priority, created_at, updated_at) "
-               "SELECT column1, column2, column3, column4, column5, ?, ?, ? FROM (VALUES {}) AS new")
+_INSERT_JOBS = ("{} jobs (key, site, url, domain, source, priority, created_at, updated_at) "
+                 "SELECT column1, column2, column3, column4, column5, ?, ?, ? FROM (VALUES {{}}) AS new{}")
+# {} stands for the rows' placeholders; a known key is left as it is (both name VALUES' columns column1...)
+INSERT_JOBS = Sql(_INSERT_JOBS.format("INSERT OR IGNORE INTO", ""),
+                  same(_INSERT_JOBS.format("INSERT INTO", " ON CONFLICT DO NOTHING")).postgres)
 
 # a job handed back, its attempt not counted (never below none): SQLite's scalar MAX is PostgreSQL's GREATEST
 RELEASE = Sql(
@@ -49,10 +53,17 @@ def add_jobs(c: Conn, rows: Iterable[Sequence[str]], now: float, priority: int =
         for i in range(0, len(values), INSERT_CHUNK):
             chunk = values[i:i + INSERT_CHUNK]
             new[group] = new.get(group, 0) + c.execute(
-                INSERT_JOBS.format(", ".join(["(?, ?, ?, ?, ?)"] * len(chunk))),
+                _rows_of(INSERT_JOBS, len(chunk)),
                 [priority, now, now, *itertools.chain.from_iterable(chunk)]).rowcount
     jobcounts.count_new(c, new)
     return sum(new.values())
+
+
+@functools.lru_cache(maxsize=64)
+def _rows_of(sql: Sql, n: int) -> Sql:
+    """`sql` for `n` rows of five values (each dialect's placeholders)."""
+    return Sql(sql.sqlite.format(", ".join(["(?, ?, ?, ?, ?)"] * n)),
+               sql.postgres.format(", ".join(["(%s, %s, %s, %s, %s)"] * n)))
 
 
 def with_source(row: Sequence[str], source: str = DEFAULT_SOURCE) -> tuple[str, ...]:
@@ -436,8 +447,8 @@ class Queue:
 
 
 if TYPE_CHECKING:
-    from scraper.db import backend, store
+    from scraper.db import backend, runrecord, store
 
-    def _conforms(q: Queue, job: Job) -> tuple[backend.JobQueue, backend.JobRef, backend.Store]:
-        """mypy: the SQLite queue, its jobs and the store module follow the backend seam."""
-        return q, job, store
+    def _conforms(q: Queue, job: Job) -> tuple[backend.JobQueue, backend.JobRef, backend.Store, backend.Runs]:
+        """mypy: the SQLite queue, its jobs, the store and the runs modules follow the backend seam."""
+        return q, job, store, runrecord

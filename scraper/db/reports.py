@@ -1,6 +1,6 @@
-"""What the report and `scraper failures` read of the runs' own record: the `runs` rows, each run's
-`requests` log and `run_jobs`, and the jobs that ended failed or invalid. One spelling serves both
-backends (a count of a condition through `db/jsonsql.count_if`).
+"""What the report and `scraper failures` read of the runs' own record (the `runs` rows themselves are
+`db/runrecord`'s): each run's `requests` log and `run_jobs`, and the jobs that ended failed or invalid. One
+spelling serves both backends (a count of a condition through `db/jsonsql.count_if`).
 """
 
 from __future__ import annotations
@@ -11,13 +11,6 @@ from typing import Any
 from scraper.db import jsonsql
 from scraper.db.backend import Conn, Row
 from scraper.db.dialect import same
-
-
-def runs(conn: Conn) -> list[Row]:
-    """Every `runs` row, oldest first: id, pid, started_at, finished_at, workers, settings, done, failed,
-    invalid, exit_code, heartbeat_at."""
-    return conn.execute(same("SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, "
-                             "exit_code, heartbeat_at FROM runs ORDER BY id")).fetchall()
 
 
 def last_trace(conn: Conn, run_id: int) -> float | None:
@@ -59,5 +52,5 @@ def failures(conn: Conn, limit: int | None = None) -> list[Row]:
     sql = (f"SELECT {', '.join(FAILURE_FIELDS)}, finished_at FROM jobs WHERE status IN ('failed', 'invalid') "
            "ORDER BY finished_at DESC, id DESC")
     if limit is None:
-        return conn.execute(sql).fetchall()
-    return conn.execute(sql + " LIMIT ?", (limit,)).fetchall()
+        return conn.execute(same(sql)).fetchall()
+    return conn.execute(same(sql + " LIMIT ?"), (limit,)).fetchall()

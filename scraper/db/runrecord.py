@@ -1,4 +1,6 @@
-"""The run record as an API (`scraper runs`): each run per source with its status and counts (how many jobs
+"""The run record: every statement on the `runs` rows (one per `scraper run`: started and finished by its
+supervisor, its heartbeat, the live and the dead runs, the rows the report and `runs` read), and the run
+record as an API (`scraper runs`): each run per source with its status and counts (how many jobs
 in all, finished, failed and invalid), and the run events of the outbox (`run.started`, `run.progress`,
 `run.finished`, one per source of the run, db/events.py).
 
@@ -16,8 +18,11 @@ from typing import Any
 from scraper.base import exitcodes
 from scraper.db import events, jobcounts
 from scraper.db.backend import Conn, Row
-from scraper.db.runstate import RUN_DEAD_AFTER_S
+from scraper.db.dialect import same
+from scraper.db.store import transaction
 
+RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
+RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
 PROGRESS_EVENT_S = 10.0     # a run writes `run.progress` at most this often
 PAGE = 100                  # runs rows read at a time while filtering
 STATUSES = ("running", "succeeded", "failed", "gave_up", "stopped", "crashed", "died")
@@ -39,8 +44,8 @@ def own_counts(conn: Conn, run_id: int) -> dict[str, dict[str, int]]:
     """{source: {finished, failed, invalid}} of the jobs run `run_id` ended, by the job's source."""
     out: dict[str, dict[str, int]] = {}
     for source, st, n in conn.execute(
-            "SELECT j.source, rj.status, COUNT(*) FROM run_jobs AS rj JOIN jobs AS j ON j.id = rj.job_id "
-            "WHERE rj.run_id = ? GROUP BY j.source, rj.status", (run_id,)):
+            same("SELECT j.source, rj.status, COUNT(*) FROM run_jobs AS rj JOIN jobs AS j ON j.id = rj.job_id "
+            "WHERE rj.run_id = ? GROUP BY j.source, rj.status"), (run_id,)):
         counts = out.setdefault(source, {"finished": 0, "failed": 0, "invalid": 0})
         counts["finished" if st == "done" else st] += n
     return out
@@ -74,12 +79,84 @@ def _sources_of(row: Row) -> list[str]:
     return [n for n in names if isinstance(n, str)]
 
 
+# --- the runs rows -------------------------------------------------------------------------------
+
+def start_run(conn: Conn, pid: int, started_at: float, workers: int, settings_json: str,
+              host: str | None = None, sources: Sequence[str] = ()) -> int:
+    """Record a run that starts (its machine, its first heartbeat, the sources it works and their
+    `run.started` events); returns its id."""
+    with transaction(conn) as c:
+        run_id = int(c.execute(
+            same("INSERT INTO runs (pid, started_at, workers, settings, host, heartbeat_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING id"),
+            (pid, started_at, workers, settings_json, host, started_at),
+        ).one()[0])
+        started(c, run_id, sources, started_at, host, pid, workers)
+        return run_id
+
+
+def finish_run(conn: Conn, run_id: int, finished_at: float, counts: dict[str, int], exit_code: int) -> None:
+    """Record how the run ended: its exit code and the rows done, failed and invalid (`counts`) by then, its
+    own counts per source and their `run.finished` events."""
+    with transaction(conn) as c:
+        c.execute(
+            same("UPDATE runs SET finished_at = ?, done = ?, failed = ?, invalid = ?, exit_code = ? WHERE id = ?"),
+            (finished_at, counts["done"], counts["failed"], counts["invalid"], exit_code, run_id),
+        )
+        finished(c, run_id, finished_at, exit_code)
+
+
+def heartbeat_run(conn: Conn, run_id: int, now: float) -> None:
+    """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
+    conn.execute(same("UPDATE runs SET heartbeat_at = ? WHERE id = ?"), (now, run_id))
+
+
+def last_run(conn: Conn) -> Row | None:
+    """The newest row of `runs` (pid, started_at, finished_at), or None before the first run."""
+    return conn.execute(same("SELECT pid, started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1")).fetchone()
+
+
+def last_unfinished(conn: Conn) -> Row | None:
+    """(pid, started_at) of the newest run not finished, or None."""
+    return conn.execute(
+        same("SELECT pid, started_at FROM runs WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1")).fetchone()
+
+
+def latest_id(conn: Conn) -> int | None:
+    """The id of the newest run (live or finished), or None before the first."""
+    return conn.execute(same("SELECT MAX(id) FROM runs")).one()[0]
+
+
+def live_runs(conn: Conn, now: float) -> list[Row]:
+    """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
+    return conn.execute(
+        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+             "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC"), (now - RUN_DEAD_AFTER_S,)
+    ).fetchall()
+
+
+def dead_runs(conn: Conn, now: float) -> list[Row]:
+    """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
+    return conn.execute(
+        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+             "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id"),
+        (now - RUN_DEAD_AFTER_S,),
+    ).fetchall()
+
+
+def every(conn: Conn) -> list[Row]:
+    """Every `runs` row, oldest first: id, pid, started_at, finished_at, workers, settings, done, failed,
+    invalid, exit_code, heartbeat_at (the report)."""
+    return conn.execute(same("SELECT id, pid, started_at, finished_at, workers, settings, done, failed, invalid, "
+                             "exit_code, heartbeat_at FROM runs ORDER BY id")).fetchall()
+
+
 # --- writing: in the transaction of the runs row ----------------------------------------------------
 
 def started(c: Conn, run_id: int, sources: Sequence[str], at: float, host: str | None, pid: int,
             workers: int) -> None:
     """Note the run's sources and write its `run.started` events (inside the caller's transaction)."""
-    c.execute("UPDATE runs SET sources = ? WHERE id = ?", (json.dumps(list(sources)), run_id))
+    c.execute(same("UPDATE runs SET sources = ? WHERE id = ?"), (json.dumps(list(sources)), run_id))
     for source in sources:
         events.append(c, "run.started", source, str(run_id),
                       {"run_id": run_id, "started_at": events.iso(at), "host": host, "pid": pid, "workers": workers},
@@ -88,7 +165,7 @@ def started(c: Conn, run_id: int, sources: Sequence[str], at: float, host: str |
 
 def progress(c: Conn, run_id: int, at: float) -> None:
     """Write the run's `run.progress` events, its counts per source now (inside the caller's transaction)."""
-    row = c.execute("SELECT sources FROM runs WHERE id = ?", (run_id,)).fetchone()
+    row = c.execute(same("SELECT sources FROM runs WHERE id = ?"), (run_id,)).fetchone()
     for source, counts in counted(c, run_id, [] if row is None else _sources_of(row)).items():
         events.append(c, "run.progress", source, str(run_id), {"run_id": run_id, **counts}, events.iso(at), run_id)
 
@@ -96,12 +173,12 @@ def progress(c: Conn, run_id: int, at: float) -> None:
 def finished(c: Conn, run_id: int, at: float, exit_code: int) -> None:
     """Keep the run's counts per source as it ended (`run_sources`) and write its `run.finished` events
     (inside the caller's transaction that finishes the runs row)."""
-    row = c.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).one()
+    row = c.execute(same(f"SELECT {_COLUMNS} FROM runs WHERE id = ?"), (run_id,)).one()
     st = status(exit_code, at, None, at)
     for source, counts in counted(c, run_id, _sources_of(row)).items():
-        c.execute("INSERT INTO run_sources (run_id, source, total, finished, failed, invalid) "
+        c.execute(same("INSERT INTO run_sources (run_id, source, total, finished, failed, invalid) "
                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, source) DO UPDATE SET total = excluded.total, "
-                  "finished = excluded.finished, failed = excluded.failed, invalid = excluded.invalid",
+                  "finished = excluded.finished, failed = excluded.failed, invalid = excluded.invalid"),
                   (run_id, source, *(counts[k] for k in COUNTS)))
         events.append(c, "run.finished", source, str(run_id),
                       {"run_id": run_id, "status": st, "exit_code": exit_code,
@@ -114,7 +191,7 @@ def finished(c: Conn, run_id: int, at: float, exit_code: int) -> None:
 def _per_source(conn: Conn, row: Row) -> dict[str, dict[str, int]]:
     """{source: counts} of one runs row: as kept when it ended, else as it stands (a run that died: what it
     ended only, nothing pending is its any more)."""
-    kept = conn.execute("SELECT source, total, finished, failed, invalid FROM run_sources WHERE run_id = ?",
+    kept = conn.execute(same("SELECT source, total, finished, failed, invalid FROM run_sources WHERE run_id = ?"),
                         (row["id"],)).fetchall()
     if kept:
         return {r["source"]: {k: r[k] for k in COUNTS} for r in kept}
@@ -135,7 +212,7 @@ def _rows(conn: Conn, before: int | None) -> Iterator[Row]:
         sql, args = f"SELECT {_COLUMNS} FROM runs", []
         if before is not None:
             sql, args = sql + " WHERE id < ?", [before]
-        page = conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, PAGE]).fetchall()
+        page = conn.execute(same(sql + " ORDER BY id DESC LIMIT ?"), [*args, PAGE]).fetchall()
         yield from page
         if len(page) < PAGE:
             return
@@ -167,7 +244,7 @@ def listing(conn: Conn, now: float, source: str | None = None, status_: str | No
 
 def started_by(conn: Conn, run_id: int) -> tuple[int | None, str | None]:
     """(pid, host) of the process that ran run `run_id` ((None, None) for an unknown run)."""
-    row = conn.execute("SELECT pid, host FROM runs WHERE id = ?", (run_id,)).fetchone()
+    row = conn.execute(same("SELECT pid, host FROM runs WHERE id = ?"), (run_id,)).fetchone()
     return (None, None) if row is None else (row["pid"], row["host"])
 
 

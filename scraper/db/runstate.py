@@ -12,15 +12,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from scraper.base.errors import ConfigError, DatabaseError, RunLocked
 from scraper.base.urls import is_db_url
-from scraper.db import schema, sqlite
-from scraper.db.backend import Conn, Row
-from scraper.db.dialect import same
+from scraper.db import runrecord, schema, sqlite
+from scraper.db.backend import Conn
 
 if TYPE_CHECKING:
     from scraper.db import pg
 
-RUN_HEARTBEAT_S = 2.0       # a run's supervisor writes its heartbeat this often
-RUN_DEAD_AFTER_S = 20.0     # a run whose heartbeat is older than this is dead (its leases expire on their own)
 LOCK_TRIES = 3
 LOCK_RETRY_S = 0.05
 
@@ -82,7 +79,7 @@ def runs(conn: Conn, lock_path: str, now: float) -> list[dict[str, Any]]:
     from scraper.db import store
     if not store.is_postgres(conn) and not lock_held(lock_path):
         return []
-    rows = live_runs(conn, now)
+    rows = runrecord.live_runs(conn, now)
     if not store.is_postgres(conn):
         rows = rows[:1]      # one run at a time holds a SQLite file
     return [{"host": r["host"], "pid": r["pid"], "started_at": r["started_at"], "workers": r["workers"],
@@ -101,9 +98,7 @@ def current(conn: Conn, lock_path: str, now: float | None = None) -> dict[str, A
                                       "host": live[0]["host"]}
     if not lock_held(lock_path):
         return None
-    row = conn.execute(
-        same("SELECT pid, started_at FROM runs WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1")
-    ).fetchone()
+    row = runrecord.last_unfinished(conn)
     if row is None:          # the run has the lock but has not written its row yet
         return {"pid": None, "started_at": None, "alive": True}
     return {"pid": row["pid"], "started_at": row["started_at"], "alive": _running(row["pid"])}
@@ -116,28 +111,6 @@ def _running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def heartbeat_run(conn: Conn, run_id: int, now: float) -> None:
-    """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
-    conn.execute(same("UPDATE runs SET heartbeat_at = ? WHERE id = ?"), (now, run_id))
-
-
-def live_runs(conn: Conn, now: float) -> list[Row]:
-    """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
-    return conn.execute(
-        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-             "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC"), (now - RUN_DEAD_AFTER_S,)
-    ).fetchall()
-
-
-def dead_runs(conn: Conn, now: float) -> list[Row]:
-    """Unfinished runs whose heartbeat stopped (killed, or their machine is gone)."""
-    return conn.execute(
-        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
-             "WHERE finished_at IS NULL AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id"),
-        (now - RUN_DEAD_AFTER_S,),
-    ).fetchall()
 
 
 class walk_lock:

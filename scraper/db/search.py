@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from scraper.base.errors import ConfigError, OperationalError
 from scraper.db import jsonsql, schema
 from scraper.db.backend import Conn
+from scraper.db.dialect import only
 from scraper.db.store import is_postgres, transaction
 
 if TYPE_CHECKING:
@@ -347,7 +348,7 @@ def _match(conn: Conn, text: str) -> tuple[str, list[Any]]:
     check(text)
     if is_postgres(conn):
         expr, params = tsquery(text)
-        # db/pg translates `?` for the whole statement: the tsquery's own placeholders become `?` too
+        # `dialect.only` makes the statement's `?` psycopg's: the tsquery's own placeholders become `?` too
         expr = expr.replace("%s", "?")
         return (f"JOIN (SELECT s.id, -ts_rank(s.tsv, {expr}) AS rank FROM workflows_tsv s WHERE s.tsv @@ {expr}) m "
                 "ON m.id = w.id"), [*params, *params]
@@ -372,7 +373,7 @@ def filtered(conn: Conn, text: str = "", nodes: Sequence[str] = (), category: st
     node_each, node_where = jsonsql.list_strings(pg, "w.node_types")
     for node in nodes:
         where.append(f"EXISTS (SELECT 1 FROM {node_each} WHERE {node_where} AND (lower(j.value) = lower(?) "
-                     "OR lower(j.value) LIKE ?))")
+                     f"OR lower(j.value) {'ILIKE' if pg else 'LIKE'} ?))")
         params += [node, "%." + node.lower()]
     if category.strip():
         each, cond = jsonsql.list_strings(pg, "w.categories")
@@ -381,8 +382,9 @@ def filtered(conn: Conn, text: str = "", nodes: Sequence[str] = (), category: st
     if not include_paid:
         where.append("(w.paid IS NULL OR w.paid = 0)")
     body = f"FROM workflows w {joins} WHERE {' AND '.join(where)}"
-    total = int(conn.execute(f"SELECT COUNT(*) {body}", params).one()[0])
+    # built for this connection's engine (the tsquery and the JSON lists are each dialect's own)
+    total = int(conn.execute(only(pg, f"SELECT COUNT(*) {body}"), params).one()[0])
     found = conn.execute(
-        f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, w.paid AS paid "
-        f"{body} ORDER BY {order} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()
+        only(pg, f"SELECT w.id, w.name, w.author, w.node_types, w.total_views, w.created_at, w.paid AS paid "
+                 f"{body} ORDER BY {order} LIMIT ? OFFSET ?"), [*params, limit, offset]).fetchall()
     return total, found

@@ -48,7 +48,7 @@ def field_coverage(conn: Conn, source: str) -> list[tuple[str, int]]:
         sql = ("SELECT j.key AS k, COUNT(*) AS n FROM items AS i, json_each(i.record) AS j "
                "WHERE i.source = ? AND i.removed_at IS NULL AND json_valid(i.record) GROUP BY j.key "
                "ORDER BY n DESC, k")
-    return [(k, n) for k, n in conn.execute(sql, (source,))]
+    return [(k, n) for k, n in conn.execute(same(sql), (source,))]
 
 
 def requests_by_domain(conn: Conn, run_id: int) -> dict[str, int]:
@@ -78,11 +78,6 @@ def failed_incomplete(conn: Conn) -> tuple[int, int]:
     fetcher = "auto")."""
     row = conn.execute(FAILED_INCOMPLETE, ('%fetcher = "auto"%',)).one()
     return row[0], row[1] or 0
-
-
-def latest_run_id(conn: Conn) -> int | None:
-    """The id of the newest run (live or finished), or None before the first."""
-    return conn.execute(same("SELECT MAX(id) FROM runs")).one()[0]
 
 
 def remaining_by_domain(conn: Conn) -> dict[str, int]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from scraper.db import jsonsql, schema
 from scraper.db.backend import Conn
-from scraper.db.dialect import Sql, same
+from scraper.db.dialect import Sql, only, same
 from scraper.db.store import is_postgres
 
 # a creation time that starts with a year and a month (anything else is counted as unknown): SQLite's GLOB,
@@ -25,7 +25,8 @@ PER_MONTH = Sql(
 
 
 def _one(conn: Conn, sql: str | Sql) -> Any:
-    return conn.execute(sql).one()[0]
+    """The one value of `sql` (a text: built for this connection's engine)."""
+    return conn.execute(only(is_postgres(conn), sql) if isinstance(sql, str) else sql).one()[0]
 
 
 def counts(conn: Conn) -> dict[str, int]:
@@ -48,13 +49,14 @@ def ranking(conn: Conn, column: str, limit: int | None = None, live_only: bool =
     """[(value, templates)] of a JSON-list column (node_types, categories, videos), most used first, ties by
     value: a template counts once per value, however many times it holds it. `live_only`: of the templates
     not removed; `limit`: the first that many."""
-    each, where = jsonsql.list_strings(is_postgres(conn), f"w.{column}")
+    pg = is_postgres(conn)
+    each, where = jsonsql.list_strings(pg, f"w.{column}")
     live = " AND w.removed_at IS NULL" if live_only else ""
     sql = f"""SELECT j.value, COUNT(DISTINCT w.id) AS n FROM workflows w, {each}
               WHERE {where}{live} GROUP BY j.value ORDER BY n DESC, j.value"""
     if limit is None:
-        return [(r[0], r[1]) for r in conn.execute(sql)]
-    return [(r[0], r[1]) for r in conn.execute(sql + " LIMIT ?", (limit,))]
+        return [(r[0], r[1]) for r in conn.execute(only(pg, sql))]
+    return [(r[0], r[1]) for r in conn.execute(only(pg, sql + " LIMIT ?"), (limit,))]
 
 
 def authors(conn: Conn) -> list[tuple[str, int]]:

@@ -5,13 +5,14 @@ user_version`) for a path, PostgreSQL (`scraper.db.pg`: a `schema_version` table
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from scraper.base.errors import ConfigError, OperationalError
 from scraper.base.urls import is_db_url
 from scraper.db import migrations, sqlite
-from scraper.db.backend import Conn, Row
+from scraper.db.backend import Conn
+from scraper.db.dialect import Sql, same
 
 if TYPE_CHECKING:
     from scraper.db import pg
@@ -158,50 +159,17 @@ class transaction:
         return False
 
 
-# --- the runs table: one row per `scraper run`, written by its supervisor --------------------------
-
-def last_run(conn: Conn) -> Row | None:
-    """The newest row of `runs` (pid, started_at, finished_at), or None before the first run."""
-    return conn.execute("SELECT pid, started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1").fetchone()
-
-
-def start_run(conn: Conn, pid: int, started_at: float, workers: int, settings_json: str,
-              host: str | None = None, sources: Sequence[str] = ()) -> int:
-    """Record a run that starts (its machine, its first heartbeat, the sources it works and their
-    `run.started` events); returns its id."""
-    from scraper.db import runrecord
-    with transaction(conn) as c:
-        run_id = int(c.execute(
-            "INSERT INTO runs (pid, started_at, workers, settings, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?) "
-            "RETURNING id",
-            (pid, started_at, workers, settings_json, host, started_at),
-        ).one()[0])
-        runrecord.started(c, run_id, sources, started_at, host, pid, workers)
-        return run_id
-
-
-def finish_run(conn: Conn, run_id: int, finished_at: float, counts: dict[str, int], exit_code: int) -> None:
-    """Record how the run ended: its exit code and the rows done, failed and invalid (`counts`) by then, its
-    own counts per source and their `run.finished` events."""
-    from scraper.db import runrecord
-    with transaction(conn) as c:
-        c.execute(
-            "UPDATE runs SET finished_at = ?, done = ?, failed = ?, invalid = ?, exit_code = ? WHERE id = ?",
-            (finished_at, counts["done"], counts["failed"], counts["invalid"], exit_code, run_id),
-        )
-        runrecord.finished(c, run_id, finished_at, exit_code)
-
-
 # --- the notifications table: pings and messages a run sent (scraper.net.notify) ---------------------
 
 def record_notification(conn: Conn, at: float, kind: str, ok: bool, detail: str | None = None) -> None:
     with transaction(conn) as c:
-        c.execute("INSERT INTO notifications (at, kind, ok, detail) VALUES (?, ?, ?, ?)", (at, kind, int(ok), detail))
+        c.execute(same("INSERT INTO notifications (at, kind, ok, detail) VALUES (?, ?, ?, ?)"),
+                  (at, kind, int(ok), detail))
 
 
 def last_notification(conn: Conn) -> dict[str, Any] | None:
     """{at, kind, ok} of the last ping or notification sent, or None before the first."""
-    row = conn.execute("SELECT at, kind, ok FROM notifications ORDER BY id DESC LIMIT 1").fetchone()
+    row = conn.execute(same("SELECT at, kind, ok FROM notifications ORDER BY id DESC LIMIT 1")).fetchone()
     return None if row is None else {"at": row["at"], "kind": row["kind"], "ok": bool(row["ok"])}
 
 
@@ -222,16 +190,17 @@ def upsert(conn: Conn, table: str, row: dict[str, Any], pk: str) -> None:
     cols = list(row)
     updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c != pk)
     conn.execute(
-        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-        f"ON CONFLICT ({pk}) DO UPDATE SET {updates}",
+        same(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+        f"ON CONFLICT ({pk}) DO UPDATE SET {updates}"),
         [row[c] for c in cols],
     )
 
 
 def replace_links(conn: Conn, table: str, column: str, value: object, rows: Iterable[dict[str, Any]]) -> None:
     """A link table's rows for one `column` = `value` become `rows` (a site's `Result.links`)."""
-    conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (value,))
+    conn.execute(same(f"DELETE FROM {table} WHERE {column} = ?"), (value,))
     for row in rows:
         cols = list(row)
-        conn.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+        insert = f"INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        conn.execute(Sql(f"INSERT OR IGNORE {insert}", same(f"INSERT {insert} ON CONFLICT DO NOTHING").postgres),
                      [row[c] for c in cols])

@@ -155,8 +155,8 @@ class Supervisor:
                     return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
                 continue
             if mono >= next_beat:
-                next_beat = mono + runstate.RUN_HEARTBEAT_S
-                runstate.heartbeat_run(self.conn, self.run_id, self.clock())
+                next_beat = mono + runrecord.RUN_HEARTBEAT_S
+                runrecord.heartbeat_run(self.conn, self.run_id, self.clock())
             if mono >= next_progress:
                 next_progress = mono + runrecord.PROGRESS_EVENT_S
                 with store.transaction(self.conn) as c:
@@ -319,12 +319,12 @@ class Supervisor:
     def _note_unfinished_run(self, conn):
         """A run killed with -9 (or by a reboot) could not say so: say it now, in the log it left."""
         if self.s.postgres:
-            for dead in runstate.dead_runs(conn, self.clock()):
+            for dead in runrecord.dead_runs(conn, self.clock()):
                 log.warning("the run pid %d on %s (started %s) stopped without finishing; its jobs come back as "
                             "their leases expire", dead["pid"], dead["host"] or "?",
                             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(dead["started_at"])))
             return
-        last = store.last_run(conn)
+        last = runrecord.last_run(conn)
         if last is not None and last["finished_at"] is None:
             log.warning("the previous run (pid %d, started %s) ended without finishing (killed or crashed); "
                         "resuming where it stopped", last["pid"],
@@ -377,12 +377,12 @@ class Supervisor:
         settings = {k: v for k, v in dataclasses.asdict(self.s).items()
                     if k not in ("user_agent", "ping_url", "notify_url", "webhooks", "etl_key")}
         settings["db_path"] = self.s.db_shown     # never a password
-        return store.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings),
-                               runstate.host(), [src.name for src in self.s.working_sources])
+        return runrecord.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings),
+                                   runstate.host(), [src.name for src in self.s.working_sources])
 
     def _finish_run(self, conn, run_id, code):
         counts, own = self.queue.counts(), self.queue.run_counts(run_id)
-        store.finish_run(conn, run_id, self.clock(), counts, code)
+        runrecord.finish_run(conn, run_id, self.clock(), counts, code)
         # what this run did (as `report` shows it), then what the database holds
         log.info("run finished: %d done in this run (%d failed, %d invalid); the database holds %d done, "
                  "%d failed, %d invalid, %d pending; %d recycles, %d restarts; exit %d",

@@ -12,9 +12,8 @@ import math
 
 from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
-from scraper.db import counters, fetchlearn, reports, sources_report, store
+from scraper.db import counters, fetchlearn, reports, runrecord, sources_report, store
 from scraper.db.queue import Queue
-from scraper.db.runstate import RUN_DEAD_AFTER_S
 from scraper.products import output, stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
@@ -29,7 +28,7 @@ def gather(conn, now, run_id=None, settings=None):
     n8n library is spoken of (scraper.products.scope)."""
     from scraper.products import scope as scope_mod
     scope = scope_mod.of(conn, settings)
-    runs = [_run_figures(conn, r, now) for r in reports.runs(conn)]
+    runs = [_run_figures(conn, r, now) for r in runrecord.every(conn)]
     for run, later in zip(runs, runs[1:], strict=False):
         if run["state"] == "killed":
             run["resumed_by"] = later["id"]     # its jobs came back to the next run (leases, orphans)
@@ -118,7 +117,7 @@ def _run_figures(conn, r, now):
         "id": r["id"], "started": _iso(start), "started_at": start, "end_at": end,
         "finished": r["finished_at"] is not None, "duration_s": round(duration, 1),
         "state": "finished" if r["finished_at"] is not None else
-                 "running" if (r["heartbeat_at"] or 0) >= now - RUN_DEAD_AFTER_S else "killed",
+                 "running" if (r["heartbeat_at"] or 0) >= now - runrecord.RUN_DEAD_AFTER_S else "killed",
         "resumed_by": None,
         "workers": r["workers"], "rate_per_s": rate if settings.get("limiter", True) else None,
         "domain": domain,

@@ -29,8 +29,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
                                  sources_report.rates_by_domain(queue.conn), requests_per_job) if alive else 0.0
     p = progress.from_counts(counts, recent, window, floor)
     errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
-    from scraper.db import sources_report
-    latest = sources_report.latest_run_id(queue.conn)
+    from scraper.db import runrecord, sources_report
+    latest = runrecord.latest_id(queue.conn)
     errors_run = sources_report.run_errors(queue.conn, latest) if latest is not None else {}
     breakers = queue.domains()
     in_flight = {d: c["running"] for d, c in jobcounts.by(counted, "domain").items() if c["running"]}
