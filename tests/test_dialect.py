@@ -52,3 +52,10 @@ def test_a_statement_written_once_gets_psycopgs_placeholders_only():
 def test_a_question_mark_inside_a_literal_is_refused_by_same():
     with pytest.raises(ValueError, match="string literal"):
         dialect.same("SELECT 1 WHERE note = 'why?' AND id = ?")
+
+
+def test_a_statement_built_for_one_engine_keeps_its_literals():
+    pg = dialect.only(True, "SELECT 1 WHERE v ~ '^a(b)?$' AND note LIKE '5%' AND id = ? AND x % 2 = ?")
+    # a `?` of a regular expression stays; a placeholder becomes psycopg's; every `%` is doubled
+    assert pg.postgres == "SELECT 1 WHERE v ~ '^a(b)?$' AND note LIKE '5%%' AND id = %s AND x %% 2 = %s"
+    assert dialect.only(False, "SELECT ? WHERE v = 'why?'") == dialect.Sql("SELECT ? WHERE v = 'why?'", "")

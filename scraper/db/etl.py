@@ -23,7 +23,7 @@ def mapped(conn: Conn, run_id: int, source: str) -> str | None:
 def remember(conn: Conn, run_id: int, source: str, etl_id: str) -> None:
     with transaction(conn) as c:
         c.execute(same("INSERT INTO etl_runs (run_id, source, etl_id) VALUES (?, ?, ?) ON CONFLICT (run_id, source) "
-                  "DO NOTHING"), (run_id, source, etl_id))
+                       "DO NOTHING"), (run_id, source, etl_id))
 
 
 def items(conn: Conn, run_id: int, source: str) -> list[dict[str, Any]]:
@@ -31,7 +31,7 @@ def items(conn: Conn, run_id: int, source: str) -> list[dict[str, Any]]:
     already ended ({id, url}, by job id)."""
     rows = conn.execute(
         same("SELECT key, url FROM jobs WHERE source = ? AND (status IN ('pending', 'running') OR id IN "
-        "(SELECT job_id FROM run_jobs WHERE run_id = ?)) ORDER BY id"), (source, run_id)).fetchall()
+             "(SELECT job_id FROM run_jobs WHERE run_id = ?)) ORDER BY id"), (source, run_id)).fetchall()
     return [{"id": r[0], "url": r[1]} for r in rows]
 
 
@@ -40,8 +40,8 @@ def done_since(conn: Conn, etl_id: str, source: str, since: float) -> tuple[list
     updates {id, url, status}; the newest `at` among them, or `since`)."""
     rows = conn.execute(
         same(f"SELECT j.key, j.url, MAX(rj.at) FROM run_jobs AS rj JOIN jobs AS j ON j.id = rj.job_id "
-        f"WHERE rj.run_id IN ({_MAPPED}) AND j.source = ? AND rj.status = 'done' AND rj.at > ? "
-        f"GROUP BY j.id, j.key, j.url ORDER BY j.id"), (etl_id, source, source, since)).fetchall()
+             f"WHERE rj.run_id IN ({_MAPPED}) AND j.source = ? AND rj.status = 'done' AND rj.at > ? "
+             f"GROUP BY j.id, j.key, j.url ORDER BY j.id"), (etl_id, source, source, since)).fetchall()
     return ([{"id": r[0], "url": r[1], "status": "done"} for r in rows], max([since, *(r[2] for r in rows)]))
 
 
@@ -64,8 +64,8 @@ def counts(conn: Conn, etl_id: str, source: str) -> dict[str, int]:
     out = {"finished": 0, "failed": 0, "invalid": 0}
     for status, n in conn.execute(
             same(f"SELECT rj.status, COUNT(*) FROM run_jobs AS rj JOIN jobs AS j ON j.id = rj.job_id "
-            f"WHERE rj.run_id IN ({_MAPPED}) AND j.source = ? AND rj.at = (SELECT MAX(r2.at) FROM run_jobs AS r2 "
-            f"WHERE r2.job_id = rj.job_id AND r2.run_id IN ({_MAPPED})) GROUP BY rj.status"),
+                 f"WHERE rj.run_id IN ({_MAPPED}) AND j.source = ? AND rj.at = (SELECT MAX(r2.at) FROM run_jobs AS r2 "
+                 f"WHERE r2.job_id = rj.job_id AND r2.run_id IN ({_MAPPED})) GROUP BY rj.status"),
             (etl_id, source, source, etl_id, source)):
         out["finished" if status == "done" else status] += n
     left = conn.execute(same("SELECT COUNT(*) FROM jobs WHERE source = ? AND status IN ('pending', 'running')"),

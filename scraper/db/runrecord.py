@@ -45,7 +45,7 @@ def own_counts(conn: Conn, run_id: int) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for source, st, n in conn.execute(
             same("SELECT j.source, rj.status, COUNT(*) FROM run_jobs AS rj JOIN jobs AS j ON j.id = rj.job_id "
-            "WHERE rj.run_id = ? GROUP BY j.source, rj.status"), (run_id,)):
+                 "WHERE rj.run_id = ? GROUP BY j.source, rj.status"), (run_id,)):
         counts = out.setdefault(source, {"finished": 0, "failed": 0, "invalid": 0})
         counts["finished" if st == "done" else st] += n
     return out
@@ -177,8 +177,8 @@ def finished(c: Conn, run_id: int, at: float, exit_code: int) -> None:
     st = status(exit_code, at, None, at)
     for source, counts in counted(c, run_id, _sources_of(row)).items():
         c.execute(same("INSERT INTO run_sources (run_id, source, total, finished, failed, invalid) "
-                  "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, source) DO UPDATE SET total = excluded.total, "
-                  "finished = excluded.finished, failed = excluded.failed, invalid = excluded.invalid"),
+                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, source) DO UPDATE SET total = excluded.total, "
+                       "finished = excluded.finished, failed = excluded.failed, invalid = excluded.invalid"),
                   (run_id, source, *(counts[k] for k in COUNTS)))
         events.append(c, "run.finished", source, str(run_id),
                       {"run_id": run_id, "status": st, "exit_code": exit_code,

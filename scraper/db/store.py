@@ -191,7 +191,7 @@ def upsert(conn: Conn, table: str, row: dict[str, Any], pk: str) -> None:
     updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c != pk)
     conn.execute(
         same(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
-        f"ON CONFLICT ({pk}) DO UPDATE SET {updates}"),
+             f"ON CONFLICT ({pk}) DO UPDATE SET {updates}"),
         [row[c] for c in cols],
     )
 
