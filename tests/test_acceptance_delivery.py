@@ -11,12 +11,12 @@ from scripts import acceptance_delivery as acceptance
 
 @pytest.mark.slow
 def test_kill_9s_of_workers_and_deliverers_lose_no_event_and_repeat_each_batch_byte_for_byte(tmp_path):
-    figures, failures = acceptance.kills_run(tmp_path, templates=60, kills=6, rate=40, workers=2, batch=5,
+    figures, failures = acceptance.kills_run(tmp_path, templates=40, kills=5, rate=40, workers=2, batch=5,
                                              timeout_s=1, hold_s=1, receiver_delay_s=0.05)
     assert failures == []
-    assert sum(figures["kills"].values()) == 6 and figures["kills"]["worker"] >= 1
+    assert sum(figures["kills"].values()) == 5 and figures["kills"]["worker"] >= 1
     assert figures["kills"]["relay"] + figures["kills"]["deliver"] >= 1
-    assert figures["templates_with_events"] == figures["templates_stored"] > 50
+    assert figures["templates_with_events"] == figures["templates_stored"] > 30
     assert figures["backlog"] == 0 and figures["unverified"] == 0 and figures["tamper_detected"]
 
 
