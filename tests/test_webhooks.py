@@ -132,11 +132,11 @@ def write_config(tmp_path, text):
 def test_endpoints_are_declared_in_the_configuration_and_their_secrets_never_shown(tmp_path, monkeypatch):
     path = write_config(tmp_path, '[[webhook]]\nurl = "https://user:pw@hooks.test/in?token=t"\n'
                                   'secrets = ["${HOOK_SECRET}", "${OLD_SECRET}"]\nevents = ["template.*"]\n'
-                                  'batch = 10\nretry = [1, 2]\ntimeout = 3\n')
+                                  'batch = 10\nretry = [1, 2]\ntimeout = 3\nhold = 2\n')
     s, _ = settings.load(path, {"HOOK_SECRET": SECRET, "OLD_SECRET": OTHER})
     (ep,) = s.webhooks
-    assert (ep.shown, ep.events, ep.batch, ep.retry, ep.timeout_s) == (
-        "https://hooks.test/in", ("template.*",), 10, (1.0, 2.0), 3.0)
+    assert (ep.shown, ep.events, ep.batch, ep.retry, ep.timeout_s, ep.hold_s) == (
+        "https://hooks.test/in", ("template.*",), 10, (1.0, 2.0), 3.0, 2.0)
     assert [x.value for x in ep.secrets] == [SECRET, OTHER]
     assert SECRET not in repr(s)
     monkeypatch.setenv("HOOK_SECRET", SECRET)
@@ -151,6 +151,7 @@ def test_endpoints_are_declared_in_the_configuration_and_their_secrets_never_sho
     ('url = "https://h.test/"\nsecret = "${HOOK}"', {"HOOK": "hunter2"}, ["not a Standard Webhooks secret"]),
     ('url = "ftp://h.test/"\nsecret = "${HOOK}"', {"HOOK": SECRET}, ["http or https"]),
     ('url = "https://h.test/"\nsecret = "${HOOK}"\nbatch = 0', {"HOOK": SECRET}, ["batch"]),
+    ('url = "https://h.test/"\nsecret = "${HOOK}"\nhold = 0', {"HOOK": SECRET}, ["hold"]),
     ('url = "https://h.test/"\nsecret = "${HOOK}"\nevents = ["nope"]', {"HOOK": SECRET}, ["not an event type"]),
 ])
 def test_a_bad_webhook_table_is_one_sentence(tmp_path, table, environ, words):
@@ -211,6 +212,17 @@ def test_two_deliverers_take_turns_on_an_endpoint(outbox):
     assert deliveries.take(outbox, url, now + 1, now + 46) is None            # held by the first
     assert delivery.deliver_once(outbox, [endpoint()], now + 1) == []
     assert deliveries.take(outbox, url, now + 46, now + 90) is not None       # a holder that died lets it go
+    deliveries.release(outbox, url)
+    # an attempt holds the endpoint for its timeout and its hold (a deliverer killed mid-attempt lets it go then)
+    held = []
+
+    def post(*_):
+        held.append((deliveries.take(outbox, url, now + 92.9, now + 99) is None,
+                     deliveries.take(outbox, url, now + 93.1, now + 99) is not None))
+        return 200, None, None, 1
+
+    (made,) = delivery.deliver_once(outbox, [endpoint(timeout_s=1.0, hold_s=2.0)], now + 90, post=post)
+    assert held == [(True, True)] and made["ok"]
 
 
 def test_a_run_delivers_beside_itself_and_sends_its_last_events_before_it_returns(tmp_path, outbox):

@@ -18,9 +18,12 @@ from scraper.base.errors import ConfigError
 
 RETRY_S = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0)   # Svix's schedule (~27.6 h): then disabled
 TIMEOUT_S = 15.0            # an answer slower than this is a failed attempt
+HOLD_S = 30.0               # an attempt holds its endpoint for its timeout and this: the holder's write of the
+                            # outcome may wait out SQLite's busy timeout (30 s); a deliverer killed mid-attempt
+                            # lets the endpoint go when it runs out
 BATCH = 100                 # events per request
 MAX_BATCH = 1000
-KEYS = ("url", "secret", "secrets", "events", "sources", "batch", "retry", "timeout")
+KEYS = ("url", "secret", "secrets", "events", "sources", "batch", "retry", "timeout", "hold")
 _ENV = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 _TYPE = re.compile(r"^([a-z]+)\.([a-z_]+|\*)$|^\*$")
 
@@ -54,6 +57,7 @@ class Endpoint:
     batch: int = BATCH
     retry: tuple[float, ...] = RETRY_S
     timeout_s: float = TIMEOUT_S
+    hold_s: float = HOLD_S
 
     @property
     def shown(self) -> str:
@@ -126,8 +130,11 @@ def _endpoint(table: object, where: str, environ: dict[str, str]) -> Endpoint:
     timeout = table.get("timeout", TIMEOUT_S)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 300:
         raise ConfigError(f"{where}: timeout is in seconds, above 0 and at most 300.")
+    hold = table.get("hold", HOLD_S)
+    if not isinstance(hold, (int, float)) or isinstance(hold, bool) or not 0 < hold <= 3600:
+        raise ConfigError(f"{where}: hold is in seconds, above 0 and at most 3600.")
     return Endpoint(url, tuple(_secret(s, where, environ) for s in raw), events, _strings(table, "sources", where),
-                    batch, tuple(float(s) for s in retry), float(timeout))
+                    batch, tuple(float(s) for s in retry), float(timeout), float(hold))
 
 
 def parse(tables: object, path: str | None, environ: dict[str, str]) -> tuple[Endpoint, ...]:

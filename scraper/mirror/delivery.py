@@ -20,8 +20,6 @@ log = logging.getLogger(__name__)
 
 SCAN = 500                  # events read at a time while looking for those an endpoint wants
 POLL_S = 1.0                # --follow: how often an idle delivery looks again
-HOLD_MARGIN_S = 30.0        # an endpoint is held for one attempt: its timeout and this (a deliverer killed
-                            # mid-attempt lets it go when that runs out)
 
 
 def _batch(conn, endpoint, st):
@@ -52,7 +50,7 @@ def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.ran
     done = []
     for endpoint in endpoints:
         url = endpoint.shown
-        st = deliveries.take(conn, url, now, now + endpoint.timeout_s + HOLD_MARGIN_S)
+        st = deliveries.take(conn, url, now, now + endpoint.timeout_s + endpoint.hold_s)
         if st is None:
             continue
         try:

@@ -142,12 +142,13 @@ class Standin:
         return self._call("/_standin/catalogue", {"add": add, "edit": list(edit), "remove": list(remove)})
 
     def received(self):
-        """Every request the webhook receiver logged: [{at, method, path, headers, body}] (receiver only)."""
+        """Every request the webhook receiver logged: [{at, method, path, status, headers, body}] (receiver only)."""
         return self._call("/_standin/received")["requests"]
 
-    def answer(self, status=200, retry_after=None, hang_s=60.0):
-        """What the webhook receiver answers from now on: a status, or "hang" (receiver only)."""
-        return self._call("/_standin/answer", {"status": status, "retry_after": retry_after, "hang_s": hang_s})
+    def answer(self, status=200, retry_after=None, hang_s=60.0, delay_s=0.0):
+        """What the webhook receiver answers from now on: a status (after `delay_s`), or "hang" (receiver only)."""
+        return self._call("/_standin/answer", {"status": status, "retry_after": retry_after, "hang_s": hang_s,
+                                               "delay_s": delay_s})
 
     def etl_state(self):
         """The ETL API's runs with their items, its counters and faults (ETL only)."""
