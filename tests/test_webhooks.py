@@ -123,6 +123,40 @@ def test_a_receiver_that_hangs_is_abandoned_at_the_timeout(outbox):
     assert deliveries.state(outbox, endpoint().shown)["next_at"] == pytest.approx(now + 4.5)
 
 
+
+def test_a_receiver_that_trickles_its_error_answer_is_cut_at_the_attempts_deadline():
+    """A 503 whose body comes a byte at a time: each read is within the timeout, the whole is not. The attempt
+    ends at its deadline with the status and a reason, and never holds its deliverer longer."""
+    import socket
+    import threading
+
+    from scraper.net import webhook
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 1000\r\n\r\n")
+            while not stop.wait(0.1):
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    try:
+        status, _, error, ms = webhook.post(f"http://127.0.0.1:{server.getsockname()[1]}/", b"{}", {}, 1.0)
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+    assert status == 503 and error == "HTTP 503: (no complete answer within 1 s)"
+    assert time.monotonic() - started < 3.0 and 900 <= ms
+
 def write_config(tmp_path, text):
     path = tmp_path / "scraper.toml"
     path.write_text(text)
@@ -212,7 +246,8 @@ def test_two_deliverers_take_turns_on_an_endpoint(outbox):
     assert deliveries.take(outbox, url, now + 1, now + 46) is None            # held by the first
     assert delivery.deliver_once(outbox, [endpoint()], now + 1) == []
     assert deliveries.take(outbox, url, now + 46, now + 90) is not None       # a holder that died lets it go
-    deliveries.release(outbox, url)
+    assert not deliveries.release(outbox, url, now + 45)                        # the first's hold is over
+    assert deliveries.release(outbox, url, now + 90)
     # an attempt holds the endpoint for its timeout and its hold (a deliverer killed mid-attempt lets it go then)
     held = []
 
@@ -223,6 +258,31 @@ def test_two_deliverers_take_turns_on_an_endpoint(outbox):
 
     (made,) = delivery.deliver_once(outbox, [endpoint(timeout_s=1.0, hold_s=2.0)], now + 90, post=post)
     assert held == [(True, True)] and made["ok"]
+
+
+def test_an_attempt_that_outlasted_its_hold_changes_nothing_of_the_endpoint(outbox):
+    """A deliverer whose attempt ran past its hold while another took the endpoint: its answer is recorded, but
+    neither the cursor, the pinned batch nor the other's hold moves (the holder sends the pinned batch again,
+    with the same id and bytes)."""
+    now = time.time()
+    url = endpoint().shown
+    late = []
+
+    def post(*_):
+        late.append(deliveries.take(outbox, url, now + 20, now + 60))      # the other deliverer, after the hold
+        return 200, None, None, 1
+
+    (made,) = delivery.deliver_once(outbox, [endpoint(timeout_s=1.0, hold_s=2.0)], now, post=post)
+    assert late[0] is not None and late[0]["pending_upto"] is not None
+    st = deliveries.state(outbox, url)
+    assert st["cursor"] == 0 and st["pending_upto"] == late[0]["pending_upto"]
+    lease = outbox.execute("SELECT lease_until FROM webhook_endpoints WHERE url = ?", (url,)).fetchone()[0]
+    assert lease == now + 60
+    assert outbox.execute("SELECT COUNT(*) FROM deliveries WHERE url = ? AND ok = 1", (url,)).fetchone()[0] == 1
+    # the holder's own attempt moves the endpoint on
+    (again,) = delivery.deliver_once(outbox, [endpoint()], now + 61, post=lambda *_: (200, None, None, 1))
+    assert again["ok"] and again["webhook_id"] == made["webhook_id"]
+    assert deliveries.state(outbox, url)["cursor"] == late[0]["pending_upto"]
 
 
 def test_a_run_delivers_beside_itself_and_sends_its_last_events_before_it_returns(tmp_path, outbox):

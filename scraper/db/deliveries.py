@@ -17,10 +17,13 @@ INSERT_DELIVERY = same("INSERT INTO deliveries (url, webhook_id, first_seq, last
                        "error, ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 # the cursor never goes back: SQLite's scalar MAX is PostgreSQL's GREATEST
 _ADVANCE = "UPDATE webhook_endpoints SET cursor = {}(cursor, ?), "
-SKIP = Sql(_ADVANCE.format("MAX") + "lease_until = 0, updated_at = ? WHERE url = ?",
-           same(_ADVANCE.format("GREATEST") + "lease_until = 0, updated_at = ? WHERE url = ?").postgres)
+# every write of a holder is fenced by its hold (`lease_until` as `take` set it): a deliverer whose attempt outlasted
+# its hold, while another took the endpoint, changes nothing of the endpoint's row (its attempt is still recorded)
+_HELD = "WHERE url = ? AND lease_until = ?"
+SKIP = Sql(_ADVANCE.format("MAX") + "lease_until = 0, updated_at = ? " + _HELD,
+           same(_ADVANCE.format("GREATEST") + "lease_until = 0, updated_at = ? " + _HELD).postgres)
 _DELIVERED = ("pending_upto = NULL, attempts = 0, next_at = 0, last_error = NULL, lease_until = 0, updated_at = ? "
-              "WHERE url = ?")
+              + _HELD)
 DELIVERED = Sql(_ADVANCE.format("MAX") + _DELIVERED, same(_ADVANCE.format("GREATEST") + _DELIVERED).postgres)
 
 
@@ -45,7 +48,8 @@ def begin(conn: Conn, url: str) -> None:
 
 def take(conn: Conn, url: str, now: float, until: float) -> dict[str, Any] | None:
     """Hold the endpoint until `until` for one attempt, when it is due, enabled and held by no other deliverer;
-    its row as it is then, or None."""
+    its row as it is then, or None. `until` is the hold's token: the holder's writes (`release`, `pin`, `skip`,
+    `attempted`) pass it back, and apply only while the endpoint is still theirs."""
     state(conn, url)
     with transaction(conn) as c:
         if c.execute(same("UPDATE webhook_endpoints SET lease_until = ? WHERE url = ? AND disabled = 0 "
@@ -54,44 +58,48 @@ def take(conn: Conn, url: str, now: float, until: float) -> dict[str, Any] | Non
     return state(conn, url)
 
 
-def release(conn: Conn, url: str) -> None:
+def release(conn: Conn, url: str, held: float) -> bool:
+    """Let the endpoint go (False: it was no longer ours)."""
     with transaction(conn) as c:
-        c.execute(same("UPDATE webhook_endpoints SET lease_until = 0 WHERE url = ?"), (url,))
+        return c.execute(same("UPDATE webhook_endpoints SET lease_until = 0 " + _HELD), (url, held)).rowcount == 1
 
 
-def pin(conn: Conn, url: str, upto: int, now: float) -> None:
-    """The batch up to seq `upto` is under way: its retries send the same events."""
+def pin(conn: Conn, url: str, upto: int, now: float, held: float) -> bool:
+    """The batch up to seq `upto` is under way: its retries send the same events (False: the endpoint was no
+    longer ours)."""
     with transaction(conn) as c:
-        c.execute(same("UPDATE webhook_endpoints SET pending_upto = ?, updated_at = ? WHERE url = ?"), (upto, now, url))
+        return c.execute(same("UPDATE webhook_endpoints SET pending_upto = ?, updated_at = ? " + _HELD),
+                         (upto, now, url, held)).rowcount == 1
 
 
-def skip(conn: Conn, url: str, cursor: int, now: float) -> None:
-    """Move the cursor over events the endpoint does not want (and let the endpoint go)."""
+def skip(conn: Conn, url: str, cursor: int, now: float, held: float) -> bool:
+    """Move the cursor over events the endpoint does not want, and let the endpoint go (False: it was no
+    longer ours, and nothing moved)."""
     with transaction(conn) as c:
-        c.execute(SKIP, (cursor, now, url))
+        return c.execute(SKIP, (cursor, now, url, held)).rowcount == 1
 
 
 def attempted(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,
-              error: str | None, ms: int, ok: bool, next_at: float = 0.0, disabled: bool = False) -> None:
+              error: str | None, ms: int, ok: bool, held: float, next_at: float = 0.0,
+              disabled: bool = False) -> bool:
     """Record one attempt and its consequence, in one transaction, and let the endpoint go: a 2xx moves the
-    cursor to `last` and clears the failures; a failure counts, waits until `next_at`, or disables it."""
+    cursor to `last` and clears the failures; a failure counts, waits until `next_at`, or disables it. False:
+    the attempt outlasted its hold and another deliverer holds the endpoint; the attempt is recorded, its
+    consequence is not (the holder sends the pinned batch, with the same id and bytes)."""
     with transaction(conn) as c:
-        c.execute(INSERT_DELIVERY, (url, webhook_id, first, last, n, now, status, int(ok),
-                                                            error, ms))
+        c.execute(INSERT_DELIVERY, (url, webhook_id, first, last, n, now, status, int(ok), error, ms))
         if ok:
-            c.execute(DELIVERED, (last, now, url))
-        else:
-            c.execute(same("UPDATE webhook_endpoints SET attempts = attempts + 1, next_at = ?, last_error = ?, "
-                           "disabled = ?, lease_until = 0, updated_at = ? WHERE url = ?"),
-                      (next_at, error, int(disabled), now, url))
+            return c.execute(DELIVERED, (last, now, url, held)).rowcount == 1
+        return c.execute(same("UPDATE webhook_endpoints SET attempts = attempts + 1, next_at = ?, last_error = ?, "
+                              "disabled = ?, lease_until = 0, updated_at = ? " + _HELD),
+                         (next_at, error, int(disabled), now, url, held)).rowcount == 1
 
 
 def replayed(conn: Conn, url: str, webhook_id: str, first: int, last: int, n: int, now: float, status: int | None,
              error: str | None, ms: int, ok: bool) -> None:
     """Record one attempt of a redelivery (the endpoint's cursor and schedule stay as they are)."""
     with transaction(conn) as c:
-        c.execute(INSERT_DELIVERY, (url, webhook_id, first, last, n, now, status, int(ok),
-                                                            error, ms))
+        c.execute(INSERT_DELIVERY, (url, webhook_id, first, last, n, now, status, int(ok), error, ms))
 
 
 def delivered(conn: Conn, url: str, since: int | None = None, run_id: int | None = None) -> list[tuple[int, int]]:

@@ -56,7 +56,8 @@ class Outbox:
             row = ROW + (self.host or "")
             deliveries.begin(conn, row)
             now = self.clock()
-            st = deliveries.take(conn, row, now, now + HOLD_S)
+            held = now + HOLD_S
+            st = deliveries.take(conn, row, now, held)
             if st is None:
                 return
             failures, seen = _failures(conn, st["cursor"])
@@ -70,7 +71,7 @@ class Outbox:
                     upto = last
                 upto = seen
             finally:
-                deliveries.skip(conn, row, upto, self.clock())
+                deliveries.skip(conn, row, upto, self.clock(), held)
         except Exception:
             log.exception("could not tell the failures the outbox holds")
         finally:

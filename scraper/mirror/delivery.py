@@ -50,19 +50,20 @@ def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.ran
     done = []
     for endpoint in endpoints:
         url = endpoint.shown
-        st = deliveries.take(conn, url, now, now + endpoint.timeout_s + endpoint.hold_s)
+        held = now + endpoint.timeout_s + endpoint.hold_s
+        st = deliveries.take(conn, url, now, held)
         if st is None:
             continue
         try:
             batch, upto = _batch(conn, endpoint, st)
         except BaseException:
-            deliveries.release(conn, url)
+            deliveries.release(conn, url, held)
             raise
         if not batch:
-            deliveries.skip(conn, url, upto, now)
+            deliveries.skip(conn, url, upto, now, held)
             continue
-        if st["pending_upto"] is None:
-            deliveries.pin(conn, url, upto, now)
+        if st["pending_upto"] is None and not deliveries.pin(conn, url, upto, now, held):
+            continue
         outcome = send(endpoint, batch, now)
         status, error = outcome["status"], outcome["error"]
         verdict = delivery.verdict(status)
@@ -71,8 +72,12 @@ def deliver_once(conn, endpoints, now, post=webhook.post, unit_random=random.ran
             wait = delivery.next_wait_s(st["attempts"] + 1, endpoint.retry, unit_random(),
                                         delivery.retry_after_s(outcome["retry_after"], now))
         disabled = verdict == delivery.DISABLE or (verdict == delivery.RETRY and wait is None)
-        deliveries.attempted(conn, url, outcome["webhook_id"], batch[0]["seq"], upto, len(batch), now, status, error,
-                             outcome["ms"], outcome["ok"], now + (wait or 0.0), disabled)
+        if not deliveries.attempted(conn, url, outcome["webhook_id"], batch[0]["seq"], upto, len(batch), now, status,
+                                    error, outcome["ms"], outcome["ok"], held, now + (wait or 0.0), disabled):
+            log.warning("webhook %s: an attempt outlasted its hold and another deliverer took the endpoint; the "
+                        "attempt is recorded, the endpoint left as its holder has it", url)
+            done.append({**outcome, "disabled": False})
+            continue
         if disabled:
             log.error("webhook %s disabled: %s", url, error or f"HTTP {status}")
         elif error:

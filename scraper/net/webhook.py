@@ -12,9 +12,13 @@ import time
 
 import requests
 
+from scraper.base.errors import FetchError
+from scraper.net import http
+from scraper.policy import retry
+
 CLOUDEVENT = "application/cloudevents+json"
 BATCH = "application/cloudevents-batch+json"
-ANSWER_MAX_BYTES = 2_000        # of an error answer, for the record
+ANSWER_MAX_BYTES = 65_536       # of an error answer (its first 300 characters are kept); an error page is larger
 
 
 def _cloudevent(event):
@@ -65,10 +69,16 @@ def post(url, payload, head, timeout_s):
         ms = int((time.monotonic() - started) * 1000)
         if 200 <= resp.status_code < 300:
             return resp.status_code, None, None, ms
-        answer = resp.raw.read(ANSWER_MAX_BYTES, decode_content=True) or b""
+        # an error answer is read under the attempt's deadline (a timer cuts a body that trickles) and cap
+        try:
+            answer = bytes(http.read_body(resp, url, started + timeout_s, timeout_s, ANSWER_MAX_BYTES))
+        except FetchError as e:
+            answer = (f"(an answer over {ANSWER_MAX_BYTES // 1024} KiB)" if e.kind == retry.TOO_LARGE
+                      else f"(no complete answer within {timeout_s:g} s)" if e.kind == retry.TIMEOUT
+                      else f"({e.kind} mid-answer)").encode()
         where = f" to {resp.headers.get('location')}" if 300 <= resp.status_code < 400 else ""
         error = f"HTTP {resp.status_code}{where}: {answer.decode('utf-8', 'replace').strip()[:300]}".rstrip(": ")
-        return resp.status_code, resp.headers.get("retry-after"), error, ms
+        return resp.status_code, resp.headers.get("retry-after"), error, int((time.monotonic() - started) * 1000)
     except (requests.RequestException, OSError) as e:
         return resp.status_code, None, f"{type(e).__name__}: {str(e)[:300]}", int((time.monotonic() - started) * 1000)
     finally:
