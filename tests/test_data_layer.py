@@ -17,7 +17,15 @@ from scraper.mirror import answers, items, record, seed, source, sync, versions
 from scraper.products import export, export_items, failures, files, lookup, stats, status
 from scraper.products import sources as sources_product
 from scraper.sites import catalogue, n8n
-from tests.helpers import definition_ids, detail_body, served_mirror
+from tests.helpers import (
+    definition_ids,
+    detail_body,
+    remove_item,
+    remove_template,
+    served_mirror,
+    store_item,
+    store_template,
+)
 
 AT = "2026-11-01T00:00:00+00:00"
 SITE = "http://shop.test"
@@ -36,18 +44,18 @@ def test_items_are_stored_found_refreshed_reextracted_and_exported(backend):
     """db/items and db/answers through mirror/items, export_items and lookup."""
     conn = store.open_db(backend)
     with store.transaction(conn) as c:
-        items.store(c, "shop", "/p", f"{SITE}/p", {"name": "stale"}, {"page": f"<html>{PRODUCT}</html>".encode()}, AT)
-        items.store(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 4}, {"page": b"<p>"}, AT)
-        items.store(c, "gone", "/r", f"{SITE}/r", {"name": "kept"}, {"page": b"<p>"}, AT)
-        assert items.store(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 3}, {"page": b"<p>"}, AT) == 2
+        store_item(c, "shop", "/p", f"{SITE}/p", {"name": "stale"}, {"page": f"<html>{PRODUCT}</html>".encode()}, AT)
+        store_item(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 4}, {"page": b"<p>"}, AT)
+        store_item(c, "gone", "/r", f"{SITE}/r", {"name": "kept"}, {"page": b"<p>"}, AT)
+        assert store_item(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 3}, {"page": b"<p>"}, AT) == 2
     Queue(conn).seed([("shop:/p", "catalogue", f"{SITE}/p", "shop.test", "shop"),
                       ("shop:/q", "catalogue", f"{SITE}/q", "shop.test", "shop")], 0.0)
     assert items.find_key(conn, "shop", f"{SITE}/q") == "/q" and items.find_key(conn, "shop", "/p") == "/p"
     assert items.find_key(conn, "shop", "/nothing") is None
     assert [v["version"] for v in items.history(conn, "shop", "/q")] == [1, 2]
     with store.transaction(conn) as c:
-        assert items.mark_removed(c, "shop", "/q", "2026-11-02T00:00:00+00:00")
-        assert not items.mark_removed(c, "shop", "/q", "2026-11-02T00:00:00+00:00")     # removed already
+        assert remove_item(c, "shop", "/q", "2026-11-02T00:00:00+00:00")
+        assert not remove_item(c, "shop", "/q", "2026-11-02T00:00:00+00:00")     # removed already
     assert items.reextract(conn, {"shop": SHOP}, catalogue.extract) == (2, 1)    # "gone" is no source any more
     assert json.loads(item_rows.row(conn, "shop", "/p")["record"])["name"] == "Lamp"
     assert item_rows.sources(conn) == ["gone", "shop"] and item_rows.live_and_removed(conn, "shop") == (1, 1)
@@ -153,12 +161,13 @@ def test_a_template_answer_is_versioned_and_reextracted(backend):
     tid = definition_ids()[0]
     with store.transaction(conn) as c:
         body = detail_body(tid)
-        assert answers.store(c, n8n.extract(body, AT), {"api": body, "page": b"<html><title>T</title></html>"}, AT) == 1
+        page = b"<html><title>T</title></html>"
+        assert store_template(c, n8n.extract(body, AT), {"api": body, "page": page}, AT) == 1
         changed = detail_body(tid, description="a new description")
-        assert answers.store(c, n8n.extract(changed, AT), {"api": changed}, AT) == 2
-        assert answers.mark_removed(c, tid, AT) and not answers.mark_removed(c, tid, AT)
+        assert store_template(c, n8n.extract(changed, AT), {"api": changed}, AT) == 2
+        assert remove_template(c, tid, AT) and not remove_template(c, tid, AT)
     assert [v["version"] for v in answers.history(conn, tid)] == [1, 2]
-    assert answers.last_hash(conn, n8n.SITE, str(tid), n8n.API) == answers.history(conn, tid)[-1]["content_hash"]
+    assert templates.state(conn, tid, n8n.SITE, n8n.API).last_hash == answers.history(conn, tid)[-1]["content_hash"]
     assert answers.reextract(conn) == (1, 0)
     assert templates.row(conn, tid)["description"] == "a new description"
     assert [c["change"] for c in answers.changes(conn)] == ["added", "changed", "removed"]

@@ -7,37 +7,61 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
+from scraper.db.answers import Current
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import same
 from scraper.db.store import is_postgres
 
 
-def version_state(conn: Conn, source: str, key: str) -> Row | None:
-    """(version, first_seen_at, removed_at, content_hash) of a stored item, or None."""
-    return conn.execute("SELECT version, first_seen_at, removed_at, content_hash FROM items "
-                        "WHERE source = ? AND key = ?", (source, key)).fetchone()
+class State(NamedTuple):
+    """What is stored of one item, as the mirror decides its next write from it (`db/results.state`)."""
+
+    stored: bool = False
+    version: int | None = None
+    removed_at: str | None = None
+    content_hash: str | None = None
+    url: str | None = None
+    current: Current | None = None      # its current version's first answer, when asked for
 
 
-def put(conn: Conn, source: str, key: str, url: str, record: str, version: int, fetched_at: str,
-        digest: str) -> None:
-    """Write the item, live, as fetched at `fetched_at` (`record`: its JSON text)."""
-    conn.execute(
-        """INSERT INTO items (source, key, url, record, version, first_seen_at, last_seen_at, removed_at,
-                              content_hash, fetched_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
-           ON CONFLICT (source, key) DO UPDATE SET url = excluded.url, record = excluded.record,
-               version = excluded.version, last_seen_at = excluded.last_seen_at, removed_at = NULL,
-               content_hash = excluded.content_hash, fetched_at = excluded.fetched_at""",
-        (source, key, url, record, version, fetched_at, fetched_at, digest, fetched_at))
+class Item(NamedTuple):
+    """An item to write, live, as fetched at `fetched_at` (`record`: its JSON text)."""
+
+    source: str
+    key: str
+    url: str
+    record: str
+    version: int
+    fetched_at: str
+    digest: str
 
 
-def mark_removed(conn: Conn, source: str, key: str, at: str) -> int | None:
-    """Set `removed_at` of a live item; its version, or None when it was not stored or not live."""
-    if conn.execute("UPDATE items SET removed_at = ? WHERE source = ? AND key = ? AND removed_at IS NULL",
-                    (at, source, key)).rowcount != 1:
-        return None
-    return int(conn.execute("SELECT version FROM items WHERE source = ? AND key = ?", (source, key)).one()[0])
+_STATE = same("SELECT version, removed_at, content_hash, url FROM items WHERE source = ? AND key = ?")
+_PUT = same(
+    """INSERT INTO items (source, key, url, record, version, first_seen_at, last_seen_at, removed_at,
+                          content_hash, fetched_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+       ON CONFLICT (source, key) DO UPDATE SET url = excluded.url, record = excluded.record,
+           version = excluded.version, last_seen_at = excluded.last_seen_at, removed_at = NULL,
+           content_hash = excluded.content_hash, fetched_at = excluded.fetched_at""")
+_REMOVED = same("UPDATE items SET removed_at = ? WHERE source = ? AND key = ? AND removed_at IS NULL")
+
+
+def state(conn: Conn, source: str, key: str) -> State:
+    row = conn.execute(_STATE, (source, key)).fetchone()
+    return State() if row is None else State(True, *row)
+
+
+def put(conn: Conn, items: Sequence[Item]) -> None:
+    conn.executemany(_PUT, [(i.source, i.key, i.url, i.record, i.version, i.fetched_at, i.fetched_at, i.digest,
+                             i.fetched_at) for i in items])
+
+
+def mark_removed(conn: Conn, removed: Sequence[tuple[str, str, str]]) -> None:
+    """Set `removed_at` of each live (source, key, at)."""
+    conn.executemany(_REMOVED, [(at, source, key) for source, key, at in removed])
 
 
 def find_key(conn: Conn, source: str, url_or_path: str) -> str | None:

@@ -1,34 +1,60 @@
 """The `workflows` table (one row per n8n template, its current version) and its link to the videos
 (`template_videos`): what the mirror core writes beside a version, the walk's updates, and the rows the
-readers (files, the agent's lookups, status) take. One spelling serves both backends.
+readers (files, the agent's lookups, status) take. One spelling serves both backends but where marked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from scraper.db import schema
+from scraper.db.answers import Current
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import Sql, same
 
 
-def version_state(conn: Conn, tid: int) -> Row | None:
-    """(version, first_seen_at, removed_at, content_hash, hollow) of a stored template, or None."""
-    return conn.execute("SELECT version, first_seen_at, removed_at, content_hash, hollow FROM workflows WHERE id = ?",
-                        (tid,)).fetchone()
+class State(NamedTuple):
+    """What is stored of one template, as the mirror decides its next write from it (`db/results.state`)."""
+
+    stored: bool = False                # it has a `workflows` row
+    version: int | None = None
+    first_seen_at: str | None = None
+    removed_at: str | None = None
+    content_hash: str | None = None     # its extracted row's (rows stored before answers were kept have no answer)
+    hollow: bool = False
+    last_hash: str | None = None        # the content hash of its newest answer of the kind asked for
+    listed: tuple[float | None, str | None] | None = None     # (price, purchase URL) as the last walk listed it
+    current: Current | None = None      # its current version's first answer, when asked for
 
 
-def seen(conn: Conn, tid: int, at: str) -> None:
-    """The template was served again (and is live)."""
-    conn.execute("UPDATE workflows SET last_seen_at = ?, removed_at = NULL WHERE id = ?", (at, tid))
+# one round trip for the row, its newest answer's hash and the listing's price; the id as a row of its own so
+# a template not stored yet still gets the rest (PostgreSQL wants the parameter's type)
+_STATE = "SELECT w.id IS NOT NULL, w.version, w.first_seen_at, w.removed_at, w.content_hash, w.hollow, " \
+         "(SELECT a.content_hash FROM answers AS a WHERE a.source = ? AND a.key = ? AND a.kind = ? " \
+         "ORDER BY a.version DESC LIMIT 1), l.id IS NOT NULL, l.price, l.purchase_url " \
+         "FROM (SELECT {} AS id) AS t LEFT JOIN workflows AS w ON w.id = t.id LEFT JOIN listing AS l ON l.id = t.id"
+STATE = Sql(_STATE.format("?"), same(_STATE.format("CAST(? AS BIGINT)")).postgres)
+_SEEN = same("UPDATE workflows SET last_seen_at = ?, removed_at = NULL WHERE id = ?")
+_REMOVED = same("UPDATE workflows SET removed_at = ? WHERE id = ? AND removed_at IS NULL")
 
 
-def mark_removed(conn: Conn, tid: int, at: str) -> int | None:
-    """Set `removed_at` of a live template; its version, or None when it was not stored or not live."""
-    if conn.execute("UPDATE workflows SET removed_at = ? WHERE id = ? AND removed_at IS NULL",
-                    (at, tid)).rowcount != 1:
-        return None
-    return int(conn.execute("SELECT version FROM workflows WHERE id = ?", (tid,)).one()[0])
+def state(conn: Conn, tid: int, source: str, kind: str) -> State:
+    """The template's `State`; `last_hash` that of its newest answer of (`source`, `kind`)."""
+    stored, version, first, removed, digest, hollow, last, listed, price, purchase = conn.execute(
+        STATE, (source, str(tid), kind, tid)).one()
+    return State(bool(stored), version, first, removed, digest, bool(hollow), last,
+                 (price, purchase) if listed else None)
+
+
+def seen(conn: Conn, seen_at: Sequence[tuple[int, str]]) -> None:
+    """Each (template, at) was served again (and is live)."""
+    conn.executemany(_SEEN, [(at, tid) for tid, at in seen_at])
+
+
+def mark_removed(conn: Conn, removed: Sequence[tuple[int, str]]) -> None:
+    """Set `removed_at` of each live (template, at)."""
+    conn.executemany(_REMOVED, [(at, tid) for tid, at in removed])
 
 
 def restore(conn: Conn, tid: int) -> int:
