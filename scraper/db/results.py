@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scraper.db import answers, fetchlearn, items, templates
+from scraper.db.answers import Answer, Change
 from scraper.db.backend import Conn
+from scraper.db.items import Item
+from scraper.db.items import State as ItemState
 from scraper.db.queue import DEFAULT_SOURCE, add_jobs
 from scraper.db.store import replace_links, upsert
+from scraper.db.templates import State as TemplateState
 from scraper.policy.fetchmode import Learned
 
 
@@ -22,8 +26,8 @@ from scraper.policy.fetchmode import Learned
 class State:
     """What is stored of a result's templates ({id: templates.State}) and items ({(source, key): items.State})."""
 
-    templates: dict[int, templates.State] = field(default_factory=dict)
-    items: dict[tuple[str, str], items.State] = field(default_factory=dict)
+    templates: dict[int, TemplateState] = field(default_factory=dict)
+    items: dict[tuple[str, str], ItemState] = field(default_factory=dict)
 
 
 def state(conn: Conn, template_ids: Mapping[int, bool], item_keys: Mapping[tuple[str, str], bool],
@@ -59,15 +63,15 @@ class Plan:
     """What one result writes, decided by the mirror (`mirror/record.plan`)."""
 
     rows: tuple[tuple[str, dict[str, Any], str], ...] = ()     # (table, row, primary key): upserted
-    answers: tuple[answers.Answer, ...] = ()
+    answers: tuple[Answer, ...] = ()
     workflows: tuple[Workflow, ...] = ()
     links: tuple[tuple[str, str, Any, Sequence[dict[str, Any]]], ...] = ()    # (table, column, value, rows)
-    items: tuple[items.Item, ...] = ()
+    items: tuple[Item, ...] = ()
     removed: tuple[tuple[int, str], ...] = ()                  # (template id, at) of live templates
     removed_items: tuple[tuple[str, str, str], ...] = ()       # (source, key, at) of live items
     learned: tuple[tuple[str, str, Learned, bool, bool], ...] = ()   # db/fetchlearn.record's arguments
     children: tuple[Sequence[str], ...] = ()                   # job rows, queued once
-    changes: tuple[answers.Change, ...] = ()
+    changes: tuple[Change, ...] = ()
     now: float = 0.0
     source: str = DEFAULT_SOURCE        # of the child jobs
     priority: int = 0                   # of the child jobs
