@@ -86,31 +86,31 @@ def current(conn: Conn, source: str, key: str, version: int) -> Current | None:
 
 def body(conn: Conn, source: str, key: str, version: int, kind: str) -> Row | None:
     """(body, body_fetched_at) of one stored answer, or None."""
-    return conn.execute("SELECT body, body_fetched_at FROM answers WHERE source = ? AND key = ? AND version = ? "
-                        "AND kind = ?", (source, key, version, kind)).fetchone()
+    return conn.execute(same("SELECT body, body_fetched_at FROM answers WHERE source = ? AND key = ? AND version = ? "
+                        "AND kind = ?"), (source, key, version, kind)).fetchone()
 
 
 def latest_body(conn: Conn, source: str, key: str, kind: str, up_to: int) -> bytes | None:
     """The compressed body of the newest answer of `kind` at version `up_to` or before, or None."""
-    row = conn.execute("SELECT body FROM answers WHERE source = ? AND key = ? AND kind = ? AND version <= ? "
-                       "ORDER BY version DESC LIMIT 1", (source, key, kind, up_to)).fetchone()
+    row = conn.execute(same("SELECT body FROM answers WHERE source = ? AND key = ? AND kind = ? AND version <= ? "
+                       "ORDER BY version DESC LIMIT 1"), (source, key, kind, up_to)).fetchone()
     return None if row is None else row["body"]
 
 
 def versions(conn: Conn, source: str, key: str, kind: str) -> list[dict[str, Any]]:
     """An item's versions of `kind`, oldest first: [{version, fetched_at, content_hash}]."""
     return [dict(r) for r in conn.execute(
-        "SELECT version, fetched_at, content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
-        "ORDER BY version", (source, key, kind))]
+        same("SELECT version, fetched_at, content_hash FROM answers WHERE source = ? AND key = ? AND kind = ? "
+        "ORDER BY version"), (source, key, kind))]
 
 
 def sources(conn: Conn) -> list[str]:
     """The sources that have a stored answer, by name."""
-    return [r[0] for r in conn.execute("SELECT DISTINCT source FROM answers ORDER BY source")]
+    return [r[0] for r in conn.execute(same("SELECT DISTINCT source FROM answers ORDER BY source"))]
 
 
 def has_source(conn: Conn, source: str) -> bool:
-    return conn.execute("SELECT 1 FROM answers WHERE source = ? LIMIT 1", (source,)).fetchone() is not None
+    return conn.execute(same("SELECT 1 FROM answers WHERE source = ? LIMIT 1"), (source,)).fetchone() is not None
 
 
 def add_changes(conn: Conn, changes: Sequence[Change]) -> None:
@@ -136,7 +136,7 @@ def changes(conn: Conn, since: str | None = None, kinds: Sequence[str] = (), lim
     if limit is not None:
         sql, args = (f"SELECT * FROM ({sql} ORDER BY at DESC, source DESC, template_id DESC, key DESC, seq DESC "
                      "LIMIT ?) AS newest"), args + [limit]     # PostgreSQL needs the alias
-    return conn.execute(sql + " ORDER BY at, source, template_id, key, seq", args).fetchall()
+    return conn.execute(same(sql + " ORDER BY at, source, template_id, key, seq"), args).fetchall()
 
 
 def _stored_where(source: str | None, since: str | None, live_only: bool) -> tuple[str, tuple[Any, ...]]:
@@ -158,12 +158,12 @@ def stored(conn: Conn, source: str | None = None, since: str | None = None,
     `live_only`: leave out what the site removed."""
     where, args = _stored_where(source, since, live_only)
     yield from conn.execute(
-        "SELECT a.template_id, a.version, a.kind, COALESCE(a.url, i.url), a.http_status, a.content_type, "
+        same("SELECT a.template_id, a.version, a.kind, COALESCE(a.url, i.url), a.http_status, a.content_type, "
         "a.body_fetched_at, a.body, a.url IS NULL "
-        f"FROM answers AS a {_JOINS} WHERE {where} ORDER BY a.source, a.template_id, a.key, a.version, a.kind", args)
+        f"FROM answers AS a {_JOINS} WHERE {where} ORDER BY a.source, a.template_id, a.key, a.version, a.kind"), args)
 
 
 def count_stored(conn: Conn, source: str | None = None, since: str | None = None, live_only: bool = False) -> int:
     """How many answers `stored` gives."""
     where, args = _stored_where(source, since, live_only)
-    return int(conn.execute(f"SELECT COUNT(*) FROM answers AS a {_JOINS} WHERE {where}", args).one()[0])
+    return int(conn.execute(same(f"SELECT COUNT(*) FROM answers AS a {_JOINS} WHERE {where}"), args).one()[0])
