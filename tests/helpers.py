@@ -291,6 +291,39 @@ def planted_workflow(workflow):
 RARE_WORDS = ("Quokkaflux", "Zephyrquill")
 
 
+# --- one part of a job's result written as the worker writes it (mirror/record.write), in the caller's
+# transaction ------------------------------------------------------------------------------------------
+
+def store_template(conn, row, raw, fetched_at):
+    """A template's `workflows` row and raw answers ({"api": bytes, "page": bytes?}); returns its version."""
+    from scraper.db import templates
+    from scraper.mirror import record
+    from scraper.sites import Result
+    record.write(conn, Result(versioned=((row, raw, fetched_at),)), 0.0)
+    return templates.row(conn, row["id"])["version"]
+
+
+def remove_template(conn, template_id, at):
+    """A confirmed removal; whether the template was stored and live."""
+    from scraper.mirror import record
+    from scraper.sites import Result
+    return bool(record.write(conn, Result(removed=(template_id,)), 0.0, at).removed)
+
+
+def store_item(conn, source, key, url, rec, raw, fetched_at, volatile=()):
+    """A catalogue item and its raw answer(s) ({kind: bytes}); returns its version."""
+    from scraper.mirror import record
+    from scraper.sites import Result
+    return record.write(conn, Result(items=((source, key, url, rec, raw, fetched_at, volatile),)), 0.0).items[0].version
+
+
+def remove_item(conn, source, key, at):
+    """A confirmed removal (404/410); whether the item was stored and live."""
+    from scraper.mirror import record
+    from scraper.sites import Result
+    return bool(record.write(conn, Result(removed_items=((source, key),)), 0.0, at).removed_items)
+
+
 def served_mirror(path, copies=0):
     """A mirror built in-process as the worker stores it, for the serving tests: the 20 fixture templates
     (answers, versions and changes kept), the first and the eighth with planted credentials (in the workflow
@@ -298,7 +331,6 @@ def served_mirror(path, copies=0):
     900000), a removed one, and one catalogue item; where the schema records prices, the third is paid,
     the fourth unknown, the others free. Returns (planted ids, every live id)."""
     from scraper.db.store import transaction
-    from scraper.mirror import answers, items
 
     ids = definition_ids()
     planted = (ids[0], ids[7])
@@ -314,9 +346,9 @@ def served_mirror(path, copies=0):
             if tid == planted[0]:
                 extra["description"] = f"Paste your key {SECRETS['github']} in the first node."
             body = detail_body(tid, **extra)
-            answers.store(conn, n8n.extract(body, "2026-11-01T00:00:00+00:00"), {"api": body},
+            store_template(conn, n8n.extract(body, "2026-11-01T00:00:00+00:00"), {"api": body},
                           "2026-11-01T00:00:00+00:00")
-        answers.mark_removed(conn, ids[19], "2026-11-20T00:00:00+00:00")
+        remove_template(conn, ids[19], "2026-11-20T00:00:00+00:00")
         base = n8n.extract(detail_body(ids[1]), "2026-11-02T00:00:00+00:00")
         for k in range(copies):
             store.upsert(conn, "workflows", dict(base, id=900_000 + k, name=f"Copy {k} of {base['name']}"), "id")
@@ -325,7 +357,7 @@ def served_mirror(path, copies=0):
             conn.execute("UPDATE workflows SET paid = 1, price = 19.0, purchase_url = ? WHERE id = ?",
                          ("https://shop.test/template", ids[2]))
             conn.execute("UPDATE workflows SET paid = NULL WHERE id = ?", (ids[3],))
-        items.store(conn, "events", "/events/jazz-night-42", "https://events.test/events/jazz-night-42",
+        store_item(conn, "events", "/events/jazz-night-42", "https://events.test/events/jazz-night-42",
                     {"name": "Jazz night", "description": "Saxophones by the river"}, {"page": b"<html></html>"},
                     "2026-11-03T00:00:00+00:00")
     conn.close()

@@ -44,6 +44,33 @@ def test_next_version(current, old, new, old_row, new_row, expected):
     assert answers.next_version(current, old, new, old_row, new_row) == expected
 
 
+def test_a_result_is_planned_from_what_is_stored_without_a_database():
+    """`record.plan` (pure): a new template is version 1 `added`, its event naming the answer's hash and URL; a
+    removal of a live one names its current answer's, and of one not stored or removed already plans nothing;
+    a hollow answer over a complete version writes no answer, only "seen again" (and `restored`)."""
+    from scraper.db import results, templates
+    from scraper.db.answers import Current
+    from scraper.mirror import record
+    from scraper.net.http import answer
+    from scraper.sites import Result
+    body = answer(detail_body(TID), "http://api.test/t", 200, "application/json")
+    row = n8n.extract(body, "2026-11-01T00:00:00+00:00")
+    live = templates.State(True, 3, "2026-10-01", None, "h", False, "a3", None, Current(3, "api", "a3", "http://u/3"))
+    stored = results.State({TID: templates.State(), 2: live, 3: live._replace(removed_at="2026-10-02"),
+                            4: templates.State()}, {})
+    p = record.plan(Result(versioned=((row, {"api": body}, "2026-11-01T00:00:00+00:00"),), removed=(2, 3, 4)),
+                    stored, 5.0, "2026-11-02T00:00:00+00:00", "n8n")
+    assert [(a.key, a.version, a.kind, a.url) for a in p.answers] == [(str(TID), 1, "api", "http://api.test/t")]
+    assert p.workflows[0].row["version"] == 1 and p.removed == ((2, "2026-11-02T00:00:00+00:00"),)
+    assert [(c.key, c.change, c.version, c.digest, c.url) for c in p.changes] == [
+        (str(TID), "added", 1, answers.content_hash(body), "http://api.test/t"), ("2", "removed", 3, "a3", "http://u/3")]
+    hollow = dict(row, hollow=1)
+    p = record.plan(Result(versioned=((hollow, {"api": body}, "2026-11-03T00:00:00+00:00"),)),
+                    results.State({TID: live._replace(removed_at="2026-10-02")}, {}), 6.0, "", "n8n")
+    assert p.answers == () and p.workflows == (results.Workflow(TID, None, "2026-11-03T00:00:00+00:00"),)
+    assert [(c.change, c.version, c.digest) for c in p.changes] == [("restored", 3, "a3")]
+
+
 def test_entry_hash_ignores_view_counts_only():
     item = search_items()[0]
     assert sync.entry_hash(dict(item, totalViews=1)) == sync.entry_hash(item)

@@ -22,6 +22,7 @@ from scraper.policy import retry
 from scraper.politeness import limiter
 from scraper.pool import worker
 from scraper.sites import catalogue, sitemaps
+from tests.helpers import store_item
 
 SITE = "http://shop.test"
 
@@ -164,7 +165,7 @@ def test_an_incomplete_page_ends_failed_not_retried_and_a_gone_one_is_removed(tm
     # a volatile field moving alone is no new version; a 404 marks the item removed, its data kept
     with store.transaction(conn) as c:
         rec = json.loads(c.execute("SELECT record FROM items").fetchone()[0])
-        assert items.store(c, "shop", "/p/1", f"{SITE}/p/1", dict(rec, views=7), {"page": b"x"}, "2026-12-01",
+        assert store_item(c, "shop", "/p/1", f"{SITE}/p/1", dict(rec, views=7), {"page": b"x"}, "2026-12-01",
                            ("views",)) == 1
     q.refetch(["shop:/p/1"], 0)
     net.replace("GET", f"{SITE}/p/1", status=404)
@@ -197,8 +198,8 @@ def test_reextract_rebuilds_items_from_their_stored_pages_sending_nothing(tmp_pa
     conn = store.open_db(str(tmp_path / "jobs.db"))
     body = page(PRODUCT, '<span class="brand">Acme</span>')
     with store.transaction(conn) as c:
-        items.store(c, "shop", "/p", f"{SITE}/p", {"name": "stale"}, {"page": body}, "2026-01-01T00:00:00+00:00")
-        items.store(c, "gone", "/q", f"{SITE}/q", {"name": "kept"}, {"page": body}, "2026-01-01T00:00:00+00:00")
+        store_item(c, "shop", "/p", f"{SITE}/p", {"name": "stale"}, {"page": body}, "2026-01-01T00:00:00+00:00")
+        store_item(c, "gone", "/q", f"{SITE}/q", {"name": "kept"}, {"page": body}, "2026-01-01T00:00:00+00:00")
     src = source(type="Product", fields={"brand": "css:span.brand::text"})
     assert items.reextract(conn, {"shop": src}, catalogue.extract) == (1, 1)
     rec = json.loads(conn.execute("SELECT record FROM items WHERE source = 'shop'").fetchone()[0])

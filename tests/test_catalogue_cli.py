@@ -10,8 +10,7 @@ import pytest
 
 from scraper.db import store
 from scraper.db.queue import Queue
-from scraper.mirror import items
-from tests.helpers import assert_one_sentence_error, invoke
+from tests.helpers import assert_one_sentence_error, invoke, remove_item, store_item
 
 SITE = "http://cal.test"
 
@@ -28,16 +27,16 @@ def mirror(tmp_path):
         c.execute("UPDATE jobs SET status = 'done', finished_at = 1 WHERE key != 'events:/events/c-3'")
         c.execute("UPDATE jobs SET status = 'failed', finished_at = 2, error_kind = 'incomplete', "
                   "last_error = 'the page lacks the required field(s) startDate' WHERE key = 'events:/events/c-3'")
-        items.store(c, "events", "/events/a-1", f"{SITE}/events/a-1",
+        store_item(c, "events", "/events/a-1", f"{SITE}/events/a-1",
                     {"name": "Jazz Night", "startDate": "2026-05-01", "location": {"name": "Hall"}},
                     {"page": b"<html>1</html>"}, "2026-11-01T00:00:00+00:00")
-        items.store(c, "events", "/events/a-1", f"{SITE}/events/a-1",
+        store_item(c, "events", "/events/a-1", f"{SITE}/events/a-1",
                     {"name": "Jazz Night (revised)", "startDate": "2026-05-01", "location": {"name": "Hall"}},
                     {"page": b"<html>2</html>"}, "2026-11-02T00:00:00+00:00")
-        items.store(c, "events", "/events/b-2", f"{SITE}/events/b-2",
+        store_item(c, "events", "/events/b-2", f"{SITE}/events/b-2",
                     {"name": "=Book Reading", "startDate": "2026-06-01", "organizer": "Lesekreis"},
                     {"page": b"<html>b</html>"}, "2026-11-01T00:00:00+00:00")
-        items.mark_removed(c, "events", "/events/b-2", "2026-11-03T00:00:00+00:00")
+        remove_item(c, "events", "/events/b-2", "2026-11-03T00:00:00+00:00")
     conn.close()
     return db
 

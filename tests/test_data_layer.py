@@ -17,7 +17,15 @@ from scraper.mirror import answers, items, record, seed, source, sync, versions
 from scraper.products import export, export_items, failures, files, lookup, stats, status
 from scraper.products import sources as sources_product
 from scraper.sites import catalogue, n8n
-from tests.helpers import definition_ids, detail_body, served_mirror
+from tests.helpers import (
+    definition_ids,
+    detail_body,
+    remove_item,
+    remove_template,
+    served_mirror,
+    store_item,
+    store_template,
+)
 
 AT = "2026-11-01T00:00:00+00:00"
 SITE = "http://shop.test"
@@ -36,18 +44,18 @@ def test_items_are_stored_found_refreshed_reextracted_and_exported(backend):
     """db/items and db/answers through mirror/items, export_items and lookup."""
     conn = store.open_db(backend)
     with store.transaction(conn) as c:
-        items.store(c, "shop", "/p", f"{SITE}/p", {"name": "stale"}, {"page": f"<html>{PRODUCT}</html>".encode()}, AT)
-        items.store(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 4}, {"page": b"<p>"}, AT)
-        items.store(c, "gone", "/r", f"{SITE}/r", {"name": "kept"}, {"page": b"<p>"}, AT)
-        assert items.store(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 3}, {"page": b"<p>"}, AT) == 2
+        store_item(c, "shop", "/p", f"{SITE}/p", {"name": "stale"}, {"page": f"<html>{PRODUCT}</html>".encode()}, AT)
+        store_item(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 4}, {"page": b"<p>"}, AT)
+        store_item(c, "gone", "/r", f"{SITE}/r", {"name": "kept"}, {"page": b"<p>"}, AT)
+        assert store_item(c, "shop", "/q", f"{SITE}/q", {"name": "Chair", "legs": 3}, {"page": b"<p>"}, AT) == 2
     Queue(conn).seed([("shop:/p", "catalogue", f"{SITE}/p", "shop.test", "shop"),
                       ("shop:/q", "catalogue", f"{SITE}/q", "shop.test", "shop")], 0.0)
     assert items.find_key(conn, "shop", f"{SITE}/q") == "/q" and items.find_key(conn, "shop", "/p") == "/p"
     assert items.find_key(conn, "shop", "/nothing") is None
     assert [v["version"] for v in items.history(conn, "shop", "/q")] == [1, 2]
     with store.transaction(conn) as c:
-        assert items.mark_removed(c, "shop", "/q", "2026-11-02T00:00:00+00:00")
-        assert not items.mark_removed(c, "shop", "/q", "2026-11-02T00:00:00+00:00")     # removed already
+        assert remove_item(c, "shop", "/q", "2026-11-02T00:00:00+00:00")
+        assert not remove_item(c, "shop", "/q", "2026-11-02T00:00:00+00:00")     # removed already
     assert items.reextract(conn, {"shop": SHOP}, catalogue.extract) == (2, 1)    # "gone" is no source any more
     assert json.loads(item_rows.row(conn, "shop", "/p")["record"])["name"] == "Lamp"
     assert item_rows.sources(conn) == ["gone", "shop"] and item_rows.live_and_removed(conn, "shop") == (1, 1)
@@ -153,12 +161,13 @@ def test_a_template_answer_is_versioned_and_reextracted(backend):
     tid = definition_ids()[0]
     with store.transaction(conn) as c:
         body = detail_body(tid)
-        assert answers.store(c, n8n.extract(body, AT), {"api": body, "page": b"<html><title>T</title></html>"}, AT) == 1
+        page = b"<html><title>T</title></html>"
+        assert store_template(c, n8n.extract(body, AT), {"api": body, "page": page}, AT) == 1
         changed = detail_body(tid, description="a new description")
-        assert answers.store(c, n8n.extract(changed, AT), {"api": changed}, AT) == 2
-        assert answers.mark_removed(c, tid, AT) and not answers.mark_removed(c, tid, AT)
+        assert store_template(c, n8n.extract(changed, AT), {"api": changed}, AT) == 2
+        assert remove_template(c, tid, AT) and not remove_template(c, tid, AT)
     assert [v["version"] for v in answers.history(conn, tid)] == [1, 2]
-    assert answers.last_hash(conn, n8n.SITE, str(tid), n8n.API) == answers.history(conn, tid)[-1]["content_hash"]
+    assert templates.state(conn, tid, n8n.SITE, n8n.API).last_hash == answers.history(conn, tid)[-1]["content_hash"]
     assert answers.reextract(conn) == (1, 0)
     assert templates.row(conn, tid)["description"] == "a new description"
     assert [c["change"] for c in answers.changes(conn)] == ["added", "changed", "removed"]
@@ -221,7 +230,7 @@ def test_a_result_prepared_before_its_transaction_writes_exactly_what_it_would_h
         conn = store.open_db(path)
         if i == 1 and not backend.endswith(".db"):     # PostgreSQL: the same database, emptied
             with store.transaction(conn) as c:
-                for table in ("answers", "workflows", "items", "changes"):
+                for table in ("answers", "workflows", "items", "changes", "events"):
                     c.execute(f"DELETE FROM {table}")
         with store.transaction(conn) as c:
             record.write(c, made, 0.0, AT)
@@ -229,10 +238,58 @@ def test_a_result_prepared_before_its_transaction_writes_exactly_what_it_would_h
             "SELECT source, key, version, kind, content_hash, size, body, url, http_status, content_type FROM answers "
             "ORDER BY source, key, kind",
             "SELECT id, version, workflow, clean_at_rules, redacted FROM workflows ORDER BY id",
-            "SELECT source, key, version, content_hash, record FROM items")])
+            "SELECT source, key, version, content_hash, record FROM items",
+            "SELECT source, key, template_id, change, at, version FROM changes ORDER BY seq",
+            "SELECT type, source, subject, data FROM events ORDER BY seq")])
         conn.close()
-    assert dumps[0] == dumps[1]
+    assert dumps[0] == dumps[1] and len(dumps[1][4]) == len(dumps[1][3]) == 3    # two templates, one item added
     verdicts = {w[0]: (w[3], w[4]) for w in dumps[1][1]}
     assert verdicts[tid] == (1, None)                             # clean under rules version 1
     assert verdicts[other][0] is None and SECRETS["openai"] not in verdicts[other][1]
     assert "[REDACTED]" in verdicts[other][1]                     # its redacted form saved with it
+
+
+def test_a_result_written_in_one_pass_makes_the_rows_of_its_parts_written_one_by_one(backend):
+    """db/results through mirror/record: one Result naming several templates and items (new, changed, removed,
+    refused) writes, in one read and one write, the same answers, rows, changes and events as each part
+    written as a result of its own, in the same order."""
+    from scraper.net.http import answer
+    from scraper.sites import Result
+    a, b = definition_ids()[:2]
+
+    def api(tid, **kw):
+        body = detail_body(tid, **kw)
+        return (n8n.extract(body, AT), {"api": answer(body, f"{SITE}/api/{tid}", 200, "application/json")}, AT)
+
+    def item(key, name):
+        return ("shop", key, f"{SITE}{key}", {"name": name}, {"page": answer(name.encode(), f"{SITE}{key}", 200,
+                                                                            "text/html")}, AT, ())
+
+    rounds = [Result(versioned=(api(a), api(b)), items=(item("/p", "P"), item("/q", "Q"))),
+              Result(versioned=(api(a, name="Renamed"),), items=(item("/p", "P2"),), removed=(b, 999),
+                     removed_items=(("shop", "/q"), ("shop", "/none")), rejected=(("n8n", "7", b"{}", AT),))]
+    parts = [Result(versioned=(v,)) for v in rounds[0].versioned] + [Result(items=(i,)) for i in rounds[0].items]
+    parts += [Result(versioned=rounds[1].versioned), Result(items=rounds[1].items)]
+    parts += [Result(removed=(t,)) for t in rounds[1].removed]
+    parts += [Result(removed_items=(k,)) for k in rounds[1].removed_items] + [Result(rejected=rounds[1].rejected)]
+    dumps = []
+    for i, results in enumerate((rounds, parts)):
+        path = backend if i == 0 or not backend.endswith(".db") else backend.replace(".db", "-2.db")
+        conn = store.open_db(path)
+        if i == 1 and not backend.endswith(".db"):     # PostgreSQL: the same database, emptied
+            with store.transaction(conn) as c:
+                for table in ("answers", "workflows", "items", "changes", "events"):
+                    c.execute(f"DELETE FROM {table}")
+        for result in results:
+            with store.transaction(conn) as c:
+                record.write(c, result, 0.0, AT)
+        dumps.append([[tuple(r) for r in conn.execute(sql).fetchall()] for sql in (
+            "SELECT source, key, version, kind, content_hash, body, url FROM answers "
+            "ORDER BY source, key, version, kind",
+            "SELECT id, version, name, removed_at FROM workflows ORDER BY id",
+            "SELECT source, key, version, record, removed_at FROM items ORDER BY source, key",
+            "SELECT source, key, change, version FROM changes ORDER BY seq",
+            "SELECT type, subject, data FROM events ORDER BY seq")])
+        conn.close()
+    assert dumps[0] == dumps[1]
+    assert [c[2] for c in dumps[1][3]] == ["added"] * 4 + ["changed", "changed", "removed", "removed"]

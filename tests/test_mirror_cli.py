@@ -9,7 +9,6 @@ import responses
 
 from scraper.db import store
 from scraper.db.queue import Queue
-from scraper.mirror import answers
 from scraper.mirror.sync import iso
 from scraper.sites import n8n
 from tests.conftest import ANY_ROBOTS
@@ -18,9 +17,11 @@ from tests.helpers import (
     definition_ids,
     detail_body,
     invoke,
+    remove_template,
     rows,
     search_items,
     search_page,
+    store_template,
 )
 
 IDS = sorted(definition_ids()[:4])
@@ -37,7 +38,7 @@ def mirror(db):
         job = q.claim("w1", T0 + k * 86_400, 60)
         at = iso(T0 + k * 86_400)
         q.complete(job, "w1", T0 + k * 86_400, 10,
-                   write=lambda c, tid=tid, at=at: answers.store(c, n8n.extract(detail_body(tid), at),
+                   write=lambda c, tid=tid, at=at: store_template(c, n8n.extract(detail_body(tid), at),
                                                                   {"api": detail_body(tid)}, at))
     conn.close()
     return db
@@ -137,7 +138,7 @@ def test_mirror_commands_need_a_database(db, command):
 def test_export_has_the_mirror_columns_and_live_only_leaves_removed_out(mirror):
     conn = store.connect(str(mirror))
     with store.transaction(conn) as c:
-        answers.mark_removed(c, IDS[1], "2026-06-01T00:00:00+00:00")
+        remove_template(c, IDS[1], "2026-06-01T00:00:00+00:00")
     conn.close()
     # .stdout: the export's own line (how many values it redacted, issue 10) goes to stderr
     every = [json.loads(line) for line in invoke("export", "--format", "jsonl", db=mirror).stdout.splitlines()]

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from scraper import cli
 from scraper.db import store
 from scraper.sites import n8n
+from tests.helpers import store_template
 
 pytestmark = pytest.mark.slow
 
@@ -95,10 +96,10 @@ def test_a_hollow_answer_is_no_new_version_and_a_shapeless_one_ends_invalid_shap
         node["parameters"] = {"content": ""} if node["type"] == "n8n-nodes-base.stickyNote" else {}
     hollow = json.dumps(obj).encode()
     with store.transaction(conn) as c:
-        assert answers.store(c, n8n.extract(full, "2026-11-01T00:00:00+00:00"), {"api": full},
+        assert store_template(c, n8n.extract(full, "2026-11-01T00:00:00+00:00"), {"api": full},
                              "2026-11-01T00:00:00+00:00") == 1
     with store.transaction(conn) as c:
-        assert answers.store(c, n8n.extract(hollow, "2026-11-02T00:00:00+00:00"), {"api": hollow},
+        assert store_template(c, n8n.extract(hollow, "2026-11-02T00:00:00+00:00"), {"api": hollow},
                              "2026-11-02T00:00:00+00:00") == 1
     row = conn.execute("SELECT version, hollow FROM workflows WHERE id = ?", (tid,)).fetchone()
     assert tuple(row) == (1, 0)

@@ -13,7 +13,16 @@ from scraper.db.queue import Queue
 from scraper.mirror import answers, feed, items
 from scraper.mirror.sync import iso
 from scraper.sites import n8n
-from tests.helpers import assert_one_sentence_error, definition_ids, detail_body, invoke
+from tests.helpers import (
+    assert_one_sentence_error,
+    definition_ids,
+    detail_body,
+    invoke,
+    remove_item,
+    remove_template,
+    store_item,
+    store_template,
+)
 
 IDS = sorted(definition_ids()[:3])
 T0 = 1_780_000_000.0
@@ -25,7 +34,7 @@ def _fetch(q, tid, now, body, worker="w1"):
     assert job is not None and job.key == n8n.job_key(tid)
     at = iso(now)
     assert q.complete(job, worker, now, 10,
-                      write=lambda c: answers.store(c, n8n.extract(body, at), {"api": body}, at))
+                      write=lambda c: store_template(c, n8n.extract(body, at), {"api": body}, at))
 
 
 def _history(conn):
@@ -52,7 +61,7 @@ def lived(backend):
     q.refetch([n8n.job_key(IDS[1])], T0 + 20)
     job = q.claim("w1", T0 + 21, 60)
     assert q.fail(job, "w1", T0 + 21, "invalid", "gone", "HTTP 404: removed",
-                  write=lambda c: answers.mark_removed(c, IDS[1], iso(T0 + 21)))
+                  write=lambda c: remove_template(c, IDS[1], iso(T0 + 21)))
     q.refetch([n8n.job_key(IDS[1])], T0 + 30)
     _fetch(q, IDS[1], T0 + 31, detail_body(IDS[1]))
     yield conn, q, run_id
@@ -85,7 +94,7 @@ def test_every_change_the_mirror_records_has_one_event_in_its_transaction(lived)
     before = events.head(conn)
 
     def broken(c):
-        answers.store(c, n8n.extract(detail_body(IDS[2], name="New"), iso(T0 + 41)),
+        store_template(c, n8n.extract(detail_body(IDS[2], name="New"), iso(T0 + 41)),
                       {"api": detail_body(IDS[2], name="New")}, iso(T0 + 41))
         raise RuntimeError("the disk is full")
 
@@ -99,13 +108,13 @@ def test_every_change_the_mirror_records_has_one_event_in_its_transaction(lived)
 def test_items_have_the_same_four_events(backend):
     conn = store.open_db(backend)
     with store.transaction(conn) as c:
-        items.store(c, "events", "/e/1", "http://ev.test/e/1", {"name": "Jazz"}, {"page": b"<p>1</p>"}, iso(T0))
+        store_item(c, "events", "/e/1", "http://ev.test/e/1", {"name": "Jazz"}, {"page": b"<p>1</p>"}, iso(T0))
     with store.transaction(conn) as c:
-        items.store(c, "events", "/e/1", "http://ev.test/e/1", {"name": "Jazz!"}, {"page": b"<p>2</p>"}, iso(T0 + 1))
+        store_item(c, "events", "/e/1", "http://ev.test/e/1", {"name": "Jazz!"}, {"page": b"<p>2</p>"}, iso(T0 + 1))
     with store.transaction(conn) as c:
-        items.mark_removed(c, "events", "/e/1", iso(T0 + 2))
+        remove_item(c, "events", "/e/1", iso(T0 + 2))
     with store.transaction(conn) as c:
-        items.store(c, "events", "/e/1", "http://ev.test/e/1", {"name": "Jazz!"}, {"page": b"<p>2</p>"}, iso(T0 + 3))
+        store_item(c, "events", "/e/1", "http://ev.test/e/1", {"name": "Jazz!"}, {"page": b"<p>2</p>"}, iso(T0 + 3))
     evs = [events.as_dict(r) for r in events.after(conn)]
     conn.close()
     assert [(e["type"], e["subject"], e["data"]["version"]) for e in evs] == [
@@ -139,7 +148,7 @@ def test_a_consumer_that_stops_after_every_page_ends_as_one_that_never_stopped(l
     assert paged == whole["changes"] and cursor == whole["next"]
     # more happens; both go on from where they were
     with store.transaction(conn) as c:
-        answers.mark_removed(c, IDS[2], iso(T0 + 50))
+        remove_template(c, IDS[2], iso(T0 + 50))
     more, _ = _pages(backend, cursor)
     assert [(e["type"], e["subject"]) for e in more] == [("template.removed", str(IDS[2]))]
     text = invoke("changes", "--after", str(cursor), db=backend)
@@ -149,7 +158,7 @@ def test_a_consumer_that_stops_after_every_page_ends_as_one_that_never_stopped(l
 def test_a_compacted_read_resyncs_every_live_template_and_every_tombstone(lived, backend):
     conn = lived[0]
     with store.transaction(conn) as c:
-        answers.mark_removed(c, IDS[2], iso(T0 + 50))
+        remove_template(c, IDS[2], iso(T0 + 50))
     got = json.loads(invoke("changes", "--compact", "--json", db=backend).output)
     latest = {e["subject"]: e for e in got["changes"] if e["type"].startswith("template.")}
     live, removed = {str(i) for i in IDS[:2]}, {str(IDS[2])}
@@ -176,7 +185,7 @@ def test_the_feed_follows_new_events_and_the_mcp_tool_takes_the_cursor(lived):
         polls.append(_s)
         if len(polls) == 1:
             with store.transaction(conn) as c:
-                answers.mark_removed(c, IDS[0], iso(T0 + 60))
+                remove_template(c, IDS[0], iso(T0 + 60))
 
     pages = list(feed.follow(conn, head, None, sleep=sleep, stop=lambda: len(polls) >= 2))
     assert [[e["type"] for e in p["changes"]] for p in pages] == [["template.removed"]]

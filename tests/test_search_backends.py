@@ -7,9 +7,8 @@ import json
 import pytest
 
 from scraper.db import store
-from scraper.mirror import items
 from scraper.sites import n8n
-from tests.helpers import assert_one_sentence_error, definition_ids, detail_body, invoke
+from tests.helpers import assert_one_sentence_error, definition_ids, detail_body, invoke, store_item
 
 SITE = "http://cal.test"
 
@@ -35,9 +34,9 @@ def catalogue(backend):
                                  "organizer": "Lesekreis"}),
                 ("/events/c-3", {"name": "Chess Club", "tags": ["strategy", "boards"]}),
                 ("/events/d-4", {"name": "Odd gathering", "note": "nul\u0000inside"})):   # jsonb refuses a NUL
-            items.store(c, "events", path, SITE + path, record, {"page": b"<html></html>"},
+            store_item(c, "events", path, SITE + path, record, {"page": b"<html></html>"},
                         "2026-11-01T00:00:00+00:00")
-        items.store(c, "other", "/x", SITE + "/x", {"name": "Jazz elsewhere"}, {"page": b"<p>"},
+        store_item(c, "other", "/x", SITE + "/x", {"name": "Jazz elsewhere"}, {"page": b"<p>"},
                     "2026-11-01T00:00:00+00:00")
     conn.close()
     return backend

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from scraper.cli import main
 from scripts.standin import client
 from tests import warm
-from tests.helpers import served_mirror, write
+from tests.helpers import served_mirror, store_item, write
 
 SOURCES = """
 [[source]]
@@ -114,11 +114,10 @@ def test_search_on_a_mirror_of_both_gives_templates_and_items(tmp_path):
 def test_snippets_show_html_entities_as_their_characters(tmp_path):
     # n8n's descriptions are stored as served, with `&gt;` for a Markdown quote; a snippet is for people
     from scraper.db import store
-    from scraper.mirror import items
     db = str(tmp_path / "entities.db")
     conn = store.open_db(db)
     with store.transaction(conn):
-        items.store(conn, "events", "/e/1", "https://events.test/e/1",
+        store_item(conn, "events", "/e/1", "https://events.test/e/1",
                     {"name": "Quokka night", "description": "&gt; Bring a lamp &amp; a chair"},
                     {"page": b"<html></html>"}, "2026-11-03T00:00:00+00:00")
     conn.close()

@@ -1,64 +1,89 @@
 """The `items` table: one row per catalogue item (source, key), its current record and version; what the
 mirror core writes, the walk compares, and the readers (exports, the agent's lookups, `sources`) take.
-Where the dialects differ (a record's keys) both spellings stand side by side.
+Each statement is written for both backends (`same()`); where the dialects differ (a record's keys) both
+spellings stand side by side.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
+from scraper.db.answers import Current
 from scraper.db.backend import Conn, Row
+from scraper.db.dialect import same
 from scraper.db.store import is_postgres
 
 
-def version_state(conn: Conn, source: str, key: str) -> Row | None:
-    """(version, first_seen_at, removed_at, content_hash) of a stored item, or None."""
-    return conn.execute("SELECT version, first_seen_at, removed_at, content_hash FROM items "
-                        "WHERE source = ? AND key = ?", (source, key)).fetchone()
+class State(NamedTuple):
+    """What is stored of one item, as the mirror decides its next write from it (`db/results.state`)."""
+
+    stored: bool = False
+    version: int | None = None
+    removed_at: str | None = None
+    content_hash: str | None = None
+    url: str | None = None
+    current: Current | None = None      # its current version's first answer, when asked for
 
 
-def put(conn: Conn, source: str, key: str, url: str, record: str, version: int, fetched_at: str,
-        digest: str) -> None:
-    """Write the item, live, as fetched at `fetched_at` (`record`: its JSON text)."""
-    conn.execute(
-        """INSERT INTO items (source, key, url, record, version, first_seen_at, last_seen_at, removed_at,
-                              content_hash, fetched_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
-           ON CONFLICT (source, key) DO UPDATE SET url = excluded.url, record = excluded.record,
-               version = excluded.version, last_seen_at = excluded.last_seen_at, removed_at = NULL,
-               content_hash = excluded.content_hash, fetched_at = excluded.fetched_at""",
-        (source, key, url, record, version, fetched_at, fetched_at, digest, fetched_at))
+class Item(NamedTuple):
+    """An item to write, live, as fetched at `fetched_at` (`record`: its JSON text)."""
+
+    source: str
+    key: str
+    url: str
+    record: str
+    version: int
+    fetched_at: str
+    digest: str
 
 
-def mark_removed(conn: Conn, source: str, key: str, at: str) -> int | None:
-    """Set `removed_at` of a live item; its version, or None when it was not stored or not live."""
-    if conn.execute("UPDATE items SET removed_at = ? WHERE source = ? AND key = ? AND removed_at IS NULL",
-                    (at, source, key)).rowcount != 1:
-        return None
-    return int(conn.execute("SELECT version FROM items WHERE source = ? AND key = ?", (source, key)).one()[0])
+_STATE = same("SELECT version, removed_at, content_hash, url FROM items WHERE source = ? AND key = ?")
+_PUT = same(
+    """INSERT INTO items (source, key, url, record, version, first_seen_at, last_seen_at, removed_at,
+                          content_hash, fetched_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)
+       ON CONFLICT (source, key) DO UPDATE SET url = excluded.url, record = excluded.record,
+           version = excluded.version, last_seen_at = excluded.last_seen_at, removed_at = NULL,
+           content_hash = excluded.content_hash, fetched_at = excluded.fetched_at""")
+_REMOVED = same("UPDATE items SET removed_at = ? WHERE source = ? AND key = ? AND removed_at IS NULL")
+
+
+def state(conn: Conn, source: str, key: str) -> State:
+    row = conn.execute(_STATE, (source, key)).fetchone()
+    return State() if row is None else State(True, *row)
+
+
+def put(conn: Conn, items: Sequence[Item]) -> None:
+    conn.executemany(_PUT, [(i.source, i.key, i.url, i.record, i.version, i.fetched_at, i.fetched_at, i.digest,
+                             i.fetched_at) for i in items])
+
+
+def mark_removed(conn: Conn, removed: Sequence[tuple[str, str, str]]) -> None:
+    """Set `removed_at` of each live (source, key, at)."""
+    conn.executemany(_REMOVED, [(at, source, key) for source, key, at in removed])
 
 
 def find_key(conn: Conn, source: str, url_or_path: str) -> str | None:
     """The stored key of an item named by its URL or its path, or None."""
-    row = conn.execute("SELECT key FROM items WHERE source = ? AND (key = ? OR url = ?)",
+    row = conn.execute(same("SELECT key FROM items WHERE source = ? AND (key = ? OR url = ?)"),
                        (source, url_or_path, url_or_path)).fetchone()
     return None if row is None else row["key"]
 
 
 def row(conn: Conn, source: str, key: str) -> Row | None:
     """The whole `items` row, or None."""
-    return conn.execute("SELECT * FROM items WHERE source = ? AND key = ?", (source, key)).fetchone()
+    return conn.execute(same("SELECT * FROM items WHERE source = ? AND key = ?"), (source, key)).fetchone()
 
 
 def keys(conn: Conn) -> list[tuple[str, str]]:
     """(source, key) of every item, in that order."""
-    return [(r["source"], r["key"]) for r in conn.execute("SELECT source, key FROM items ORDER BY source, key")]
+    return [(r["source"], r["key"]) for r in conn.execute(same("SELECT source, key FROM items ORDER BY source, key"))]
 
 
 def set_record(conn: Conn, source: str, key: str, record: str) -> None:
-    conn.execute("UPDATE items SET record = ? WHERE source = ? AND key = ?", (record, source, key))
+    conn.execute(same("UPDATE items SET record = ? WHERE source = ? AND key = ?"), (record, source, key))
 
 
 def due(conn: Conn, source: str, fetched_before: str | None, limit: int | None) -> list[str]:
@@ -72,7 +97,7 @@ def due(conn: Conn, source: str, fetched_before: str | None, limit: int | None) 
     sql += " ORDER BY i.fetched_at, i.key"
     if limit is not None:
         sql, args = sql + " LIMIT ?", args + [limit]
-    return [r[0] for r in conn.execute(sql, args)]
+    return [r[0] for r in conn.execute(same(sql), args)]
 
 
 def walk_state(conn: Conn, source: str, site: str) -> tuple[dict[str, float | None], dict[str, tuple[Any, ...]]]:
@@ -80,38 +105,39 @@ def walk_state(conn: Conn, source: str, site: str) -> tuple[dict[str, float | No
     removed_at, lastmod)} of its items). `site`: the kind whose jobs have keys `SOURCE:PATH`."""
     prefix = f"{source}:"
     jobs = {k[len(prefix):]: f for k, f in conn.execute(
-        "SELECT key, finished_at FROM jobs WHERE site = ? AND substr(key, 1, ?) = ?", (site, len(prefix), prefix))}
+        same("SELECT key, finished_at FROM jobs WHERE site = ? AND substr(key, 1, ?) = ?"),
+        (site, len(prefix), prefix))}
     stored = {k: (f, r, m) for k, f, r, m in conn.execute(
-        "SELECT key, fetched_at, removed_at, lastmod FROM items WHERE source = ?", (source,))}
+        same("SELECT key, fetched_at, removed_at, lastmod FROM items WHERE source = ?"), (source,))}
     return jobs, stored
 
 
 def seen(conn: Conn, source: str, at: str, lastmods: Sequence[tuple[str, str | None]]) -> None:
     """The live items (path, lastmod) a walk listed were seen at `at`, with the sitemap's lastmod."""
-    conn.executemany("UPDATE items SET last_seen_at = ?, lastmod = ? WHERE source = ? AND key = ? "
-                     "AND removed_at IS NULL", [(at, lastmod, source, path) for path, lastmod in lastmods])
+    conn.executemany(same("UPDATE items SET last_seen_at = ?, lastmod = ? WHERE source = ? AND key = ? "
+                     "AND removed_at IS NULL"), [(at, lastmod, source, path) for path, lastmod in lastmods])
 
 
 def sources(conn: Conn) -> list[str]:
     """The sources with a stored item, by name."""
-    return [r[0] for r in conn.execute("SELECT DISTINCT source FROM items ORDER BY source")]
+    return [r[0] for r in conn.execute(same("SELECT DISTINCT source FROM items ORDER BY source"))]
 
 
 def has_source(conn: Conn, source: str) -> bool:
-    return conn.execute("SELECT 1 FROM items WHERE source = ? LIMIT 1", (source,)).fetchone() is not None
+    return conn.execute(same("SELECT 1 FROM items WHERE source = ? LIMIT 1"), (source,)).fetchone() is not None
 
 
 def live_and_removed(conn: Conn, source: str) -> tuple[int, int]:
     """(live, removed) items of `source`."""
-    live, removed = conn.execute("SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM items "
-                                 "WHERE source = ?", (source,)).one()
+    live, removed = conn.execute(same("SELECT COUNT(*) - COUNT(removed_at), COUNT(removed_at) FROM items "
+                                 "WHERE source = ?"), (source,)).one()
     return live, removed
 
 
 def live_page(conn: Conn, source: str, limit: int, offset: int) -> list[Row]:
     """(source, key, url, record) of the live items of `source` in key order, `limit` from `offset` on."""
-    return conn.execute("SELECT source, key, url, record FROM items WHERE source = ? AND removed_at IS NULL "
-                        "ORDER BY key LIMIT ? OFFSET ?", (source, limit, offset)).fetchall()
+    return conn.execute(same("SELECT source, key, url, record FROM items WHERE source = ? AND removed_at IS NULL "
+                        "ORDER BY key LIMIT ? OFFSET ?"), (source, limit, offset)).fetchall()
 
 
 EXPORTED = ("source", "key", "url", "version", "first_seen_at", "last_seen_at", "removed_at")
@@ -120,8 +146,8 @@ EXPORTED = ("source", "key", "url", "version", "first_seen_at", "last_seen_at", 
 def exported(conn: Conn, source: str, live_only: bool = False) -> Iterator[Row]:
     """The items of `source` in key order, one at a time: the EXPORTED columns and `record`."""
     where = " AND removed_at IS NULL" if live_only else ""
-    yield from conn.execute(f"SELECT {', '.join(EXPORTED)}, record FROM items WHERE source = ?{where} ORDER BY key",
-                            (source,))
+    yield from conn.execute(
+        same(f"SELECT {', '.join(EXPORTED)}, record FROM items WHERE source = ?{where} ORDER BY key"), (source,))
 
 
 def fields(conn: Conn, source: str) -> list[str]:
@@ -129,7 +155,7 @@ def fields(conn: Conn, source: str) -> list[str]:
     if is_postgres(conn):
         # PostgreSQL: read in Python, where text that is not JSON cannot fail the statement (::jsonb would)
         names: set[str] = set()
-        for (record,) in conn.execute("SELECT record FROM items WHERE source = ?", (source,)):
+        for (record,) in conn.execute(same("SELECT record FROM items WHERE source = ?"), (source,)):
             try:
                 doc = json.loads(record)
             except ValueError:

@@ -5,14 +5,22 @@ A template's version is 1 at its first fetch and goes up by one each time its co
 counters changing alone is not a change. The current version's stored body is the latest one served
 (it differs from earlier fetches of that version only in view counters), so `reextract` rebuilds
 exactly the row the last fetch wrote.
+
+What a result writes is decided here, pure, from what is stored (`db/results.state`): `decided()` for a
+template's row and answers, `removal()` for a confirmed removal; `mirror/record` gathers them into the one
+`db/results.Plan` the job's transaction writes.
 """
 
 import hashlib
 import json
 import zlib
+from typing import NamedTuple
 
 from scraper.db import answers as rows
-from scraper.db import listing, templates
+from scraper.db import templates
+from scraper.db.answers import Answer as Stored
+from scraper.db.answers import Change, Current
+from scraper.db.results import Workflow
 from scraper.db.store import transaction, upsert
 from scraper.net.http import Answer
 from scraper.sites import n8n
@@ -86,80 +94,96 @@ def next_version(current, old_hash, new_hash, old_row_hash=None, new_row_hash=No
     return (current, None) if old_hash == new_hash else (current + 1, "changed")
 
 
-def store(conn, row, raw, fetched_at):
-    """Write the `workflows` row and its raw answers (`raw`: {"api": bytes, "page": bytes?}) on `conn`,
-    inside the caller's transaction (the job's `done`). Returns the row's version."""
+class Decided(NamedTuple):
+    """What storing one template writes, and what is stored of it after."""
+
+    answers: tuple[Stored, ...]
+    workflow: Workflow
+    changes: tuple[Change, ...]
+    after: templates.State
+
+
+def decided(old, row, raw, fetched_at):
+    """What storing the `workflows` row and its raw answers (`raw`: {"api": bytes, "page": bytes?}) writes,
+    given what is stored of the template (`old`, a `templates.State`): pure."""
     tid = row["id"]
     api_hash = content_hash(raw[API])
-    old = templates.version_state(conn, tid)
-    if row.get("hollow") and old is not None and old["version"] is not None:
+    if row.get("hollow") and old.stored and old.version is not None:
         # a hollow answer (a paid template's shape only) is never a new version: a complete stored
         # version stays as it is; a hollow one gets the latest body under its own version
-        if not old["hollow"]:
-            templates.seen(conn, tid, fetched_at)
-            _restored(conn, tid, old, fetched_at)
-            return old["version"]
-        version, change = old["version"], None
+        if not old.hollow:
+            return Decided((), Workflow(tid, seen_at=fetched_at), _restored(old, tid, fetched_at, old.current),
+                           old._replace(removed_at=None))
+        version, change_kind = old.version, None
     else:
-        last = last_hash(conn, N8N, str(tid), API)
-        version, change = next_version(old and old["version"], last, api_hash,
-                                       old and old["content_hash"], row["content_hash"])
-    for kind, body in raw.items():
-        keep(conn, N8N, str(tid), version, kind, api_hash if kind == API else content_hash(body), fetched_at, body,
-             template_id=tid)
-    row = dict(row, version=version, first_seen_at=(old and old["first_seen_at"]) or fetched_at,
-               last_seen_at=fetched_at, removed_at=None)
+        version, change_kind = next_version(old.version, old.last_hash, api_hash, old.content_hash,
+                                            row["content_hash"])
+    written = tuple(answer_row(N8N, str(tid), version, kind, api_hash if kind == API else content_hash(body),
+                               fetched_at, body, template_id=tid) for kind, body in raw.items())
+    row = dict(row, version=version, first_seen_at=old.first_seen_at or fetched_at, last_seen_at=fetched_at,
+               removed_at=None)
     # the price is on the listing only: the last walk's, when one listed the id (else left as stored)
-    listed = listing.price(conn, tid)
-    if listed is not None:
-        row.update(price=listed["price"], purchase_url=listed["purchase_url"],
-                   paid=int(listed["price"] is not None or listed["purchase_url"] is not None))
-    upsert(conn, "workflows", row, "id")
-    if change:
-        record_change(conn, N8N, str(tid), change, fetched_at, version, template_id=tid, digest=api_hash,
-                      url=getattr(raw[API], "url", None))
-    _restored(conn, tid, old, fetched_at, version)
-    return version
+    if old.listed is not None:
+        price, purchase_url = old.listed
+        row.update(price=price, purchase_url=purchase_url, paid=int(price is not None or purchase_url is not None))
+    current = current_after(old.current, version, written)
+    changes = ()
+    if change_kind:
+        changes = (change(N8N, str(tid), change_kind, fetched_at, version, current, template_id=tid, digest=api_hash,
+                          url=getattr(raw[API], "url", None)),)
+    after = old._replace(stored=True, version=version, first_seen_at=row["first_seen_at"], removed_at=None,
+                         content_hash=row.get("content_hash", old.content_hash), hollow=bool(row.get("hollow")),
+                         last_hash=api_hash, current=current)
+    return Decided(written, Workflow(tid, row), changes + _restored(old, tid, fetched_at, current, version), after)
 
 
-def _restored(conn, tid, old, fetched_at, version=None):
-    if old is not None and old["removed_at"] is not None:
-        record_change(conn, N8N, str(tid), "restored", fetched_at, version or old["version"], template_id=tid)
+def _restored(old, tid, fetched_at, current, version=None):
+    if old.removed_at is None:
+        return ()
+    return (change(N8N, str(tid), "restored", fetched_at, version or old.version, current, template_id=tid),)
+
+
+def removal(old, template_id, at):
+    """(change, state after) of a confirmed removal (the detail answer is gone: `removed_at` set, the data
+    kept), or None when the template is not stored or not live (`old`: a `templates.State`)."""
+    if not old.stored or old.removed_at is not None:
+        return None
+    return (change(N8N, str(template_id), "removed", at, old.version, old.current, template_id=template_id),
+            old._replace(removed_at=at))
 
 
 # --- the generic core: raw answers, versions and changes of any item, keyed by (source, key) ----------
 
-def last_hash(conn, source, key, kind):
-    """The content hash of the item's newest stored answer of `kind`, or None."""
-    return rows.last_hash(conn, source, key, kind)
-
-
-def keep(conn, source, key, version, kind, digest, fetched_at, body, template_id=None):
-    """Store one raw answer: a new version gets its row; the same version gets the latest body (only
-    volatile fields differ). The URL, HTTP status and Content-Type it came with (`net.http.Answer`; a
+def answer_row(source, key, version, kind, digest, fetched_at, body, template_id=None):
+    """One raw answer as stored, compressed: a new version gets its row; the same version gets the latest body
+    (only volatile fields differ). The URL, HTTP status and Content-Type it came with (`net.http.Answer`; a
     plain bytes body, from a test or an import, has none) are kept for the WARC export."""
     url, status, ctype = (getattr(body, a, None) for a in ("url", "status", "content_type"))
-    rows.put(conn, source, key, template_id, version, kind, digest, fetched_at, len(body), compress(body),
-             url, status, ctype)
+    return Stored(source, key, template_id, version, kind, digest, fetched_at, len(body), compress(body), url, status,
+                  ctype)
 
 
-def mark_removed(conn, template_id, at):
-    """A confirmed removal (the detail answer is gone): set `removed_at`, keep the data. True when the
-    template had been stored and was live."""
-    version = templates.mark_removed(conn, template_id, at)
-    if version is None:
-        return False
-    record_change(conn, N8N, str(template_id), "removed", at, version, template_id=template_id)
-    return True
+def current_after(current, version, written):
+    """The first answer (by kind, refused ones left out) of `version` once the answers `written` are stored
+    over the stored one (`current`, when known)."""
+    kinds = {current.kind: current} if current is not None and current.version == version else {}
+    kinds.update((a.kind, Current(version, a.kind, a.digest, a.url)) for a in written if a.kind != REJECTED)
+    return kinds[min(kinds)] if kinds else None
 
 
-def template_change(conn, template_id, change, at, version=None):
-    record_change(conn, N8N, str(template_id), change, at, version, template_id=template_id)
+def change(source, key, kind, at, version, current, template_id=None, digest=None, url=None, item_url=None):
+    """A change to record with its event; the content hash and URL the event names, when not given, are the
+    version's first stored answer's (`current`; `item_url` where that answer kept no URL)."""
+    if (digest is None or url is None) and version is not None and current is not None and current.version == version:
+        digest, url = digest or current.digest, url or (current.url if current.url is not None else item_url)
+    return Change(source, key, kind, at, version, template_id, digest, url)
 
 
-def record_change(conn, source, key, change, at, version=None, template_id=None, digest=None, url=None):
-    """Record a change and its event, in the caller's transaction (`digest`, `url`: the version's, when known)."""
-    rows.add_change(conn, source, key, change, at, version, template_id, digest, url)
+def restored(conn, tid, at):
+    """A removed template listed again (a walk): live again, its `restored` change and event recorded."""
+    version = templates.restore(conn, tid)
+    rows.add_changes(conn, (change(N8N, str(tid), "restored", at, version, rows.current(conn, N8N, str(tid), version),
+                                   template_id=tid),))
 
 
 def history(conn, template_id=None, source=N8N, key=None, kind=API):

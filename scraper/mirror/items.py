@@ -3,13 +3,16 @@ through the same raw answers and changes as the templates (scraper/mirror/answer
 
 An item's version goes up when its record changes, the source's `volatile` fields left out (a view
 counter moving alone is no change). Its raw page is kept, one per version, so `reextract` rebuilds the
-record from what was served.
+record from what was served. What storing or removing an item writes is decided here, pure (`decided()`,
+`removal()`), and written with the rest of its job's result (`mirror/record`).
 """
 
 import hashlib
 import json
+from typing import NamedTuple
 
 from scraper.db import items as rows
+from scraper.db.answers import Answer, Change
 from scraper.db.store import transaction
 from scraper.mirror import answers
 
@@ -24,30 +27,38 @@ def record_hash(record, volatile=()):
                           .encode("utf-8")).hexdigest()
 
 
-def store(conn, source, key, url, record, raw, fetched_at, volatile=()):
-    """Write the item and its raw answer(s) ({kind: bytes}) inside the caller's transaction; returns its version."""
+class Decided(NamedTuple):
+    """What storing one item writes, and what is stored of it after."""
+
+    answers: tuple[Answer, ...]
+    item: rows.Item
+    changes: tuple[Change, ...]
+    after: rows.State
+
+
+def decided(old, source, key, url, record, raw, fetched_at, volatile=()):
+    """What storing the item and its raw answer(s) ({kind: bytes}) writes, given what is stored of it (`old`, an
+    `items.State`): pure."""
     digest = record_hash(record, volatile)
-    old = rows.version_state(conn, source, key)
-    version, change = answers.next_version(old and old["version"], old and old["content_hash"], digest)
-    for kind, body in raw.items():
-        answers.keep(conn, source, key, version, kind, digest, fetched_at, body)
-    rows.put(conn, source, key, url, json.dumps(record, ensure_ascii=False, sort_keys=True), version, fetched_at,
-             digest)
-    if change:
-        answers.record_change(conn, source, key, change, fetched_at, version, digest=digest, url=url)
-    if old is not None and old["removed_at"] is not None:
-        answers.record_change(conn, source, key, "restored", fetched_at, version, digest=digest, url=url)
-    return version
+    version, change = answers.next_version(old.version, old.content_hash, digest)
+    written = tuple(answers.answer_row(source, key, version, kind, digest, fetched_at, body)
+                    for kind, body in raw.items())
+    current = answers.current_after(old.current, version, written)
+    kinds = ((change,) if change else ()) + (("restored",) if old.removed_at is not None else ())
+    changes = tuple(answers.change(source, key, kind, fetched_at, version, current, digest=digest, url=url,
+                                   item_url=url) for kind in kinds)
+    item = rows.Item(source, key, url, json.dumps(record, ensure_ascii=False, sort_keys=True), version, fetched_at,
+                     digest)
+    return Decided(written, item, changes, rows.State(True, version, None, digest, url, current))
 
 
-def mark_removed(conn, source, key, at):
-    """A confirmed removal (404/410): set `removed_at`, keep the record and its versions. True when the
-    item was stored and live."""
-    version = rows.mark_removed(conn, source, key, at)
-    if version is None:
-        return False
-    answers.record_change(conn, source, key, "removed", at, version)
-    return True
+def removal(old, source, key, at):
+    """(change, state after) of a confirmed removal (404/410: `removed_at` set, the record and its versions
+    kept), or None when the item is not stored or not live (`old`: an `items.State`)."""
+    if not old.stored or old.removed_at is not None:
+        return None
+    return (answers.change(source, key, "removed", at, old.version, old.current, item_url=old.url),
+            old._replace(removed_at=at))
 
 
 def history(conn, source, key):

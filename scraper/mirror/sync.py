@@ -4,7 +4,7 @@
 listing entry differs in anything but view counters), missing (stored and live but absent from a
 complete walk) and restored (marked removed, listed again). Missing ids are only queued for a re-fetch:
 the listing is a popularity ranking that can shift during a walk, so an id may slip between two pages.
-The worker confirms a removal when the detail answer is 404/410 (`answers.mark_removed`).
+The worker confirms a removal when the detail answer is 404/410 (`answers.removal`).
 """
 
 import dataclasses
@@ -80,7 +80,7 @@ def apply(conn, settings, walk, started_at, now):
         listing.remember(c, at, [(tid, h, *paid[tid][:2]) for tid, h in listed.items()])
         templates.set_listed(c, at, [(tid, *paid[tid]) for tid in listed])
         for tid in p.restored:
-            answers.template_change(c, tid, "restored", at, templates.restore(c, tid))
+            answers.restored(c, tid, at)
         listing.record_walk(c, iso(started_at), at, walk.complete, walk.pages, len(listed), len(p.new),
                             len(p.changed), len(p.missing), len(p.restored))
     return p, new, already

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from scraper.base.clock import SYSTEM, Clock
 from scraper.db import slots, store
-from scraper.politeness.limiter import RateOf, RateReads, wait_for_slot
+from scraper.politeness.budget import RateOf, RateReads, wait_for_slot
 
 
 class GcraLimiter:

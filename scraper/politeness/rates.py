@@ -17,7 +17,7 @@ from scraper.policy import robots as rules
 if TYPE_CHECKING:
     from scraper.base.settings import Settings
     from scraper.db.backend import Conn
-    from scraper.politeness.limiter import RateOf
+    from scraper.politeness.budget import RateOf
 
 log = logging.getLogger(__name__)
 
