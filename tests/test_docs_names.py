@@ -130,6 +130,24 @@ def test_the_architectures_tables_section_names_every_table_of_a_fresh_database(
     assert not missing, f"docs/architecture.md's Tables section misses {missing}"
 
 
+
+def test_the_architectures_modules_table_has_a_row_for_every_module():
+    """Both ways: a module added (or moved) without its row fails here, as a row naming a module that is gone
+    fails above. The command modules share the `cli` row, which lists them by name."""
+    text = ARCHITECTURE.read_text()
+    rows = set(re.findall(r"^\| `([a-z0-9_/]+)` \|", text, re.M))
+    cli_row = re.search(r"^\| `cli` \(([^)]*)\)", text, re.M)
+    assert cli_row, "docs/architecture.md has no `cli` row listing the command modules"
+    rows |= {f"cli/{name}" for name in re.findall(r"`([a-z_]+)`", cli_row.group(1))}
+    package = ROOT / "scraper"
+    modules = {str(path.relative_to(package).with_suffix("")).removesuffix("/__init__")
+               for path in package.rglob("*.py") if path.name != "__main__.py"}
+    # the package itself, and the layers' own packages (the Layers section draws them; the `cli` row names the
+    # group's `__init__`)
+    modules -= {"__init__", *LAYERS}
+    missing = sorted(m for m in modules if m not in rows and f"{m}/__init__" not in rows)
+    assert not missing, f"docs/architecture.md's modules table has no row for {missing}"
+
 # --- commands ------------------------------------------------------------------------------------------
 
 RUN = re.compile(r"(?:^|[\s$(|;&])(?:\.venv/bin/)?scraper((?:\s+\S+)+)")
