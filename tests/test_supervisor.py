@@ -86,7 +86,7 @@ def test_a_second_ctrl_c_stops_at_once(standin, tmp_path):
     site, db = seeded(standin, tmp_path, rate=50, burst=5)
     site.slow(factor=1, seconds=600, base_ms=20000)     # from now on every answer hangs (the listing did not)
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "50", "--timeout", "60")
-    wait_until(lambda: jobs_in(db, "running") == 2)
+    wait_until(lambda: jobs_in(db, "running") >= 2)    # each worker keeps several in flight
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
