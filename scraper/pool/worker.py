@@ -108,7 +108,8 @@ class Worker:
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
         job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
-                               workers=self.s.workers * self.lanes, sources=self.levels, skip_keys=self.browser_slot.skip_keys())
+                               workers=self.s.workers * self.lanes, sources=self.levels,
+                               skip_keys=self.browser_slot.skip_keys())
         if job is None:
             self._idle(now)
             return False
