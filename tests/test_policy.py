@@ -9,7 +9,7 @@ import requests
 
 from scraper.base.clock import FakeClock
 from scraper.net import http
-from scraper.policy import breaker, progress, retry
+from scraper.policy import breaker, inflight, progress, retry
 from scraper.policy.breaker import Breaker
 from scraper.politeness import limiter
 
@@ -362,6 +362,13 @@ def test_a_late_taker_does_not_move_the_later_slots(tmp_path):
     times = limiter_slots(tmp_path, 20, 5, 200, late_s=0.005)
     ideal = (200 - 3) * 50      # three at once (a burst of 5 less 100 ms), then one each 50 ms
     assert times[-1] <= ideal + 5 + 1e-6
+
+
+def test_the_jobs_in_flight_follow_the_rate_not_the_worker_count():
+    assert inflight.lanes(2, 4) == 1                                  # n8n.io's pace: one job a worker
+    assert inflight.lanes(100, 4) * 4 >= 100 * inflight.HOLD_S       # Little's law, with room
+    assert inflight.lanes(100, 8) < inflight.lanes(100, 4)            # more workers, fewer lanes each
+    assert inflight.lanes(10_000, 1) == inflight.MAX_LANES
 
 
 def test_the_check_itself_catches_a_rate_above_the_bucket():

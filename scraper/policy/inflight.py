@@ -2,18 +2,19 @@
 of workers, sets the pace.
 
 Little's law: a pool carries `in flight / time a job holds a lane` jobs per second. A lane holds its job
-for the answer plus the worker's own work (claim, lease, slot, request log, result: ~20 ms on a 2-core
-machine), and the mean answer counts the slow ones: at 20 ms, with one answer in a hundred taking 3 s,
-it is 50 ms. So 100/s asks for 7 jobs in flight on average; `HEADROOM` doubles that, as slow answers come
-in clusters and a lane that waits for its rate slot holds its job meanwhile. Each lane is a thread of the
-worker with its own connection, lease, session and limiter handle: a slow or hanging answer holds only
-its own lane.
+for the answer plus the worker's own work (claim, slot, request log, result: ~12 ms of CPU a job on a
+2-core machine, more while it waits for a busy CPU), and the mean answer counts the slow ones: at 20 ms,
+with one answer in a hundred taking 3 s, it is 50 ms; `HOLD_S` is 80 ms. `HEADROOM` is measured: at 100/s
+with ordinary faults on a loaded 2-core machine, 8 lanes a worker reached 0.80-0.84 of the rate where 4
+reached 0.74-0.75 (slow answers cluster, a busy CPU stretches every hold, and a lane waiting for its rate
+slot holds its job meanwhile); each lane costs ~2.5 MB. Each lane is a thread of the worker with its own
+connection, lease, session and limiter handle: a slow or hanging answer holds only its own lane.
 """
 
 import math
 
-HOLD_S = 0.07       # the mean time a job holds its lane under ordinary faults (50 ms answer, 20 ms own)
-HEADROOM = 2.0      # slow answers cluster; a lane waiting for its slot holds its job
+HOLD_S = 0.08       # the mean time a job holds its lane under ordinary faults (50 ms answer, ~30 ms own)
+HEADROOM = 4.0      # measured (above): 8 lanes a worker at 100/s, 2 at 20/s, 1 at 2/s, with 4 workers
 MAX_LANES = 16      # threads beyond this buy nothing on a 2-core machine (the GIL, the database's writes)
 
 
