@@ -46,20 +46,40 @@ class Flags:
     recycle = False
 
 
+class Quota:
+    """The jobs a worker process takes before it recycles (--max-jobs-per-worker), shared by its lanes: a
+    lane takes a place before it claims and gives it back when the claim found nothing."""
+
+    def __init__(self, jobs):
+        self.jobs, self.taken = jobs, 0
+        self._lock = threading.Lock()
+
+    def take(self):
+        with self._lock:
+            if self.taken >= self.jobs:
+                return False
+            self.taken += 1
+            return True
+
+    def give_back(self):
+        with self._lock:
+            self.taken -= 1
+
+
 class Worker:
     """One worker's loop over an open queue, limiter and HTTP session."""
 
     def __init__(self, settings, name, queue, limiter, session, flags=None, clock=SYSTEM, rng=random,
-                 parent_pid=None, proxies=None, lanes=1):
+                 parent_pid=None, proxies=None, lanes=1, quota=None):
         self.s = settings
-        self.lanes = lanes      # the process's lanes: its share of the recycle count, of the idle polls
+        self.lanes = lanes      # the process's lanes: they share its idle polls and its quota
         self.parent_pid = parent_pid
         self.name = name
         self.queue = queue
         self.flags = flags or Flags()
+        self.quota = quota or Quota(settings.max_jobs_per_worker)
         self.clock = clock
         self.rng = rng
-        self.jobs_done = 0
         self.fetchers = {}
         self.idle_since = None  # when claims started finding nothing
         self.sites = sites.enabled(settings)
@@ -96,11 +116,13 @@ class Worker:
         while True:
             if self.stopping():
                 return exitcodes.WORKER_STOPPED
-            if self.flags.recycle or self.jobs_done >= -(-self.s.max_jobs_per_worker // self.lanes):
-                log.info("%s recycling after %d jobs", self.name, self.jobs_done)
-                self.flags.recycle = True      # the process's other lanes finish their jobs and go too
+            if self.flags.recycle or not self.quota.take():
+                if not self.flags.recycle:      # once for the process: its other lanes finish their jobs and go
+                    self.flags.recycle = True
+                    log.info("%s recycling after %d jobs", self.name, self.quota.taken)
                 return exitcodes.WORKER_RECYCLE
             if not self.step():
+                self.quota.give_back()
                 # the lanes of a process poll as often together as one lane alone (claims take the write lock)
                 self.clock.sleep(IDLE_S * min(self.lanes, 4))
 
@@ -115,7 +137,6 @@ class Worker:
             return False
         self.idle_since = None
         self.process(job)
-        self.jobs_done += 1
         return True
 
     def _idle(self, now):
@@ -234,8 +255,10 @@ def main(settings, slot, parent_pid, run_id=None):
     name = worker_name(slot, os.getpid(), settings)
     n = lanes_of(settings)
     codes = [exitcodes.WORKER_CRASHED] * n
-    threads = [threading.Thread(target=_lane, args=(settings, name, slot, parent_pid, run_id, flags, n, codes, i),
-                                name=f"{name}/{i}", daemon=True) for i in range(n)]
+    quota = Quota(settings.max_jobs_per_worker)
+    threads = [threading.Thread(target=_lane, name=f"{name}/{i}", daemon=True,
+                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes))
+               for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
@@ -255,19 +278,19 @@ def lanes_of(settings):
     return inflight.lanes(total, settings.workers)
 
 
-def _lane(settings, name, slot, parent_pid, run_id, flags, lanes, codes, index):
+def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, codes):
     """One lane of a worker process: its own connection, limiter, session and Worker loop; its exit code in
     `codes[index]`. A lane that ends for another reason than a stop or a recycle stops the others."""
     code = exitcodes.WORKER_CRASHED
     try:
-        code = _run_lane(settings, name, slot, parent_pid, run_id, flags, lanes)
+        code = _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes)
     finally:
         codes[index] = code
         if code not in (exitcodes.WORKER_STOPPED, exitcodes.WORKER_RECYCLE):
             flags.stop = True
 
 
-def _run_lane(settings, name, slot, parent_pid, run_id, flags, lanes):
+def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
     try:
         conn = store.connect(settings.db_path)
         limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
@@ -278,7 +301,7 @@ def _run_lane(settings, name, slot, parent_pid, run_id, flags, lanes):
     clock = polite_client.clock_of(conn)     # the database's decides on PostgreSQL
     pool = proxypool.Pool(settings, conn, session, name, clock, start=slot) if settings.uses_proxies else None
     w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid,
-               proxies=pool, lanes=lanes)
+               proxies=pool, lanes=lanes, quota=quota)
     try:
         return w.run()
     except Exception:
