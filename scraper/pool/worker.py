@@ -269,10 +269,11 @@ def main(settings, slot, parent_pid, run_id=None):
 
 def lanes_of(settings):
     """The jobs each worker keeps in flight: `inflight`, else enough for the sum of the run's domain rates
-    (`policy.inflight`); one without a limit (the queue's benchmarks)."""
+    (`policy.inflight`); one without a limit (the queue's benchmarks), and one when a source may render
+    pages (a lane's browser is its own: the pool's browser slots and memory go further one to a worker)."""
     if settings.inflight is not None:
         return settings.inflight
-    if settings.no_limit:
+    if settings.no_limit or any(src.opt("fetcher", "http") in ("browser", "auto") for src in settings.working_sources):
         return 1
     total = sum(settings.rate_for(d)[0] for d in sites.domains(settings)) or settings.rate_per_s
     return inflight.lanes(total, settings.workers)
