@@ -32,6 +32,7 @@ def faulty_run(work, name, templates, rate, burst, adaptive, workers=4):
         env = {**env_for(db, site.url), "SCRAPER_ADAPTIVE": "1" if adaptive else "0"}
         subprocess.run(scraper_cmd("seed", "--from-search", "--rate", str(rate), "--burst", str(burst)),
                        env=env, check=True, capture_output=True)
+        time.sleep(burst / rate)    # our limiter's bucket refills from the seed's requests, as the site's is reset
         site.reset()        # the seed's search requests do not count, bucket full, the faults from the start
         t0 = time.perf_counter()
         done = subprocess.run(scraper_cmd("run", "--workers", str(workers), "--rate", str(rate), "--burst",

@@ -351,16 +351,16 @@ def test_the_limiters_slots_fit_a_token_bucket_and_keep_the_rate(tmp_path, rate_
     assert times[-1] - times[-2] == pytest.approx(1000 / rate_per_s)
 
 
-def test_the_limiter_uses_the_burst_less_a_tenth_of_a_second(tmp_path):
-    """n8n.io's 2/s with a burst of 5: four slots at once, the fifth 100 ms later (a sliding log kept a whole
+def test_the_limiter_uses_the_burst_less_its_margin(tmp_path):
+    """n8n.io's 2/s with a burst of 5: four slots at once, the fifth 200 ms later (a sliding log kept a whole
     unit back: 500 ms)."""
-    assert limiter_slots(tmp_path, 2, 5, 6) == [0, 0, 0, 0, pytest.approx(100), pytest.approx(600)]
+    assert limiter_slots(tmp_path, 2, 5, 6) == [0, 0, 0, 0, pytest.approx(200), pytest.approx(700)]
 
 
 def test_a_late_taker_does_not_move_the_later_slots(tmp_path):
     # each take 5 ms after its slot: the schedule stays the rate's (a sliding log lost 5 ms a window)
-    times = limiter_slots(tmp_path, 20, 5, 200, late_s=0.005)
-    ideal = (200 - 3) * 50      # three at once (a burst of 5 less 100 ms), then one each 50 ms
+    times = limiter_slots(tmp_path, 2, 5, 60, late_s=0.005)
+    ideal = 200 + (60 - 5) * 500      # four at once, the fifth 200 ms later, then one each 500 ms
     assert times[-1] <= ideal + 5 + 1e-6
 
 

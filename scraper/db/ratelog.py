@@ -34,7 +34,7 @@ def take(conn: sqlite3.Connection, domain: str, now: float, interval: float, tol
     free. The caller holds the file's lock, so the read and the move are one step."""
     row = conn.execute("SELECT slot_at FROM slots WHERE domain = ?", (domain,)).fetchone()
     slot_at = max(row[0], now) if row is not None else now
-    if slot_at - now > tolerance:
+    if slot_at - now > tolerance + 1e-9:      # not a float's rounding: a wake-up on time is on time
         return max(0.001, slot_at - now - tolerance)
     conn.execute("INSERT INTO slots (domain, slot_at) VALUES (?, ?) "
                  "ON CONFLICT (domain) DO UPDATE SET slot_at = excluded.slot_at", (domain, slot_at + interval))

@@ -5,18 +5,20 @@ A request reaches the server some time after its slot was granted (process sched
 round trip, connection set-up, the server's own accept queue). The margin is that time,
 `ARRIVAL_JITTER_S`, kept back from the burst's tolerance, not a count of requests and nothing per request
 (issues 31 and 45): both limiters are GCRAs (`db/slots` on PostgreSQL, `db/ratelog` beside a SQLite file),
-so at 30/s with a burst of 5 the tolerance is 33 ms, at n8n.io's 2/s with a burst of 5 the burst loses a
-fifth of a unit, not one, and at 100/s with a burst of 10 there is no burst left to use (90 ms < 100 ms):
-every slot comes on the rate's schedule. The sustained rate is never cut: a slot taken late does not move
-the next one later.
+so at n8n.io's 2/s with a burst of 5 the burst loses two fifths of a unit, not one (four requests at once,
+the fifth 200 ms later), and where the burst is worth less than the margin (20/s or 30/s with a burst of 5,
+100/s with 10) there is none left to use: every slot comes on the rate's schedule. The sustained rate is
+never cut: a slot taken late does not move the next one later.
 
-Why 100 ms remains: the slot-to-arrival delay was measured up to ~60 ms on a loaded 2-core CI box (a worker
-descheduled between its slot and its send); a request that arrives later than the margin after one that
-used the whole burst meets an empty bucket, a 429 that pauses the domain and costs far more than the
-100 ms (`test_properties`: a slot stream arriving up to the margin late always fits the bucket).
+Why 200 ms remains: the slot-to-arrival delay was measured up to ~60 ms in steady state on a loaded 2-core
+CI box (a worker descheduled between its slot and its send), but a run's first requests, each the first of
+a freshly forked process, arrived up to ~120 ms after their slots on this loaded 2-core machine (issue 45:
+with 100 ms, one 429 at 2/s with a burst of 5 in three short runs). A request that arrives later than the
+margin after one that used the whole burst meets an empty bucket, a 429 that pauses the domain and costs
+far more than the margin (`test_properties`: a slot stream arriving up to the margin late always fits).
 """
 
-ARRIVAL_JITTER_S = 0.1   # slot-to-arrival delay absorbed; measured up to ~60 ms on a loaded 2-core CI box
+ARRIVAL_JITTER_S = 0.2   # slot-to-arrival delay absorbed; measured up to ~120 ms for a run's first requests
 
 
 def tolerance_s(rate_per_s: float, burst: int) -> float:

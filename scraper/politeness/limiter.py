@@ -6,8 +6,8 @@ request; a request may leave when that time is within the tolerance (the burst, 
 for the slot-to-arrival delay), and leaving moves it one interval on. A slot taken late does not move the
 next one later: the schedule is the rate's, not the admissions', so lateness never compounds (issue 45: the
 sliding log it replaces, pyrate-limiter's, counted each window from the real admissions, and every wake-up
-a little late cost a little more of the rate: 0.945-0.969 of 20/s). The burst is the site's less a tenth
-of a second of it, a fraction of a unit where that is what it is (the sliding log kept whole units back).
+a little late cost a little more of the rate: 0.945-0.969 of 20/s). The burst is the site's less 200 ms
+of it (`policy/margin`), a fraction of a unit where that is what it is (the sliding log kept whole units back).
 
 The take happens under a blocking fcntl.flock (the kernel hands it over as soon as it is free) and the wait
 outside it, for exactly the time the slot says, so no process holds others up.
