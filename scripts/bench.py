@@ -69,56 +69,82 @@ def small_row(job_id):
 
 # --- 1. efficiency: how close a real run comes to the rate limit, and its memory --------------
 
+def clean_run(work, name, site, templates, rate, burst):
+    """One seeded `scraper run` (4 workers) against `site`, the stand-in reset after the seed: a dict of its
+    efficiency over the whole command, wall s, stand-in stats, peak RSS, and the seconds from the command's
+    start to the first request's arrival and from the last arrival to the command's exit (issue 45)."""
+    db = work / f"{name}.db"
+    fresh_db(db).close()
+    env = env_for(db, site.url)
+    subprocess.run(scraper_cmd("seed", "--from-search", "--rate", str(rate), "--burst", str(burst)),
+                   env=env, check=True, capture_output=True)
+    time.sleep(burst / rate)    # our limiter's bucket refills from the seed's requests, as the site's is reset
+    site.reset()   # the seed's search requests must not count, bucket full
+    t0, t0_epoch = time.perf_counter(), time.time()
+    proc = subprocess.Popen(scraper_cmd("run", "--workers", "4", "--rate", str(rate), "--burst", str(burst)),
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sampler = RssSampler(proc.pid)
+    sampler.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    sampler.stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"scraper run exited {proc.returncode}: {err.decode()[-2000:]}")
+    stats = site.stats()
+    log = site.request_log()
+    arrivals = sorted(log["t0_wall"] + t for series in log["by_kind"].values() for t in series)
+    conn = store.connect(str(db))
+    done = conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'done'").fetchone()[0]
+    conn.close()
+    assert done == templates, f"only {done} of {templates} jobs done"
+    return {"eff": ((stats["requests"] - burst) / rate) / wall, "wall": wall, "stats": stats, "peak": sampler.peak,
+            "first_s": arrivals[0] - t0_epoch, "exit_s": t0_epoch + wall - arrivals[-1]}
+
+
 def bench_efficiency(work, quick, results):
     # --quick keeps 600 templates: fixed start/stop costs weigh on a shorter run, the target would not compare
     templates, runs, rate, burst = 600, 1 if quick else 3, 20, 5
     site = client.start(templates=templates, latency_ms=40, rate=rate, burst=burst)
-    url = site.url
-    effs, walls, peaks, r429, max1s = [], [], [], 0, 0   # one entry per run / totals over the runs
+    out = []
     try:
         for i in range(runs):
-            db = work / f"eff{i}.db"
-            fresh_db(db).close()
-            env = env_for(db, url)
-            subprocess.run(scraper_cmd("seed", "--from-search", "--rate", str(rate), "--burst", str(burst)),
-                           env=env, check=True, capture_output=True)
-            site.reset()   # the seed's search requests must not count, bucket full
-            t0, t0_epoch = time.perf_counter(), time.time()
-            proc = subprocess.Popen(scraper_cmd("run", "--workers", "4", "--rate", str(rate), "--burst", str(burst)),
-                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            sampler = RssSampler(proc.pid)
-            sampler.start()
-            _, err = proc.communicate()
-            wall = time.perf_counter() - t0
-            sampler.stop.set()
-            sampler.join()
-            if proc.returncode != 0:
-                raise RuntimeError(f"scraper run exited {proc.returncode}: {err.decode()[-2000:]}")
-            stats = site.stats()
-            conn = store.connect(str(db))
-            # where the time beyond the ideal goes: before the first claim, after the last result
-            done, first, last = conn.execute("SELECT COUNT(*), MIN(started_at), MAX(finished_at) FROM jobs "
-                                             "WHERE status = 'done'").fetchone()
-            conn.close()
-            assert done == templates, f"only {done} of {templates} jobs done"
-            eff = ((stats["requests"] - burst) / rate) / wall
-            effs, walls, peaks = effs + [eff], walls + [wall], peaks + [sampler.peak]
-            r429, max1s = r429 + stats["http_429"], max(max1s, stats["max_in_1s"])
-            results.note(f"efficiency run {i + 1}: {stats['requests']} requests in {wall:.2f} s -> {eff:.4f}; "
-                 f"429s {stats['http_429']}, max in 1 s {stats['max_in_1s']}, peak RSS {sampler.peak / 2**20:.0f} MB; "
-                 f"first claim +{first - t0_epoch:.2f} s, exit {t0_epoch + wall - last:.2f} s after the last result")
+            r = clean_run(work, f"eff{i}", site, templates, rate, burst)
+            out.append(r)
+            st = r["stats"]
+            results.note(f"efficiency run {i + 1}: {st['requests']} requests in {r['wall']:.2f} s -> {r['eff']:.4f}; "
+                         f"429s {st['http_429']}, max in 1 s {st['max_in_1s']}, peak RSS {r['peak'] / 2**20:.0f} MB; "
+                         f"first request +{r['first_s']:.2f} s, exit {r['exit_s']:.2f} s after the last")
     finally:
         site.stop()
-    eff = statistics.median(effs)
-    results.add("efficiency", eff, f"median of {runs}", ">= 0.97", eff >= 0.97)
-    results.add("efficiency_wall", statistics.median(walls), "s", "")
+    med = lambda key: statistics.median(r[key] for r in out)  # noqa: E731 - one line, four uses
+    eff = med("eff")
+    results.add("efficiency", eff, f"median of {runs}", ">= 0.985", eff >= 0.985)
+    results.add("efficiency_wall", med("wall"), "s", "")
+    r429 = sum(r["stats"]["http_429"] for r in out)
+    max1s = max(r["stats"]["max_in_1s"] for r in out)
     results.add("efficiency_429", r429, "responses", "0", r429 == 0)
     results.add("efficiency_max_in_1s", max1s, "requests", f"<= {rate + burst}", max1s <= rate + burst)
-    peak = max(peaks) / 2**20
+    peak = max(r["peak"] for r in out) / 2**20
     results.add("run_peak_rss", peak, "MB (sum)", "<= 300", peak <= 300)
+    results.add("run_to_first_request", med("first_s"), "s", "<= 0.5", med("first_s") <= 0.5)
+    results.add("last_request_to_exit", med("exit_s"), "s", "<= 0.5", med("exit_s") <= 0.5)
 
 
-# --- 2. queue: claims + completions per second, several processes, limiter off --------------
+def bench_n8n(work, quick, results):
+    """n8n.io's own pace: 150 templates at its default 2/s with a burst of 5 (issue 45: >= 0.99 of the limit
+    over the whole command; the first burst and every request's lateness used to cost 0.963)."""
+    templates, rate, burst = 150, 2, 5
+    site = client.start(templates=templates, latency_ms=40, rate=rate, burst=burst)
+    try:
+        r = clean_run(work, "n8n", site, templates, rate, burst)
+    finally:
+        site.stop()
+    results.note(f"n8n 150 at 2/s burst 5: {r['wall']:.2f} s -> {r['eff']:.4f}, 429s {r['stats']['http_429']}, "
+                 f"first request +{r['first_s']:.2f} s, exit {r['exit_s']:.2f} s after the last")
+    results.add("n8n_150_at_2", r["eff"], "efficiency", ">= 0.99", r["eff"] >= 0.99)
+    results.add("n8n_150_at_2_429", r["stats"]["http_429"], "responses", "0", r["stats"]["http_429"] == 0)
+
 
 def _queue_child(path, index, barrier):
     conn = store.connect(path)
@@ -354,7 +380,8 @@ def bench_domains(work, quick, results):
         results.add(f"domains_{name}_429", f["http_429"], "responses", "0", f["http_429"] == 0)
 
 
-SECTIONS = {"efficiency": bench_efficiency, "queue": bench_queue, "seed": bench_seed, "status": bench_status,
+SECTIONS = {"efficiency": bench_efficiency, "n8n": bench_n8n, "queue": bench_queue, "seed": bench_seed,
+            "status": bench_status,
             "claim_scale": bench_claim_scale, "export": bench_export, "domains": bench_domains, "warc": bench_warc,
             **bench_faults.SECTIONS}
 

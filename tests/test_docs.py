@@ -158,7 +158,7 @@ OUTPUT_CHECKS = [
     (r"scraper run\b", lambda done, ctx: ("another `scraper run`" if ctx["expected"] == 75 else "run finished")
      in done.stderr),
     (r"tables jobs\.db --counts", has('"table": "workflows"')),
-    (r"tables jobs\.db-limiter --counts", has('"table": "rate_127_0_0_1"')),
+    (r"tables jobs\.db-limiter --counts", has('"table": "slots"')),
     (r"group by status", has('"status": "done"')),
     (r"rows jobs\.db workflows", has('"quality_score"')),
     (r"status in \('failed', 'invalid'\)", has("HTTP 404")),

@@ -7,8 +7,9 @@ from fractions import Fraction
 import pytest
 import requests
 
+from scraper.base.clock import FakeClock
 from scraper.net import http
-from scraper.policy import breaker, progress, retry
+from scraper.policy import breaker, inflight, progress, retry
 from scraper.policy.breaker import Breaker
 from scraper.politeness import limiter
 
@@ -308,18 +309,23 @@ def test_progress_line_of_an_empty_queue():
     assert progress.line(progress.from_counts({}, 0, 0), width=4) == "[####] 0/0 (100%) 0.0/min ETA 0s"
 
 
-# --- limiter.rates_for against a strict token bucket ----------------------------------------------
+# --- the SQLite limiter's GCRA against a strict token bucket -----------------------------------------
 
-def densest_admissions(rates, n):
-    """The earliest admission times (ms) the sliding windows allow, read as generously as possible:
-    an admission at time a no longer counts at a + interval."""
+def limiter_slots(tmp_path, rate_per_s, burst, n, late_s=0.0):
+    """The times (ms since the start) a real DomainLimiter on a fake clock grants `n` slots to one taker
+    that asks again exactly when told, each take `late_s` late."""
+    clock = FakeClock(0.0)
+    lim = limiter.DomainLimiter(str(tmp_path / "jobs.db-limiter"), rate_per_s, burst, clock=clock)
     times = []
-    t = 0
-    for _ in range(n):
-        for rate in rates:
-            if len(times) >= rate.limit:
-                t = max(t, times[-rate.limit] + rate.interval)
-        times.append(t)
+    try:
+        while len(times) < n:
+            wait = lim.try_acquire("x.test")
+            if wait == 0.0:
+                times.append(round(clock.t * 1000, 6))
+            else:
+                clock.advance(wait + late_s)
+    finally:
+        lim.close()
     return times
 
 
@@ -328,8 +334,8 @@ def token_bucket_rejects(times_ms, rate_per_s, burst):
     refill_per_ms = Fraction(str(rate_per_s)) / 1000
     tokens, last, rejected = Fraction(burst), 0, []
     for i, t in enumerate(times_ms):
-        tokens = min(Fraction(burst), tokens + (t - last) * refill_per_ms)
-        last = t
+        tokens = min(Fraction(burst), tokens + (Fraction(str(t)) - last) * refill_per_ms)
+        last = Fraction(str(t))
         if tokens >= 1:
             tokens -= 1
         else:
@@ -337,26 +343,37 @@ def token_bucket_rejects(times_ms, rate_per_s, burst):
     return rejected
 
 
-@pytest.mark.parametrize("rate_per_s, burst", [
-    (0.5, 1), (2, 5), (2, 1), (1, 2), (3, 1), (3, 2), (10, 10), (0.3, 4), (7, 3), (2.5, 20),
-])
-def test_rates_never_exceed_a_token_bucket(rate_per_s, burst):
-    rates = limiter.rates_for(rate_per_s, burst)
-    times = densest_admissions(rates, 300)
+@pytest.mark.parametrize("rate_per_s, burst", [(0.5, 1), (2, 5), (2, 1), (3, 2), (10, 10), (20, 5), (100, 10)])
+def test_the_limiters_slots_fit_a_token_bucket_and_keep_the_rate(tmp_path, rate_per_s, burst):
+    times = limiter_slots(tmp_path, rate_per_s, burst, 60)
     assert token_bucket_rejects(times, rate_per_s, burst) == []
+    # the sustained rate is the rate exactly: after the burst, one slot an interval
+    assert times[-1] - times[-2] == pytest.approx(1000 / rate_per_s)
 
 
-@pytest.mark.parametrize("rate_per_s, burst", [(0.5, 1), (2, 5), (10, 10), (0.3, 4)])
-def test_rates_keep_the_sustained_rate(rate_per_s, burst):
-    times = densest_admissions(limiter.rates_for(rate_per_s, burst), 400)
-    achieved = (len(times) - 1) / ((times[-1] - times[0]) / 1000)
-    assert achieved >= 0.95 * rate_per_s
+def test_the_limiter_uses_the_burst_less_its_margin(tmp_path):
+    """n8n.io's 2/s with a burst of 5: four slots at once, the fifth 200 ms later (a sliding log kept a whole
+    unit back: 500 ms)."""
+    assert limiter_slots(tmp_path, 2, 5, 6) == [0, 0, 0, 0, pytest.approx(200), pytest.approx(700)]
+
+
+def test_a_late_taker_does_not_move_the_later_slots(tmp_path):
+    # each take 5 ms after its slot: the schedule stays the rate's (a sliding log lost 5 ms a window)
+    times = limiter_slots(tmp_path, 2, 5, 60, late_s=0.005)
+    ideal = 200 + (60 - 5) * 500      # four at once, the fifth 200 ms later, then one each 500 ms
+    assert times[-1] <= ideal + 5 + 1e-6
+
+
+def test_the_jobs_in_flight_follow_the_rate_not_the_worker_count():
+    assert inflight.lanes(2, 4) == 1                                  # n8n.io's pace: one job a worker
+    assert inflight.lanes(100, 4) * 4 >= 100 * inflight.HOLD_S       # Little's law, with room
+    assert inflight.lanes(100, 8) < inflight.lanes(100, 4)            # more workers, fewer lanes each
+    assert inflight.lanes(10_000, 1) == inflight.MAX_LANES
 
 
 def test_the_check_itself_catches_a_rate_above_the_bucket():
-    # the simulation is not vacuous: a window of `burst` per burst/rate overshoots a strict bucket
-    too_many = [limiter.Rate(5, 2000)]
-    assert token_bucket_rejects(densest_admissions(too_many, 50), 2, 5) != []
+    # the bucket check is not vacuous: five at once and five more 2 s later overshoot 2/s with a burst of 4
+    assert token_bucket_rejects([0] * 5, 2, 4) != []
 
 
 @pytest.mark.parametrize("url, domain", [

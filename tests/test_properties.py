@@ -14,7 +14,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from scraper.base import exitcodes
 from scraper.policy import breaker, margin, outcome, progress, retry
-from scraper.politeness import limiter
 
 FAST = settings(max_examples=80, deadline=None)
 
@@ -407,41 +406,6 @@ def test_slots_arriving_within_the_absorbed_jitter_never_meet_a_429(rate, burst,
 def test_the_margin_is_the_jitter_time_where_the_burst_allows_it_never_more(rate, burst):
     absorbed = margin.jitter_absorbed_s(rate, burst)
     assert absorbed == pytest.approx(min(margin.ARRIVAL_JITTER_S, (burst - 1) / rate), abs=1e-9)
-    # the sliding log keeps back whole units only: the ones the jitter time touches, at least one
-    units = margin.burst_units(rate, burst)
-    assert 1 <= units <= burst and margin.kept_back(rate, burst) == burst - units
-    assert margin.kept_back(rate, burst) <= max(1, math.ceil(rate * margin.ARRIVAL_JITTER_S))
-
-
-def _sliding_log_slots(rate, burst, n):
-    """The earliest slots the SQLite limiter's sliding log (`limiter.rates_for`) grants n requests."""
-    (r,) = limiter.rates_for(rate, burst)
-    interval = Fraction(r.interval, 1000)
-    slots = []
-    for i in range(n):
-        slots.append(max(slots[-1] if slots else Fraction(0), slots[i - r.limit] + interval if i >= r.limit else 0))
-    return slots
-
-
-@FAST
-@given(rate=st.sampled_from([0.5, 1, 2, 3, 7.5, 8, 10, 20, 30, 50, 100]), burst=st.integers(2, 20),
-       delays=st.lists(st.integers(0, 1000), min_size=60, max_size=60))
-def test_a_sliding_logs_slots_arriving_up_to_the_jitter_late_never_meet_a_429(rate, burst, delays):
-    # each unit kept back absorbs one slot interval of lateness: at least the jitter, where the burst allows
-    absorbed = Fraction(margin.kept_back(rate, burst)) / Fraction(str(rate))
-    assert absorbed >= min(Fraction(str(margin.ARRIVAL_JITTER_S)), Fraction(burst - 1) / Fraction(str(rate)))
-    slots = _sliding_log_slots(rate, burst, len(delays))
-    arrivals = [t + absorbed * d / 1000 for t, d in zip(slots, delays, strict=True)]
-    assert not _bucket_refuses(arrivals, rate, burst)
-
-
-def test_a_sliding_log_that_used_its_whole_burst_would_meet_a_429():
-    # the check itself: at 8/s, burst 2, the whole burst used gives slots in pairs 250 ms apart; the first
-    # pair 10 ms late leaves the bucket short of the second pair's second token
-    rate, burst = 8, 2
-    slots = [Fraction(k // 2 * 250, 1000) for k in range(8)]
-    arrivals = [t + (Fraction(1, 100) if k < 2 else 0) for k, t in enumerate(slots)]
-    assert _bucket_refuses(arrivals, rate, burst)
 
 
 def test_the_check_catches_jitter_beyond_the_margin():
@@ -453,11 +417,10 @@ def test_the_check_catches_jitter_beyond_the_margin():
     assert _bucket_refuses(arrivals, rate, burst)
 
 
-def test_the_margin_is_time_where_it_can_be_a_sliding_log_keeps_one_unit_at_a_low_rate():
-    assert margin.burst_units(2, 5) == 4 and margin.burst_units(2, 1) == 1   # whole units: at least one
-    assert margin.tolerance_s(2, 5) == pytest.approx(2.0 - 0.1)               # 4 units of 500 ms, less 100 ms
-    assert margin.burst_units(30, 5) == 2                                     # 3 whole units are 100 ms
-    assert margin.tolerance_s(30, 5) == pytest.approx(1 / 30)                 # the GCRA's 33 ms as before
+def test_the_margin_is_time_a_fraction_of_a_unit_at_a_low_rate():
+    assert margin.tolerance_s(2, 5) == pytest.approx(2.0 - 0.2)               # 4 units of 500 ms, less 200 ms
+    assert margin.tolerance_s(2, 2) == pytest.approx(0.5 - 0.2)               # a fraction of a unit
+    assert margin.tolerance_s(30, 5) == 0.0                                   # 133 ms of burst: none usable
 
 
 # --- robots (the rate rules) ---------------------------------------------------------------------------

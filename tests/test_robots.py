@@ -12,7 +12,7 @@ from scraper.base.clock import FakeClock
 from scraper.db import domains as domain_rows
 from scraper.db import politeness as politeness_rows
 from scraper.db import store
-from scraper.policy import breaker, margin, retry
+from scraper.policy import breaker, retry
 from scraper.policy import robots as rules
 from scraper.politeness import rates, robots
 from scraper.products import status
@@ -248,17 +248,17 @@ def test_a_robots_body_over_the_cap_is_refused(make, net):
 
 
 def test_the_limiter_follows_a_lowered_rate(tmp_path):
+    from scraper.db import slots
     from scraper.politeness.limiter import DomainLimiter
     s = settings.build(db_path=str(tmp_path / "jobs.db"), rate_per_s=20, burst=5)
     conn = store.open_db(s.db_path)
     clock = FakeClock(0.0)
     lim = DomainLimiter(s.limiter_path, 20, 5, rate_of=rates.limiter_rates(conn, s), clock=clock)
-    units = margin.burst_units(20, 5)       # the burst less its margin (3 at 20/s)
-    assert [r.limit for r in lim._bucket("x.test").rates] == [units]
+    assert lim.params("x.test") == slots.gcra(20, 5)
     domain_rows.update_rate(conn, "x.test", NOW, lambda r: {"robots_rate_per_s": 5.0, "robots_crawl_delay": 1})
-    assert [r.limit for r in lim._bucket("x.test").rates] == [units]      # read again after RATE_TTL_S
+    assert lim.params("x.test") == slots.gcra(20, 5)      # read again after RATE_TTL_S
     clock.advance(1.0)
-    assert [(r.limit, r.interval) for r in lim._bucket("x.test").rates] == [(1, 200)]
+    assert lim.params("x.test") == slots.gcra(5.0, 1)     # robots.txt: 5/s, no burst
     lim.close()
     conn.close()
 

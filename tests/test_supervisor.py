@@ -44,7 +44,8 @@ def assert_each_template_once(site, db):
 @pytest.mark.timing
 def test_four_workers_never_exceed_the_servers_limit(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=120, rate=20, burst=5, latency_ms=40)   # 6 s at the limit
-    done = scraper(site, db, "run", "--workers", "4", "--rate", "20", "--burst", "5")
+    # three jobs in flight in each worker: twelve takers of the one shared slot
+    done = scraper(site, db, "run", "--workers", "4", "--inflight", "3", "--rate", "20", "--burst", "5")
     assert done.returncode == 0, done.stderr[-2000:]
     stats = site.stats()
     assert stats["http_429"] == 0
@@ -86,7 +87,7 @@ def test_a_second_ctrl_c_stops_at_once(standin, tmp_path):
     site, db = seeded(standin, tmp_path, rate=50, burst=5)
     site.slow(factor=1, seconds=600, base_ms=20000)     # from now on every answer hangs (the listing did not)
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "50", "--timeout", "60")
-    wait_until(lambda: jobs_in(db, "running") == 2)
+    wait_until(lambda: jobs_in(db, "running") >= 2)    # each worker keeps several in flight
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
@@ -107,6 +108,38 @@ def test_a_killed_worker_loses_nothing(standin, tmp_path):
                                 f"%-{victim.pid}"), timeout=2)
     wait_until(lambda: len(workers_of(proc)) == 4 and victim.pid not in [w.pid for w in workers_of(proc)],
                timeout=2)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert "died" in err
+    assert_each_template_once(site, db)
+
+
+def test_a_worker_keeps_several_jobs_in_flight_and_a_hanging_answer_holds_back_none_of_the_others(standin, tmp_path):
+    # one worker, four lanes; two templates answer only after 3 s (and a 1 s timeout ends them), once each
+    site, db = seeded(standin, tmp_path, templates=40, rate=40, burst=5, latency_ms=20, faults="slow:0.05",
+                      slow_s=3.0)
+    hung = [int(t) for t, f in site.corpus()["faults"].items() if f["kind"] == "slow"]
+    assert hung
+    done = scraper(site, db, "run", "--workers", "1", "--inflight", "4", "--rate", "40", "--timeout", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_each_template_once(site, db)
+    # while each hanging answer was awaited (up to its 1 s timeout), the worker's other lanes got answers
+    timeouts = rows(db, "SELECT at, ms FROM requests WHERE kind = 'timeout' ORDER BY at")
+    assert len(timeouts) == len(hung)
+    for t in timeouts:
+        began = t["at"] - t["ms"] / 1000
+        others = rows(db, "SELECT COUNT(*) AS n FROM requests WHERE kind = 'ok' AND at > ? AND at < ?",
+                      began, t["at"])[0]["n"]
+        assert others >= 5, (t, others)     # one lane alone would have none
+
+
+def test_a_killed_worker_with_several_jobs_in_flight_loses_and_doubles_nothing(standin, tmp_path):
+    site, db = seeded(standin, tmp_path, templates=120, rate=40, burst=5, latency_ms=150)
+    proc = start_scraper(site, db, "run", "--workers", "2", "--inflight", "4", "--rate", "40", "--burst", "5")
+    victim = wait_until(lambda: next((w for w in workers_of(proc)
+                                      if len(rows(db, "SELECT 1 FROM jobs WHERE status='running' AND worker LIKE ?",
+                                                  f"%-{w.pid}")) >= 2), None))
+    victim.kill()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err[-2000:]
     assert "died" in err

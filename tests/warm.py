@@ -2,7 +2,7 @@
 already imported the scraper and the stand-ins, instead of a new interpreter importing them again.
 
 A test suite starts a few hundred `scraper` commands and stand-ins; each new interpreter spent 0.2-0.5 s of
-CPU importing click, requests, pyrate-limiter, psutil and the scraper before it did anything, and the
+CPU importing click, requests, psutil and the scraper before it did anything, and the
 parallel phase is CPU-bound on 2 cores. Here one starter per test process imports them once; each command is
 a fork of it, so it is still a process of its own, with its own pid, argv, environment, working folder,
 pipes, exit status and (when asked) session, and real signals reach it. What differs from a new
@@ -38,7 +38,7 @@ import traceback
 
 # what the tests' commands import: every module of the scraper (the optional extras' packages are imported
 # by their commands, as in a new interpreter), its heavy imports and the stand-ins
-PRELOAD = ("requests", "psutil", "pyrate_limiter", "sqlite_utils", "scripts.standin.server",
+PRELOAD = ("requests", "psutil", "sqlite_utils", "scripts.standin.server",
            "scripts.standin.youtube", "scripts.standin.catalogue")
 
 # the interpreters whose internals it was read against: subprocess.Popen's _execute_child (its arguments, in

@@ -2,7 +2,7 @@
 
 Start-up imports only click and the settings' declarations: each command's module is imported when that
 command runs (`Group.lazy`), and imports its own heavy modules inside the command, so a quick command
-(`status`) pays for none of requests, psutil, pyrate-limiter, sqlite-utils or the sites.
+(`status`) pays for none of requests, psutil, sqlite-utils or the sites.
 """
 
 import os

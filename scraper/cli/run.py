@@ -16,7 +16,7 @@ HEALTH_OWNED = "scraper.health_owned"   # ctx.meta: a caller (`update`) sends th
 # crontabs) and all of them can be set by key (`--set`, SCRAPER_<KEY>, scraper.toml)
 SHOWN = ("workers", "rate", "burst", "timeout", "max_attempts", "memory_limit", "robots", "robots_ignore",
          "transcripts", "ping_url")
-HIDDEN = ("max_answer_mb", "lease", "with_page", "max_jobs_per_worker", "breaker_failures", "breaker_open",
+HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worker", "breaker_failures", "breaker_open",
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
           "etl_key")

@@ -1,11 +1,10 @@
-"""The SQLite limiter's own file (`<db>-limiter`): one sliding log per domain, the table pyrate-limiter's
-`SQLiteBucket` writes (name, item_timestamp), created here with its index, and the one question the
-limiter asks of it beyond pyrate's (how long until a window has room). `politeness/limiter` holds the lock.
+"""The SQLite limiter's own file (`<db>-limiter`): one GCRA slot per domain, a row of `slots` (domain,
+slot_at: the theoretical arrival time of the domain's next request, in seconds since the epoch), as
+PostgreSQL keeps it in the domain's row (`db/slots`). `politeness/limiter` holds the lock around each take.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 
 from scraper.db import sqlite
@@ -24,21 +23,26 @@ def connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def table_of(domain: str) -> str:
-    """The log's table name of a domain (pyrate interpolates it into its SQL: letters, digits, `_` only)."""
-    return "rate_" + re.sub(r"[^A-Za-z0-9_]", "_", domain)
-
-
-def create(conn: sqlite3.Connection, table: str) -> None:
-    """The log's table and its index on the timestamps, if missing."""
-    conn.execute(f"CREATE TABLE IF NOT EXISTS '{table}' (name VARCHAR, item_timestamp INTEGER)")
-    conn.execute(f"CREATE INDEX IF NOT EXISTS 'idx_{table}_ts' ON '{table}' (item_timestamp)")
+def create(conn: sqlite3.Connection) -> None:
+    """The slots table, if missing (a file of an earlier version also holds its sliding logs, unread)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS slots (domain TEXT PRIMARY KEY, slot_at REAL NOT NULL)")
     conn.commit()
 
 
-def nth_newest(conn: sqlite3.Connection, table: str, after_ms: int, n: int) -> int | None:
-    """The timestamp of the `n`-th newest admission after `after_ms` (1: the newest), or None when the
-    window holds fewer."""
-    row = conn.execute(f"SELECT item_timestamp FROM '{table}' WHERE item_timestamp > ? "
-                       "ORDER BY item_timestamp DESC LIMIT 1 OFFSET ?", (after_ms, n - 1)).fetchone()
-    return None if row is None else int(row[0])
+def take(conn: sqlite3.Connection, domain: str, now: float, interval: float, tolerance: float) -> float:
+    """Take the domain's slot at `now` (GCRA, `db/slots`): 0.0 when taken, else the seconds until one may be
+    free. The caller holds the file's lock, so the read and the move are one step."""
+    row = conn.execute("SELECT slot_at FROM slots WHERE domain = ?", (domain,)).fetchone()
+    slot_at = max(row[0], now) if row is not None else now
+    if slot_at - now > tolerance + 1e-9:      # not a float's rounding: a wake-up on time is on time
+        return max(0.001, slot_at - now - tolerance)
+    conn.execute("INSERT INTO slots (domain, slot_at) VALUES (?, ?) "
+                 "ON CONFLICT (domain) DO UPDATE SET slot_at = excluded.slot_at", (domain, slot_at + interval))
+    conn.commit()
+    return 0.0
+
+
+def wait(conn: sqlite3.Connection, domain: str, now: float, tolerance: float) -> float:
+    """Seconds until the domain's slot is free (0.0: now); takes nothing."""
+    row = conn.execute("SELECT slot_at FROM slots WHERE domain = ?", (domain,)).fetchone()
+    return 0.0 if row is None else max(0.0, row[0] - now - tolerance)

@@ -1,45 +1,26 @@
-"""One rate-limit bucket per domain, shared by every process on this machine.
+"""One rate slot per domain, shared by every process on this machine: a GCRA in the limiter's file beside the
+jobs database (`db/ratelog`), as PostgreSQL keeps it in the domain's row (`gcra.GcraLimiter`, `db/slots`).
 
-pyrate-limiter's SQLiteBucket keeps an exact sliding log in a SQLite file beside the jobs
-database. We drive the bucket ourselves instead of through `Limiter`, for two reasons measured
-with pyrate-limiter 4.5:
-- the item is stamped while we hold the cross-process lock, just before it is stored; Limiter
-  stamps it before waiting for the lock, so real admissions drift past the limit;
-- the wait happens outside the lock, for exactly the time the bucket says, so no process holds
-  others up and no non-blocking call misreads a busy lock as "limited".
-The lock is a blocking fcntl.flock: the kernel hands it over as soon as it is free (filelock
-polls every 50 ms, which wastes slots and is unfair).
+GCRA (the generic cell rate algorithm) keeps one number per domain, the theoretical arrival time of its next
+request; a request may leave when that time is within the tolerance (the burst, less `policy/margin`'s time
+for the slot-to-arrival delay), and leaving moves it one interval on. A slot taken late does not move the
+next one later: the schedule is the rate's, not the admissions', so lateness never compounds (issue 45: the
+sliding log it replaces, pyrate-limiter's, counted each window from the real admissions, and every wake-up
+a little late cost a little more of the rate: 0.945-0.969 of 20/s). The burst is the site's less 200 ms
+of it (`policy/margin`), a fraction of a unit where that is what it is (the sliding log kept whole units back).
+
+The take happens under a blocking fcntl.flock (the kernel hands it over as soon as it is free) and the wait
+outside it, for exactly the time the slot says, so no process holds others up.
 """
 
 import fcntl
-import math
 import os
 from collections.abc import Callable
 from typing import Any
 
-from pyrate_limiter import Rate, RateItem, SQLiteBucket
-
 from scraper.base.clock import SYSTEM, Clock
-from scraper.db import ratelog
-from scraper.policy import margin
+from scraper.db import ratelog, slots
 from scraper.politeness.budget import RateOf, RateReads, wait_for_slot
-
-LEAK_EVERY = 200            # admissions between clean-ups of rows that left every window
-
-
-def rates_for(rate_per_s: float, burst: int) -> list[Rate]:
-    """Sliding-window rates that never exceed a token bucket of `rate_per_s` with `burst`.
-
-    Part of the burst is kept back as a margin for the time between admission here and arrival
-    at the server (`policy/margin`): a server that enforces exactly (rate, burst) then never
-    answers 429. The sustained rate is unchanged."""
-    window_units = margin.burst_units(rate_per_s, burst)
-    interval_ms = math.ceil(window_units * 1000 / rate_per_s)
-    return [Rate(window_units, interval_ms)]
-
-
-def _key(rates: list[Rate]) -> list[tuple[int, int]]:
-    return [(r.limit, r.interval) for r in rates]
 
 
 class _Flock:
@@ -60,7 +41,7 @@ class _Flock:
 
 
 class DomainLimiter:
-    """`acquire(domain)` waits for a slot in the domain's shared bucket. Open it inside the process
+    """`acquire(domain)` waits for a slot of the domain's shared GCRA. Open it inside the process (or lane)
     that uses it (nothing here survives a fork)."""
 
     def __init__(self, path: str, rate_per_s: float, burst: int, rate_of: RateOf | None = None,
@@ -68,59 +49,41 @@ class DomainLimiter:
         """`rate_of(domain) -> (rate_per_s, burst)` gives a domain its own budget, read again every
         RATE_TTL_S (it may change during a run: robots.txt, the adaptive slow-down); else (rate_per_s, burst).
 
-        Every process checks the shared log against the rates it read; as they all read the same row,
-        a lowered rate holds across processes within RATE_TTL_S."""
-        self.rates = rates_for(rate_per_s, burst)
+        Every process takes the shared slot with the rate it read; as they all read the same row, a lowered
+        rate holds across processes within RATE_TTL_S."""
+        self._default = slots.gcra(rate_per_s, burst)
         self._reads = RateReads(rate_of, clock)
+        self._known: dict[str, tuple[float, float]] = {}
         self._lock = _Flock(path + ".lock")
         with self._lock:
             self._conn = ratelog.connect(path)
-        self._buckets: dict[str, SQLiteBucket] = {}
+            ratelog.create(self._conn)
         self._clock = clock
-        self._admitted = 0
 
     def refresh(self, domain: str) -> None:
         """Read the domain's rate again before the next slot (it was just changed in this process)."""
         self._reads.forget(domain)
 
-    def _bucket(self, domain: str) -> SQLiteBucket:
-        bucket = self._buckets.get(domain)
-        if bucket is None or self._reads.due(domain):
-            table = ratelog.table_of(domain)
-            if bucket is None:
-                ratelog.create(self._conn, table)
+    def params(self, domain: str) -> tuple[float, float]:
+        """(interval, tolerance) of the domain's slot, in seconds (`db.slots.gcra`)."""
+        params = self._known.get(domain)
+        if params is None or self._reads.due(domain):
             own = self._reads.read(domain)
-            rates = self.rates if own is None else rates_for(*own)
-            if bucket is None or _key(rates) != _key(bucket.rates):
-                bucket = self._buckets[domain] = SQLiteBucket(rates, self._conn, table)
-        return bucket
+            params = self._known[domain] = self._default if own is None else slots.gcra(*own)
+        return params
 
     def wait_s(self, domain: str) -> float:
-        """Seconds until the domain's bucket has a slot (0.0: one is free now); takes nothing.
-
-        Read from the shared log itself: pyrate's `waiting()` only knows this process's last refusal."""
+        """Seconds until the domain has a slot (0.0: one is free now); takes nothing."""
+        tolerance = self.params(domain)[1]
         with self._lock:
-            bucket = self._bucket(domain)
-            now, wait_ms = bucket.now(), 0
-            for rate in bucket.rates:
-                oldest = ratelog.nth_newest(self._conn, bucket.table, now - rate.interval, rate.limit)
-                if oldest is not None:
-                    wait_ms = max(wait_ms, oldest + rate.interval - now)
-            return wait_ms / 1000.0
+            return ratelog.wait(self._conn, domain, self._clock(), tolerance)
 
     def try_acquire(self, domain: str) -> float:
         """Take one slot now: returns 0.0 when admitted, else the seconds until one may be free."""
+        interval, tolerance = self.params(domain)
         with self._lock:
-            bucket = self._bucket(domain)
-            item = RateItem(domain, bucket.now())    # stamped under the lock, just before it is stored
-            decision: Any = bucket.put_decision(item)    # a Decision: this bucket is synchronous
-            if decision.allowed:
-                self._admitted += 1
-                if self._admitted % LEAK_EVERY == 0:
-                    bucket.leak(item.timestamp)
-                return 0.0
-        wait_ms = decision.retry_after_ms
-        return max(0.001, (wait_ms if wait_ms is not None else 50) / 1000.0)
+            # the time is read under the lock, just before the take: a slot is never stamped in the past
+            return ratelog.take(self._conn, domain, self._clock(), interval, tolerance)
 
     def acquire(self, domain: str, timeout_s: float | None = None,
                 should_stop: Callable[[], bool] = lambda: False) -> bool:

@@ -2,13 +2,19 @@
 
 Every request of a job goes through the worker's polite client (`politeness.client.Client`), bound to
 the job (`pool.jobclient.JobClient`, the site's `Context`); its pages through the worker's browser
-(`pool.browserslot.BrowserSlot`)."""
+(`pool.browserslot.BrowserSlot`).
+
+A worker process keeps several jobs in flight (`policy.inflight`): each in a lane, a thread with its own
+`Worker` loop, database connection, limiter handle, session and polite client (as a process of its own
+would: nothing live is shared between lanes, so the leases, the shared bucket and a kill -9 work as they
+do between processes). Every lane claims under the process's name; the signal flags are the process's."""
 
 import logging
 import os
 import random
 import signal
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 from scraper import sites
@@ -19,7 +25,7 @@ from scraper.db import runstate, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
-from scraper.policy import retry
+from scraper.policy import inflight, retry
 from scraper.politeness import client as polite_client
 from scraper.politeness import proxypool, rates
 from scraper.politeness.limiter import open_limiter
@@ -30,6 +36,7 @@ log = logging.getLogger(__name__)
 
 FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
+JOIN_S = 0.2                 # the main thread's wait on its lanes (signal handlers run in between)
 
 
 class Flags:
@@ -39,19 +46,40 @@ class Flags:
     recycle = False
 
 
+class Quota:
+    """The jobs a worker process takes before it recycles (--max-jobs-per-worker), shared by its lanes: a
+    lane takes a place before it claims and gives it back when the claim found nothing."""
+
+    def __init__(self, jobs):
+        self.jobs, self.taken = jobs, 0
+        self._lock = threading.Lock()
+
+    def take(self):
+        with self._lock:
+            if self.taken >= self.jobs:
+                return False
+            self.taken += 1
+            return True
+
+    def give_back(self):
+        with self._lock:
+            self.taken -= 1
+
+
 class Worker:
     """One worker's loop over an open queue, limiter and HTTP session."""
 
     def __init__(self, settings, name, queue, limiter, session, flags=None, clock=SYSTEM, rng=random,
-                 parent_pid=None, proxies=None):
+                 parent_pid=None, proxies=None, lanes=1, quota=None):
         self.s = settings
+        self.lanes = lanes      # the process's lanes: they share its idle polls and its quota
         self.parent_pid = parent_pid
         self.name = name
         self.queue = queue
         self.flags = flags or Flags()
+        self.quota = quota or Quota(settings.max_jobs_per_worker)
         self.clock = clock
         self.rng = rng
-        self.jobs_done = 0
         self.fetchers = {}
         self.idle_since = None  # when claims started finding nothing
         self.sites = sites.enabled(settings)
@@ -88,23 +116,27 @@ class Worker:
         while True:
             if self.stopping():
                 return exitcodes.WORKER_STOPPED
-            if self.flags.recycle or self.jobs_done >= self.s.max_jobs_per_worker:
-                log.info("%s recycling after %d jobs", self.name, self.jobs_done)
+            if self.flags.recycle or not self.quota.take():
+                if not self.flags.recycle:      # once for the process: its other lanes finish their jobs and go
+                    self.flags.recycle = True
+                    log.info("%s recycling after %d jobs", self.name, self.quota.taken)
                 return exitcodes.WORKER_RECYCLE
             if not self.step():
-                self.clock.sleep(IDLE_S)
+                self.quota.give_back()
+                # the lanes of a process poll as often together as one lane alone (claims take the write lock)
+                self.clock.sleep(IDLE_S * min(self.lanes, 4))
 
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
         job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
-                               workers=self.s.workers, sources=self.levels, skip_keys=self.browser_slot.skip_keys())
+                               workers=self.s.workers * self.lanes, sources=self.levels,
+                               skip_keys=self.browser_slot.skip_keys())
         if job is None:
             self._idle(now)
             return False
         self.idle_since = None
         self.process(job)
-        self.jobs_done += 1
         return True
 
     def _idle(self, now):
@@ -213,7 +245,7 @@ class Worker:
 
 
 def main(settings, slot, parent_pid, run_id=None):
-    """Entry point of a worker process: open everything here, after the fork."""
+    """Entry point of a worker process: its lanes, each opened in its own thread, after the fork."""
     flags = Flags()
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
@@ -221,28 +253,72 @@ def main(settings, slot, parent_pid, run_id=None):
     # the supervisor blocked these around the fork: one that came meanwhile is delivered now, to our handler
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORK_BLOCKED)
     name = worker_name(slot, os.getpid(), settings)
+    n = lanes_of(settings)
+    codes = [exitcodes.WORKER_CRASHED] * n
+    quota = Quota(settings.max_jobs_per_worker)
+    threads = [threading.Thread(target=_lane, name=f"{name}/{i}", daemon=True,
+                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes))
+               for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(JOIN_S)     # in slices: the signal handlers run in this thread, between them
+    sys.exit(_process_code(codes))
+
+
+def lanes_of(settings):
+    """The jobs each worker keeps in flight: `inflight`, else enough for the sum of the run's domain rates
+    (`policy.inflight`); one without a limit (the queue's benchmarks), and one when a source may render
+    pages (a lane's browser is its own: the pool's browser slots and memory go further one to a worker)."""
+    if settings.inflight is not None:
+        return settings.inflight
+    if settings.no_limit or any(src.opt("fetcher", "http") in ("browser", "auto") for src in settings.working_sources):
+        return 1
+    total = sum(settings.rate_for(d)[0] for d in sites.domains(settings)) or settings.rate_per_s
+    return inflight.lanes(total, settings.workers)
+
+
+def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, codes):
+    """One lane of a worker process: its own connection, limiter, session and Worker loop; its exit code in
+    `codes[index]`. A lane that ends for another reason than a stop or a recycle stops the others."""
+    code = exitcodes.WORKER_CRASHED
+    try:
+        code = _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes)
+    finally:
+        codes[index] = code
+        if code not in (exitcodes.WORKER_STOPPED, exitcodes.WORKER_RECYCLE):
+            flags.stop = True
+
+
+def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
     try:
         conn = store.connect(settings.db_path)
         limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
     except (OSError, DatabaseError, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
-        sys.exit(exitcodes.WORKER_CRASHED)
+        return exitcodes.WORKER_CRASHED
     session = polite_client.open_session(settings)
     clock = polite_client.clock_of(conn)     # the database's decides on PostgreSQL
     pool = proxypool.Pool(settings, conn, session, name, clock, start=slot) if settings.uses_proxies else None
     w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid,
-               proxies=pool)
+               proxies=pool, lanes=lanes, quota=quota)
     try:
-        code = w.run()
+        return w.run()
     except Exception:
         log.exception("%s crashed", name)
-        code = exitcodes.WORKER_CRASHED
+        return exitcodes.WORKER_CRASHED
     finally:
         w.close()
         session.close()
         limiter.close()
         conn.close()
-    sys.exit(code)
+
+
+def _process_code(codes):
+    """The process's exit code from its lanes': a crash wins, then a recycle, then a stop."""
+    return next((c for c in (exitcodes.WORKER_CRASHED, exitcodes.WORKER_RECYCLE) if c in codes),
+                exitcodes.WORKER_STOPPED)
 
 
 def _storable_text(text):
