@@ -175,6 +175,43 @@ def test_a_compacted_read_resyncs_every_live_template_and_every_tombstone(lived,
                                                         if e["type"].startswith("template.")]
 
 
+
+def test_a_cursor_older_than_ten_thousand_compacted_events_resyncs_every_live_one_and_every_tombstone(tmp_path):
+    """Over 10,000 events over 400 templates and items (created, many updates, some removed and some of those
+    restored); a reader at cursor 0 reads the compacted feed in pages of 97 and ends with exactly the newest
+    event of each, removals as tombstones, and the head as its cursor."""
+    conn = store.open_db(str(tmp_path / "jobs.db"))
+    rng = random.Random(41)
+    subjects = ([("template", n8n.SITE, str(i)) for i in range(300)]
+                + [("item", "events", f"/e/{i}") for i in range(100)])
+    newest = {}
+    with store.transaction(conn):
+        for n in range(12_000):
+            family, source, subject = subjects[n] if n < len(subjects) else rng.choice(subjects)
+            before = newest.get((family, source, subject))
+            kind = ("created" if before is None
+                    else rng.choice(["updated"] * 6 + ["removed"]) if before != "removed"
+                    else rng.choice(["restored", "removed"]))
+            if before == "removed" and kind == "removed":
+                continue
+            events.append(conn, f"{family}.{kind}", source, subject, {"n": n}, iso(T0 + n))
+            newest[(family, source, subject)] = kind
+    assert events.head(conn) > 10_000
+    seen, cursor = {}, 0
+    while True:
+        got = feed.page(conn, cursor, 97, True)
+        if not got["changes"]:
+            break
+        for e in got["changes"]:
+            assert e["seq"] > cursor
+            seen[(e["type"].split(".")[0], e["source"], e["subject"])] = e["type"].split(".")[1]
+        cursor = got["next"]
+    assert cursor == events.head(conn)
+    assert seen == newest
+    tombstones = {k for k, kind in newest.items() if kind == "removed"}
+    assert tombstones and all(seen[k] == "removed" for k in tombstones)
+    conn.close()
+
 def test_the_feed_follows_new_events_and_the_mcp_tool_takes_the_cursor(lived):
     from scraper.products import lookup
     conn = lived[0]
