@@ -128,8 +128,9 @@ def test_a_job_whose_worker_keeps_dying_ends_abandoned_and_the_run_goes_on(stand
     (victim,) = [int(k) for k in site.corpus()["faults"]]
     db = tmp_path / "jobs.db"
     in_process(site, db, "seed", "--from-search", check=0)
+    # one job in flight a worker (--inflight 1): a kill charges the victim alone, so the other 11 end done
     proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "100", "--max-attempts", "2",
-                         "--timeout", "60")
+                         "--timeout", "60", "--inflight", "1")
     for attempt in (1, 2):
         holder = wait_until(lambda: rows(db, "SELECT worker, attempts FROM jobs WHERE key = ? AND status = 'running'",
                                          f"n8n:{victim}"), timeout=60)[0]

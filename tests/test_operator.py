@@ -300,7 +300,8 @@ def seeded(standin, tmp_path, templates, latency_ms=0, **site_options):
 @pytest.mark.slow
 def test_a_live_run_shows_its_pid_and_a_killed_one_shows_none_with_its_orphans(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=40, rate=50, burst=5, latency_ms=1500)
-    proc = warm.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", "50"],
+    # one job in flight a worker (--inflight 1): three workers, three running jobs
+    proc = warm.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", "50", "--inflight", "1"],
                       env=scraper_env(site, db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                       start_new_session=True)
     try:
@@ -325,7 +326,7 @@ def test_a_live_run_shows_its_pid_and_a_killed_one_shows_none_with_its_orphans(s
 @pytest.mark.slow
 def test_a_killed_supervisor_shows_its_run_as_gone(standin, tmp_path):
     site, db = seeded(standin, tmp_path, templates=20, rate=50, burst=5, latency_ms=4000)
-    proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "50")
+    proc = start_scraper(site, db, "run", "--workers", "2", "--rate", "50", "--inflight", "1")
     wait_until(lambda: jobs_in(db, "running") == 2)
     os.kill(proc.pid, signal.SIGKILL)                   # its workers live on until their 4 s answer is in
     proc.wait(10)
