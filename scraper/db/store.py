@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
 
-SCHEMA_VERSION = migrations.MIGRATIONS[-1].version    # what `migrate` brings a database to: the last file's number
+SCHEMA_VERSION = migrations.LATEST    # what `migrate` brings a database to: the last file's number
 
 JOB_STATUSES = ("pending", "running", "done", "failed", "invalid")
 

@@ -72,12 +72,14 @@ def endpoints(conn, now, settings=None):
     """The webhook endpoints, then the ETL API, as `status --json` shows them (db/deliveries.report): [{url
     (without credentials), cursor, backlog, oldest_s, last_error, disabled, ...}]."""
     from scraper.db import deliveries, schema
-    from scraper.mirror import etl
     if settings is None or not (settings.webhooks or settings.etl_url) \
             or not schema.has_table(conn, "webhook_endpoints"):
         return []
-    return deliveries.report(conn, [e.shown for e in settings.webhooks]
-                             + ([etl.endpoint(settings).shown] if settings.etl_url else []), now)
+    shown = [e.shown for e in settings.webhooks]
+    if settings.etl_url:
+        from scraper.mirror import etl  # imports requests: only where an ETL API is configured (startup)
+        shown.append(etl.endpoint(settings).shown)
+    return deliveries.report(conn, shown, now)
 
 
 def proxies(conn, now, settings=None):
