@@ -21,9 +21,10 @@ def build_answers_db(path, n):
     conn = store.open_db(str(path))
     with store.transaction(conn) as c:
         c.executemany(
-            "INSERT INTO answers (template_id, version, kind, content_hash, fetched_at, body_fetched_at, size, body, "
-            "url, http_status, content_type) VALUES (?, 1, 'api', 'h', ?, ?, ?, ?, ?, 200, 'application/json')",
-            ((i, "2026-11-01T00:00:00+00:00", "2026-11-01T00:00:00+00:00", len(bodies[i % len(bodies)]),
+            "INSERT INTO answers (source, key, template_id, version, kind, content_hash, fetched_at, body_fetched_at, "
+            "size, body, url, http_status, content_type) "
+            "VALUES ('n8n', ?, ?, 1, 'api', 'h', ?, ?, ?, ?, ?, 200, 'application/json')",
+            ((str(i), i, "2026-11-01T00:00:00+00:00", "2026-11-01T00:00:00+00:00", len(bodies[i % len(bodies)]),
               zlib.compress(bodies[i % len(bodies)], 9), f"https://api.n8n.io/api/templates/workflows/{i}")
              for i in range(1, n + 1)))
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
