@@ -218,3 +218,53 @@ def test_run_reports_beside_itself_with_the_key_and_stores_it_nowhere(tmp_path, 
                        for r in conn.execute(f"SELECT * FROM {t}"))
     assert KEY not in dumped and "etl_key" not in dumped
     conn.close()
+
+
+HOSTILE_ANSWERS = [
+    (b"\xff\xfe\x00not utf-8", "not JSON"),                               # not UTF-8
+    (b'{"_id": ', "not JSON"),                                           # malformed
+    (b'["a", "list"]', "not a run"),                                     # a wrong type
+    (b'{"_id": {"nested": 1}, "status": 7}', "without a usable id"),       # wrong types inside
+    (b"x" * (etl_net.ANSWER_MAX_BYTES + 10), "larger than"),             # huge
+]
+
+
+@pytest.mark.parametrize("body,said", HOSTILE_ANSWERS, ids=["not-utf8", "malformed", "list", "types", "huge"])
+def test_a_hostile_answer_is_an_etl_error_with_a_reason_never_a_crash(body, said):
+    import responses
+    with responses.RequestsMock() as rsps:
+        rsps.post("http://etl.test/runs", body=body, status=200, content_type="application/json")
+        with pytest.raises(etl_net.EtlError) as caught:
+            etl_net.Client("http://etl.test", timeout_s=2.0).create("n8n", [], "2026-11-27T10:00:00+00:00", "k")
+    assert said in str(caught.value)
+
+
+def test_an_answer_that_trickles_is_cut_at_the_calls_deadline():
+    """Each byte within the timeout, the whole not: the call ends at its deadline with a reason."""
+    import socket
+    import threading
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+            while not stop.wait(0.1):
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(etl_net.EtlError) as caught:
+            etl_net.Client(f"http://127.0.0.1:{server.getsockname()[1]}", timeout_s=1.0).latest("n8n")
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+    assert "no whole answer within 1 s" in str(caught.value) and time.monotonic() - started < 3.0

@@ -21,6 +21,10 @@ from typing import Any
 
 import requests
 
+from scraper.base.errors import FetchError
+from scraper.net import http
+from scraper.policy import retry
+
 TIMEOUT_S = 15.0
 ANSWER_MAX_BYTES = 1_000_000    # a run's answer is a few hundred bytes; a list a page of them
 ID_MAX_CHARS = 200
@@ -85,9 +89,16 @@ class Client:
                                     timeout=self.timeout_s, allow_redirects=False, stream=True)
         except (requests.RequestException, ValueError) as e:
             raise EtlError(f"{method} {path}: {type(e).__name__}") from None
+        # the whole answer under one deadline (a timer cuts a body that trickles) and the size cap
         try:
-            raw = resp.raw.read(ANSWER_MAX_BYTES + 1, decode_content=True) or b""
-        except (requests.RequestException, OSError) as e:
+            raw = bytes(http.read_body(resp, self.url + path, started + self.timeout_s, self.timeout_s,
+                                       ANSWER_MAX_BYTES))
+        except FetchError as e:
+            what = (f"an answer larger than {ANSWER_MAX_BYTES} bytes" if e.kind == retry.TOO_LARGE
+                    else f"no whole answer within {self.timeout_s:g} s" if e.kind == retry.TIMEOUT
+                    else f"{e.kind} while reading the answer")
+            raise EtlError(f"{method} {path}: {what}", resp.status_code) from None
+        except OSError as e:
             raise EtlError(f"{method} {path}: {type(e).__name__} while reading the answer", resp.status_code) from None
         finally:
             resp.close()
@@ -98,10 +109,6 @@ class Client:
             text = raw[:300].decode("utf-8", "replace").strip()
             raise EtlError(f"{method} {path}: HTTP {resp.status_code}{where}" + (f": {text}" if text else ""),
                            resp.status_code, resp.headers.get("retry-after"))
-        if len(raw) > ANSWER_MAX_BYTES:
-            raise EtlError(f"{method} {path}: an answer larger than {ANSWER_MAX_BYTES} bytes", resp.status_code)
-        if time.monotonic() - started > self.timeout_s:
-            raise EtlError(f"{method} {path}: no whole answer within {self.timeout_s:g} s", resp.status_code)
         try:
             return json.loads(raw) if raw.strip() else None
         except ValueError:
