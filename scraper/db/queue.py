@@ -153,14 +153,16 @@ class Queue:
 
     def _claim_fair(self, c: Conn, base: str, base_args: list[Any], blocked: list[str], demands: dict[str, Any],
                     workers: int, worker: str, now: float, lease_s: float) -> Job | None:
-        in_flight = self.in_flight(c) if demands else {}
-        open_demands = {d: v for d, v in demands.items() if d not in blocked}
-        p = fairness.plan(open_demands, in_flight, workers)
-        # the ready domains, and any the worker has no demand for (not its sites'), go by CLAIM_ORDER
-        skip = sorted(set(blocked) | (set(demands) - set(p.now)))
+        later: tuple[str, ...] = ()
+        skip = sorted(blocked)
+        if demands:
+            open_demands = {d: v for d, v in demands.items() if d not in blocked}
+            p = fairness.plan(open_demands, self.in_flight(c), workers)
+            # the ready domains, and any the worker has no demand for (not its sites'), go by CLAIM_ORDER
+            skip, later = sorted(set(blocked) | (set(demands) - set(p.now))), (*p.later, *p.held)
         where = f"{base} AND domain NOT IN ({','.join('?' * len(skip))})" if skip else base
         job = self._claim_where(c, where, base_args + skip, worker, now, lease_s)
-        for domain in (*p.later, *p.held):
+        for domain in later:
             if job is not None:
                 break
             job = self._claim_where(c, f"{base} AND domain = ?", base_args + [domain], worker, now, lease_s)

@@ -71,6 +71,9 @@ class Cursor(sqlite3.Cursor):
             raise error(e) from e
 
 
+_execute = sqlite3.Connection.execute
+
+
 class Connection(sqlite3.Connection):
     """A connection in autocommit mode (`isolation_level=None`): transactions are `begin`/`commit`."""
 
@@ -79,7 +82,7 @@ class Connection(sqlite3.Connection):
     def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor:
         cur = self.cursor(Cursor)
         try:
-            cur.execute(sql if isinstance(sql, str) else sql.sqlite, params)
+            cur.execute(sql.sqlite if sql.__class__ is Sql else sql, params)
         except sqlite3.Error as e:
             raise error(e) from e
         return cur
@@ -94,8 +97,12 @@ class Connection(sqlite3.Connection):
 
     def begin(self, shared: bool = False) -> None:
         """BEGIN IMMEDIATE: the write lock now, not at the first write (SQLite has one writer; `shared` is
-        PostgreSQL's business)."""
-        self.execute("BEGIN IMMEDIATE")
+        PostgreSQL's business). sqlite3's own execute: no row is read, so no cursor of ours is needed (a
+        claim and its completion are two transactions: every Python call here is paid twice a job)."""
+        try:
+            _execute(self, "BEGIN IMMEDIATE")
+        except sqlite3.Error as e:
+            raise error(e) from e
 
     def commit(self) -> None:
         try:
