@@ -82,7 +82,7 @@ class Connection(sqlite3.Connection):
     def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor:
         cur = self.cursor(Cursor)
         try:
-            cur.execute(sql.sqlite if sql.__class__ is Sql else sql, params)
+            cur.execute(sql.sqlite if isinstance(sql, Sql) else sql, params)
         except sqlite3.Error as e:
             raise error(e) from e
         return cur
