@@ -71,11 +71,14 @@ scrape: install
 demo: install
 	$(BIN)/python -m scripts.demo --templates $(DEMO_TEMPLATES) --workers $(WORKERS) --db $(DEMO_DB)
 
+# the bench extra (Scrapy, for the side-by-side) where it can be installed; without it those rows say so
 bench: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]' || echo "bench: Scrapy could not be installed; its rows are left out"
 	$(BIN)/python -m scripts.bench
 	$(BIN)/python -m scripts.bench_postgres
 	$(BIN)/python -m scripts.bench_transcripts
 	$(BIN)/python -m scripts.bench_delivery
+	$(BIN)/python -m scripts.bench_scrapy
 
 clean:
 	rm -rf $(VENV) *.egg-info $(DEMO_DB) $(DEMO_DB)-*

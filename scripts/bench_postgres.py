@@ -67,7 +67,8 @@ def claims_per_s(path, processes, seconds, with_event=False):
 
 
 def two_groups(server, templates, rate, burst=5):
-    """(seconds, efficiency = achieved rate / --rate, 429s, max in 1 s) of two 3-worker groups."""
+    """(seconds, efficiency = achieved rate / --rate, 429s, max in 1 s, s to the first request, s from the
+    last request to the last group's exit) of two 3-worker groups."""
     url = server.new_url()
     site = client.start(templates=templates, rate=rate, burst=burst, latency_ms=20)
     env = {**os.environ, "SCRAPER_API_URL": site.api_url, "SCRAPER_SITE_URL": site.url, "SCRAPER_DB": url,
@@ -76,16 +77,20 @@ def two_groups(server, templates, rate, burst=5):
         subprocess.run([sys.executable, "-m", "scraper", "seed", "--from-search", "--rate", str(rate)], env=env,
                        check=True, capture_output=True)
         before = site.stats()["requests"]
-        started = time.perf_counter()
+        started, started_epoch = time.perf_counter(), time.time()
         groups = [subprocess.Popen([sys.executable, "-m", "scraper", "run", "--workers", "3", "--rate", str(rate),
                                     "--burst", str(burst)], env={**env, "TZ": tz}, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL) for tz in ("UTC", "Asia/Macau")]
         for g in groups:
             g.wait(600)
         elapsed = time.perf_counter() - started
-        stats = site.stats()
+        stats, log = site.stats(), site.request_log()
+        arrivals = sorted(t for series in log["by_kind"].values() for t in series
+                          if t + log["t0_wall"] >= started_epoch)
         sent = stats["requests"] - before
-        return elapsed, sent / elapsed / rate, stats["http_429"], stats["max_in_1s"]
+        first, last = log["t0_wall"] + arrivals[0], log["t0_wall"] + arrivals[-1]
+        return (elapsed, sent / elapsed / rate, stats["http_429"], stats["max_in_1s"], first - started_epoch,
+                started_epoch + elapsed - last)
     finally:
         site.stop()
 
@@ -116,10 +121,11 @@ def main(argv=None):
             print(f"{n:>10} {lite:>10.0f} {lite_ev:>10.0f} {pg:>12.0f} {pg_ev:>10.0f}")
         if args.claims_only:
             return 0
-        elapsed, efficiency, http_429, max_1s = two_groups(server, args.templates, args.rate)
+        elapsed, efficiency, http_429, max_1s, first_s, exit_s = two_groups(server, args.templates, args.rate)
         print(f"two run groups (UTC, Asia/Macau; 3 workers each) on one PostgreSQL database, {args.templates} "
               f"templates at --rate {args.rate:g} --burst 5: {elapsed:.1f} s, efficiency {efficiency:.0%} of the "
-              f"rate, {http_429} 429s, at most {max_1s} requests in one second")
+              f"rate, {http_429} 429s, at most {max_1s} requests in one second; the first request +{first_s:.2f} s "
+              f"after the start, the exit +{exit_s:.2f} s after the last")
     finally:
         server.stop()
     return 0
