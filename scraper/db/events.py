@@ -117,16 +117,28 @@ def after(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[st
     return conn.execute(_read(sql), args).fetchall()
 
 
-def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[str, ...] = ()) -> list[Row]:
-    """The newest event of each (family, source, subject) among those above `cursor` (so a removed template
-    or item is its tombstone), in seq order, at most `limit`. The newest event of all is always among them
-    when no limit cuts it off, so the last seq read is the head: a reader resumes from it without a gap."""
+def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[str, ...] = (),
+              until: int | None = None) -> list[Row]:
+    """The newest event of each (family, source, subject) among those above `cursor` (and at most `until`;
+    so a removed template or item is its tombstone), in seq order, at most `limit`. The newest event of all
+    is always among them when no limit cuts it off, so the last seq read is the head: a reader resumes from
+    it without a gap."""
     where, args = _where(cursor, types)
+    if until is not None:
+        where, args = where + " AND seq <= ?", [*args, until]
     sql = (f"{_SELECT} WHERE seq IN (SELECT MAX(seq) FROM events WHERE {where} "
            f"GROUP BY {_FAMILY}, source, subject) ORDER BY seq")
     if limit is not None:
         sql, args = sql + " LIMIT ?", [*args, limit]
     return conn.execute(_read(sql), args).fetchall()
+
+
+def newest(conn: Conn, limit: int, types: tuple[str, ...] = (), source: str | None = None) -> list[Row]:
+    """The newest `limit` events of `types` (of `source` only), newest first (the Atom feed's entries)."""
+    where, args = _where(0, types)
+    if source is not None:
+        where, args = where + " AND source = ?", [*args, source]
+    return conn.execute(_read(f"{_SELECT} WHERE {where} ORDER BY seq DESC LIMIT ?"), [*args, limit]).fetchall()
 
 
 def _where(cursor: int, types: tuple[str, ...]) -> tuple[str, list[Any]]:
