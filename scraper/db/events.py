@@ -117,20 +117,33 @@ def after(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[st
     return conn.execute(_read(sql), args).fetchall()
 
 
-def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[str, ...] = (),
-              until: int | None = None) -> list[Row]:
-    """The newest event of each (family, source, subject) among those above `cursor` (and at most `until`;
-    so a removed template or item is its tombstone), in seq order, at most `limit`. The newest event of all
-    is always among them when no limit cuts it off, so the last seq read is the head: a reader resumes from
-    it without a gap."""
+def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tuple[str, ...] = ()) -> list[Row]:
+    """The newest event of each (family, source, subject) among those above `cursor` (so a removed template
+    or item is its tombstone), in seq order, at most `limit`. The newest event of all is always among them
+    when no limit cuts it off, so the last seq read is the head: a reader resumes from it without a gap."""
     where, args = _where(cursor, types)
-    if until is not None:
-        where, args = where + " AND seq <= ?", [*args, until]
     sql = (f"{_SELECT} WHERE seq IN (SELECT MAX(seq) FROM events WHERE {where} "
            f"GROUP BY {_FAMILY}, source, subject) ORDER BY seq")
     if limit is not None:
         sql, args = sql + " LIMIT ?", [*args, limit]
     return conn.execute(_read(sql), args).fetchall()
+
+
+def newest_seqs(conn: Conn, cursor: int = 0, types: tuple[str, ...] = (), until: int | None = None) -> list[int]:
+    """What `compacted` reads, as seqs only, ascending (a tap's pages: `by_seq` reads each; one GROUP BY instead
+    of one per page, and no row held for all of them)."""
+    where, args = _where(cursor, types)
+    if until is not None:
+        where, args = where + " AND seq <= ?", [*args, until]
+    found = conn.execute(_read(f"SELECT MAX(seq) FROM events WHERE {where} GROUP BY {_FAMILY}, source, subject"), args)
+    return sorted(int(r[0]) for r in found)
+
+
+def by_seq(conn: Conn, seqs: list[int]) -> list[Row]:
+    """The events of `seqs`, in seq order."""
+    if not seqs:
+        return []
+    return conn.execute(same(f"{_SELECT} WHERE seq IN ({', '.join('?' * len(seqs))}) ORDER BY seq"), seqs).fetchall()
 
 
 def newest(conn: Conn, limit: int, types: tuple[str, ...] = (), source: str | None = None) -> list[Row]:
