@@ -606,7 +606,7 @@ class KeptMirror:
 
     def day(self, listed, renamed=()):
         """The walk of `listed` (ids; those of `renamed` renamed from now on), then the run; returns the run's id."""
-        from tests.conftest import ANY_ROBOTS    # here: conftest imports this module
+        from tests.conftest import ANY_ROBOTS  # here: conftest imports this module
 
         self.renamed |= set(renamed)
         entries = {i["id"]: i for i in search_items()}

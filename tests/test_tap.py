@@ -9,7 +9,7 @@ import pytest
 from scraper.db import store
 from tests.helpers import ROOT, KeptMirror, assert_one_sentence_error, definition_ids, invoke, store_item
 
-pytest.importorskip("singer_sdk", reason="the tap is built with singer-sdk, an optional extra: pip install 'scraper[tap]'")
+pytest.importorskip("singer_sdk", reason="the tap is built with singer-sdk: pip install 'scraper[tap]'")
 
 IDS = definition_ids()
 FIRST = IDS[:10]
