@@ -115,3 +115,27 @@ def test_the_tap_needs_a_database_and_a_state_file_that_exists(tmp_path):
     store.open_db(str(tmp_path / "jobs.db")).close()
     assert_one_sentence_error(invoke("tap", "--state", str(tmp_path / "missing.json"), db=tmp_path / "jobs.db"),
                               "--state", "missing.json")
+
+
+def test_on_either_backend_a_rerun_gives_nothing_and_a_change_its_records(backend, tmp_path):
+    """The same cursor on SQLite and PostgreSQL (the outbox's seq is commit-ordered on both), and the Atom
+    feed over the same database."""
+    from scraper.products import atom
+
+    mirror = KeptMirror(backend)
+    mirror.day(IDS[:3])
+    first = tap(backend)
+    assert sorted(r["id"] for r in records(first, "templates")) == sorted(IDS[:3])
+    saved = tmp_path / "state.json"
+    saved.write_text(json.dumps(first[-1]))             # the STATE message itself is taken too
+    assert records(tap(backend, "--state", str(saved))) == []
+    mirror.day(IDS[:3], renamed=IDS[:1])
+    after = tap(backend, "--state", str(saved))
+    assert [(r["id"], r["version"]) for r in records(after, "templates")] == [(IDS[0], 2)]
+    assert [r["type"] for r in records(after, "changes")] == ["template.updated"]
+    conn = store.connect(str(backend))
+    try:
+        entries = atom.build(conn, "http://site.test").count(b"<entry>")
+    finally:
+        conn.close()
+    assert entries == 4
