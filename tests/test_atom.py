@@ -30,6 +30,18 @@ def kept(tmp_path_factory):
     return db
 
 
+def test_a_name_xml_cannot_hold_leaves_the_feed_readable(kept, tmp_path):
+    db = tmp_path / "jobs.db"
+    db.write_bytes(kept.read_bytes())
+    conn = store.open_db(str(db))
+    store_item(conn, "events", "/events/bell", "https://events.test/events/bell", {"name": "Bell \x07 & <b>\x1b"},
+               {"page": b"<html></html>"}, "2026-12-02T00:00:00+00:00")
+    conn.close()
+    out = tmp_path / "changes.atom"
+    assert invoke("export", "--format", "atom", "--output", str(out), "--source", "events", db=db).exit_code == 0
+    assert parsed(out.read_bytes()).entries[0].title == "New events item: Bell \ufffd & <b>\ufffd"
+
+
 def parsed(body):
     got = feedparser.parse(body)
     assert not got.bozo, got.get("bozo_exception")

@@ -11,6 +11,7 @@ item's URL.
 """
 
 import datetime
+import re
 import time
 import uuid
 from xml.etree import ElementTree as ET
@@ -28,6 +29,9 @@ TYPES = ("template.*", "item.*")
 CONTENT_TYPE = "application/atom+xml; charset=utf-8"
 NS = "http://www.w3.org/2005/Atom"
 VERBS = {"created": "New", "updated": "Changed", "removed": "Removed", "restored": "Restored"}
+# what XML 1.0 cannot hold (a name is a site's text: control characters, lone surrogates); ElementTree would
+# write it as it is, and a reader would refuse the whole feed
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def check_source(conn, source):
@@ -88,14 +92,14 @@ def _entry(root, e, site, names):
     _text(entry, "title", f"{VERBS.get(verb, verb)} {what}: {name or e['subject']}")
     _text(entry, "updated", rfc3339(e["occurred_at"]))
     if link:
-        ET.SubElement(entry, "link", rel="alternate", type="text/html", href=link)
+        ET.SubElement(entry, "link", rel="alternate", type="text/html", href=NOT_XML.sub("", link))
     ET.SubElement(entry, "category", term=e["source"])
     version = f", version {data['version']}" if data.get("version") is not None else ""
     _text(entry, "summary", f"{e['source']} {e['subject']} {verb}{version} (event {e['seq']}).")
 
 
 def _text(parent, tag, text):
-    ET.SubElement(parent, tag).text = text
+    ET.SubElement(parent, tag).text = NOT_XML.sub("\ufffd", text)
 
 
 def write_file(conn, path, site_default, source=None, limit=ENTRIES, now=None):
