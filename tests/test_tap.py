@@ -2,6 +2,7 @@
 target, in a venv of its own: `make .venv-target/bin/target-jsonl`), a cursor with no overlap."""
 
 import json
+import logging
 import subprocess
 
 import pytest
@@ -139,3 +140,32 @@ def test_on_either_backend_a_rerun_gives_nothing_and_a_change_its_records(backen
     finally:
         conn.close()
     assert entries == 4
+
+
+def test_tap_scraper_takes_singers_own_options_as_meltano_passes_them(tmp_path, monkeypatch, capsys):
+    from scraper.cli.tap import singer_main
+
+    root = logging.getLogger()      # the SDK's command line adds a handler to the root logger: not for later tests
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    db = tmp_path / "jobs.db"
+    KeptMirror(db).day(IDS[:2])
+    config, state = tmp_path / "config.json", tmp_path / "state.json"
+    config.write_text(json.dumps({"db": str(db)}))
+    state.write_text(json.dumps(tap(db)[-1]["value"]))       # Meltano keeps the state's value
+    monkeypatch.setattr("sys.argv", ["tap-scraper", "--config", str(config)])
+    with pytest.raises(SystemExit) as done:
+        singer_main()
+    assert done.value.code == 0
+    assert sorted(r["id"] for r in records([json.loads(x) for x in capsys.readouterr().out.splitlines()],
+                                           "templates")) == sorted(IDS[:2])
+    monkeypatch.setattr("sys.argv", ["tap-scraper", "--config", str(config), "--state", str(state)])
+    with pytest.raises(SystemExit):
+        singer_main()
+    assert '"RECORD"' not in capsys.readouterr().out
+    config.write_text(json.dumps({"db": str(tmp_path / "none.db")}))
+    monkeypatch.setattr("sys.argv", ["tap-scraper", "--config", str(config)])
+    with pytest.raises(SystemExit) as done:
+        singer_main()
+    assert done.value.code == 2 and "Error: there is no database" in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists()

@@ -47,3 +47,17 @@ def tap_cmd(ctx, state_path, discover):
             singer.run_discovery()
         else:
             singer.sync()
+
+
+def singer_main():
+    """`tap-scraper`: the same tap under the SDK's own command line (--config FILE with `db`, --state, --catalog,
+    --discover, --about), as Meltano runs an extractor; a mistake is one sentence and exit 2, not a traceback."""
+    try:
+        from scraper.products import tap
+    except ImportError:
+        raise SystemExit("Error: tap-scraper needs the Singer SDK: pip install 'scraper[tap]'.") from None
+    try:
+        tap.TapScraper.cli()
+    except ConfigError as e:
+        click.echo(f"Error: {e}", err=True)
+        raise SystemExit(2) from None
