@@ -36,7 +36,6 @@ from scraper.db import items as item_table
 from scraper.products import export
 
 PAGE = 500                 # events read, and templates fetched, at a time
-STREAMS = ("templates", "versions", "items", "runs", "changes")
 SQL_TYPES = {"INTEGER": "integer", "REAL": "number"}
 
 
