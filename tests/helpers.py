@@ -16,12 +16,15 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
+import responses
 from click.testing import CliRunner
 from responses import matchers
 
 from scraper import cli
 from scraper.base import logs
-from scraper.db import schema, store
+from scraper.db import runrecord, schema, store
+from scraper.db.queue import Queue
+from scraper.mirror.sync import iso
 from scraper.sites import n8n
 from scripts.standin.corpus import DATA_DIR, load_json
 from tests import warm
@@ -587,3 +590,52 @@ def wait_gone(pids, pgid, within_s=20.0):
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+# --- a mirror kept day after day, in-process (tests/test_atom.py, tests/test_tap.py) -------------------
+
+class KeptMirror:
+    """A mirror kept as `scraper update` keeps it, in-process: each `day()` is a walk of the listing
+    (`seed --from-search` against `responses`), then a run (its `runs` row and events) that fetches every
+    job the walk queued and stores it as a worker does: a renamed id's answer names it `Renamed <id>`, an
+    id no longer listed answers 404 (its removal)."""
+
+    def __init__(self, db):
+        # the runs' clock starts now: a walk queues its changed ids with the real time (Queue.refetch)
+        self.db, self.now, self.renamed = db, time.time(), set()
+
+    def day(self, listed, renamed=()):
+        """The walk of `listed` (ids; those of `renamed` renamed from now on), then the run; returns the run's id."""
+        from tests.conftest import ANY_ROBOTS  # here: conftest imports this module
+
+        self.renamed |= set(renamed)
+        entries = {i["id"]: i for i in search_items()}
+        listing = [dict(entries[i], **({"name": f"Renamed {i}"} if i in self.renamed else {})) for i in listed]
+        with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+            rsps.add(responses.GET, ANY_ROBOTS, status=404)
+            search_page(rsps, 1, listing, total=len(listing))
+            result = invoke("seed", "--from-search", db=self.db)
+        assert result.exit_code == 0, result.output
+        self.now += 86_400
+        conn = store.open_db(str(self.db))
+        try:
+            run_id = runrecord.start_run(conn, 4242, self.now, 1, "{}", "host", [n8n.SITE])
+            q = Queue(conn, run_id=run_id)
+            counts = {"done": 0, "failed": 0, "invalid": 0}
+            while (job := q.claim("w1", self.now, 60)) is not None:
+                tid, at = int(job.key.split(":")[1]), iso(self.now)
+                self.now += 1
+                if tid not in listed:
+                    assert q.fail(job, "w1", self.now, "invalid", "gone", "HTTP 404: removed",
+                                  write=lambda c, tid=tid, at=at: remove_template(c, tid, at))
+                    counts["invalid"] += 1
+                    continue
+                body = detail_body(tid, **({"name": f"Renamed {tid}"} if tid in self.renamed else {}))
+                assert q.complete(job, "w1", self.now, 10,
+                                  write=lambda c, tid=tid, at=at, body=body: store_template(
+                                      c, n8n.extract(body, at), {"api": body}, at))
+                counts["done"] += 1
+            runrecord.finish_run(conn, run_id, self.now, counts, 0)
+        finally:
+            conn.close()
+        return run_id

@@ -32,7 +32,7 @@ SQLITE_UTILS = str(Path(sys.executable).parent / "sqlite-utils")
 SCRAPER = f"{shlex.quote(sys.executable)} -m scraper"
 
 COMMANDS = ("config", "seed", "update", "run", "status", "retry", "failures", "export", "refresh", "changes", "history",
-            "reextract", "search", "stats", "report", "migrate", "mcp", "serve", "discover", "sources")
+            "reextract", "search", "stats", "report", "migrate", "mcp", "serve", "discover", "sources", "tap")
 SCRAPER_RE = re.compile(r"^(?:\.venv/bin/)?scraper(?=\s|$)")
 SQLITE_UTILS_RE = re.compile(r"^(?:\.venv/bin/)?sqlite-utils(?=\s|$)")
 CRON_RE = re.compile(r"^(?:@\w+|(?:[\d*/,-]+\s+){5})(?P<commands>.*)$")

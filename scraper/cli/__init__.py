@@ -39,6 +39,7 @@ COMMANDS = {
     "mcp": "scraper.cli.serving:mcp_cmd",
     "serve": "scraper.cli.serving:serve_cmd",
     "discover": "scraper.cli.discover:discover_cmd",
+    "tap": "scraper.cli.tap:tap_cmd",
 }
 
 

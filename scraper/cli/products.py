@@ -13,7 +13,8 @@ from scraper.base import exitcodes, logs
 from scraper.cli.common import Choice, Failure, command_settings, existing_db, stops_cleanly
 from scraper.products import export, search
 
-PUBLISHED = ("warc", "files")      # formats written by their own modules: the raw answers, a folder of files
+# formats written by their own modules: the raw answers, a folder of files, the Atom feed of changes
+PUBLISHED = ("warc", "files", "atom")
 
 
 @click.command("export")
@@ -25,7 +26,7 @@ PUBLISHED = ("warc", "files")      # formats written by their own modules: the r
 @click.option("--live-only", is_flag=True, help="Leave out templates removed from n8n.io.")
 @click.option("--source", "source_name", metavar="NAME",
               help="Export the items of this catalogue source instead of the templates (warc: only this source's "
-                   "answers).")
+                   "answers; atom: only this source's changes).")
 @click.option("--since", help="warc: only answers fetched at or after this time (ISO 8601; no offset means UTC).")
 @click.pass_context
 def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name, since):
@@ -46,6 +47,10 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name, sin
     response record per stored answer version, the payload exactly as served (raw answers are never
     redacted); --source, --since and --live-only choose which.
 
+    atom writes an Atom feed of the newest 100 changes (new, changed, removed and restored templates and
+    items, newest first; --source: one source's), each entry linking the template's page or the item's
+    URL: what `scraper serve` answers at /changes.atom.
+
     files writes DIR/<id>-<slug>.json per live template (n8n's import shape), DIR/index.json and
     DIR/README.md, with stable bytes for git; it deletes only files the previous index.json lists. A
     signal stops it between two files (exit 130/143).
@@ -58,6 +63,7 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name, sin
         scraper export --source events --format csv > events.csv
         scraper export --format warc --output n8n.warc.gz --since 2026-11-01
         scraper export --format files --output templates/
+        scraper export --format atom --output changes.atom
 
     With --source, each row is an item: source, key, url, version, first_seen_at, last_seen_at,
     removed_at and record (nested in JSON and JSON Lines; one `record.<field>` column each in CSV and
@@ -68,11 +74,14 @@ def export_cmd(ctx, fmt, output, columns, no_redact, live_only, source_name, sin
         raise Failure("--since goes with --format warc.")
     if fmt in PUBLISHED:
         if not output:
-            raise Failure(f"--format {fmt} needs --output {'FILE' if fmt == 'warc' else 'DIR'}.")
+            raise Failure(f"--format {fmt} needs --output {'DIR' if fmt == 'files' else 'FILE'}.")
         if columns:
             raise Failure(f"--columns does not go with --format {fmt}.")
         if source_name and fmt == "files":
             raise Failure("--source does not go with --format files (the files are n8n's templates).")
+        if fmt == "atom" and (live_only or no_redact):
+            raise Failure(f"{'--live-only' if live_only else '--no-redact'} does not go with --format atom (a feed of "
+                          "changes names removals and holds no workflow).")
         if fmt == "files":
             return _published(s, fmt, output, not no_redact, live_only, source_name, since)
         with stops_cleanly("export"):
@@ -119,6 +128,13 @@ def _published(s, fmt, output, redact, live_only, source, since):
             raise Failure(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-25 or 2026-11-25T02:00:00Z).") \
                 from None
     with existing_db(s) as conn:
+        if fmt == "atom":
+            from scraper.products import atom
+            if os.path.isdir(output):
+                raise Failure(f"--output {output} is a folder; give a file name such as changes.atom.")
+            entries = atom.write_file(conn, output, s.site_url, source)
+            click.echo(logs.stamped(f"exported the newest {entries} change(s) as an Atom feed to {output}."), err=True)
+            return
         if fmt == "warc":
             from scraper.products import warc
             if os.path.isdir(output):

@@ -133,6 +133,31 @@ def compacted(conn: Conn, cursor: int = 0, limit: int | None = None, types: tupl
     return conn.execute(_read(sql), args).fetchall()
 
 
+def newest_seqs(conn: Conn, cursor: int = 0, types: tuple[str, ...] = (), until: int | None = None) -> list[int]:
+    """What `compacted` reads, as seqs only, ascending (a tap's pages: `by_seq` reads each; one GROUP BY instead
+    of one per page, and no row held for all of them)."""
+    where, args = _where(cursor, types)
+    if until is not None:
+        where, args = where + " AND seq <= ?", [*args, until]
+    found = conn.execute(_read(f"SELECT MAX(seq) FROM events WHERE {where} GROUP BY {_FAMILY}, source, subject"), args)
+    return sorted(int(r[0]) for r in found)
+
+
+def by_seq(conn: Conn, seqs: list[int]) -> list[Row]:
+    """The events of `seqs`, in seq order."""
+    if not seqs:
+        return []
+    return conn.execute(same(f"{_SELECT} WHERE seq IN ({', '.join('?' * len(seqs))}) ORDER BY seq"), seqs).fetchall()
+
+
+def newest(conn: Conn, limit: int, types: tuple[str, ...] = (), source: str | None = None) -> list[Row]:
+    """The newest `limit` events of `types` (of `source` only), newest first (the Atom feed's entries)."""
+    where, args = _where(0, types)
+    if source is not None:
+        where, args = where + " AND source = ?", [*args, source]
+    return conn.execute(_read(f"{_SELECT} WHERE {where} ORDER BY seq DESC LIMIT ?"), [*args, limit]).fetchall()
+
+
 def _where(cursor: int, types: tuple[str, ...]) -> tuple[str, list[Any]]:
     where, args = "seq > ?", list[Any]([cursor])
     if types:

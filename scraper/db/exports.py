@@ -14,11 +14,15 @@ from scraper.db.dialect import same
 from scraper.db.store import is_postgres
 
 
-def workflows(conn: Conn, columns: Sequence[str], live_only: bool = False) -> Iterator[dict[str, Any]]:
-    """The `columns` of every `workflows` row (`live_only`: those not removed), as dicts, in id order."""
+def workflows(conn: Conn, columns: Sequence[str], live_only: bool = False,
+              ids: Sequence[int] | None = None) -> Iterator[dict[str, Any]]:
+    """The `columns` of every `workflows` row (`live_only`: those not removed; `ids`: those only), as dicts,
+    in id order."""
     cols = ", ".join(f'"{c}"' for c in columns) if columns else "id"
-    where = " WHERE removed_at IS NULL" if live_only else ""
-    sql = f"SELECT {cols} FROM workflows{where} ORDER BY id"
+    where = ["removed_at IS NULL"] if live_only else []
+    if ids is not None:
+        where.append(f"id IN ({', '.join(str(int(i)) for i in ids) or 'NULL'})")     # ints: no injection
+    sql = f"SELECT {cols} FROM workflows{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id"
     if is_postgres(conn):
         yield from conn.stream(same(sql))
         return

@@ -36,6 +36,11 @@ def page(conn, after=0, limit=None, compact=False, types=()):
     return {"changes": rows, "next": rows[-1]["seq"] if rows else after}
 
 
+def newest(conn, limit, types=(), source=None):
+    """The newest `limit` events of `types` (of `source` only), newest first, as `page` gives each."""
+    return [events.as_dict(r) for r in events.newest(conn, limit, check_types(types), source)]
+
+
 def follow(conn, after=0, limit=None, compact=False, types=(), poll_s=POLL_S, sleep=time.sleep,
            stop=lambda: False):
     """Pages as `page` gives them, for ever (until `stop()`): each page that has events, waiting `poll_s`

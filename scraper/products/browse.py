@@ -138,6 +138,31 @@ def allowed(datasette, actor, action, resource):
     return None
 
 
+async def changes_atom(datasette, request):
+    """`/changes.atom` (`?source=NAME`: one source's): the Atom feed of changes (products/atom), read on a
+    connection of its own that cannot write, cut off after SQL_TIME_LIMIT_MS; an unknown source is a 404."""
+    import asyncio
+
+    from datasette.utils.asgi import Response
+
+    from scraper.base.errors import ConfigError
+    from scraper.base.settings import SITE_URL
+    from scraper.db import store
+    from scraper.products import atom
+
+    def build():
+        conn = store.read_only(datasette.get_database().path, SQL_TIME_LIMIT_MS / 1000)
+        try:
+            return atom.build(conn, SITE_URL, request.args.get("source"), self_url=request.url)
+        finally:
+            conn.close()
+    try:
+        body = await asyncio.to_thread(build)
+    except ConfigError as e:
+        return Response.text(str(e), status=404)
+    return Response(body, content_type=atom.CONTENT_TYPE)
+
+
 def app(path):
     """The Datasette instance over the SQLite file at `path`."""
     from datasette import hookimpl
@@ -147,6 +172,7 @@ def app(path):
         plugin = ModuleType(PLUGIN)
         plugin.asgi_wrapper = hookimpl(lambda datasette: guard)
         plugin.permission_allowed = hookimpl(trylast=True)(allowed)
+        plugin.register_routes = hookimpl(lambda: [(r"^/changes\.atom$", changes_atom)])
         pm.register(plugin, name=PLUGIN)
     return Datasette([str(path)], metadata=metadata(db_name(path)), settings=SETTINGS)
 

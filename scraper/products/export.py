@@ -66,20 +66,27 @@ def choose_columns(conn, wanted, fmt=None):
     return list(dict.fromkeys(chosen))
 
 
-def rows(conn, columns=None, live_only=False, verdict=False):
-    """The workflows rows (`live_only`: those not removed from n8n.io), one at a time, in id order (never
-    the whole table in memory), each with its `transcripts` in the order of its videos (when `columns`
-    holds it; by default it does); `verdict`: each with its stored VERDICT and SAVED too (for `_prepared`)."""
+def rows(conn, columns=None, live_only=False, verdict=False, ids=None):
+    """The workflows rows (`live_only`: those not removed from n8n.io; `ids`: those templates only), one at a
+    time, in id order (never the whole table in memory), each with its `transcripts` in the order of its
+    videos (when `columns` holds it; by default it does); `verdict`: each with its stored VERDICT and SAVED
+    too (for `_prepared`)."""
     columns = columns or table_columns(conn)
     stored = [c for c in columns if c != TRANSCRIPTS]
     with_transcripts = TRANSCRIPTS in columns
     # the transcripts come in the order of the template's videos: read them even when not exported
     extra = [VERDICT, SAVED] if verdict else []
     select = stored + (["videos"] if with_transcripts and "videos" not in stored else []) + extra
-    for row in exports.workflows(conn, select, live_only):
+    for row in exports.workflows(conn, select, live_only, ids):
         if with_transcripts:
             row[TRANSCRIPTS] = transcripts_of(conn, row)
         yield {c: row[c] for c in columns + extra}
+
+
+def records(conn, ids):
+    """The templates `ids` as JSON Lines gives them (every column, credentials redacted, JSON decoded), in
+    id order: `scraper tap`'s records."""
+    return _prepared(rows(conn, None, verdict=True, ids=ids), True, Summary(), decode=True)
 
 
 def transcripts_of(conn, row):
