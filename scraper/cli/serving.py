@@ -96,7 +96,7 @@ def serve_cmd(ctx, host, port):
     except ImportError:
         raise Failure("`scraper serve` needs Datasette: pip install 'scraper[serve]'.") from None
     with existing_db(s) as conn:
-        app = browse.app(s.db_path)
+        app = browse.app(s.db_path, s)
         undecided = browse.undecided(conn)
     if undecided:
         log.warning("%d template(s) stored before redaction was decided show no description, explainer or workflow; "
