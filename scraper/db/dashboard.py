@@ -14,14 +14,16 @@ from typing import Any
 from scraper.db.backend import Conn
 from scraper.db.dialect import Sql, only
 
-# a run belongs to a day by its start; `until` is a whole day: up to the next midnight (UTC)
+# a run's counts are its own record (`run_jobs`, as the report counts them), so a live run shows its work so
+# far; a run belongs to a day by its start, and `until` is a whole day: up to the next midnight (UTC)
 _RUNS = """SELECT r.id, r.started_at, r.finished_at, r.heartbeat_at, r.exit_code, r.workers,
-  COALESCE(SUM(s.finished), 0) AS done, COALESCE(SUM(s.failed), 0) AS failed,
-  COALESCE(SUM(s.invalid), 0) AS invalid
-FROM runs AS r LEFT JOIN run_sources AS s ON s.run_id = r.id AND (:source = '' OR s.source = :source)
+  COUNT(CASE WHEN x.status = 'done' THEN 1 END) AS done, COUNT(CASE WHEN x.status = 'failed' THEN 1 END) AS failed,
+  COUNT(CASE WHEN x.status = 'invalid' THEN 1 END) AS invalid
+FROM runs AS r LEFT JOIN (SELECT rj.run_id, rj.status, j.source FROM run_jobs AS rj JOIN jobs AS j ON j.id = rj.job_id)
+  AS x ON x.run_id = r.id AND (:source = '' OR x.source = :source)
 WHERE (:since = '' OR r.started_at >= CAST(strftime('%s', :since) AS REAL))
   AND (:until = '' OR r.started_at < CAST(strftime('%s', :until, '+1 day') AS REAL))
-  AND (:source = '' OR s.source IS NOT NULL OR r.sources LIKE '%"' || :source || '"%')
+  AND (:source = '' OR x.source IS NOT NULL OR r.sources LIKE '%"' || :source || '"%')
 GROUP BY r.id ORDER BY r.id"""
 
 _CHANGES = """SELECT substr(at, 1, 10) AS day, source, change, COUNT(*) AS n FROM changes
@@ -43,7 +45,7 @@ QUERIES: dict[str, dict[str, str]] = {
     "dashboard_runs": {
         "title": "Runs over time",
         "description": "Each run (of a source, when given) started in the date range: its start, end, exit code, "
-                       "workers, and the jobs it finished, failed and found invalid (kept when it ended). "
+                       "workers, and the jobs it finished done, failed and invalid (of that source). "
                        "Parameters: source, since and until (YYYY-MM-DD), empty for all.",
         "sql": _RUNS,
     },
