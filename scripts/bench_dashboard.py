@@ -52,8 +52,8 @@ def build(path, n, runs, now):
                 changes.append((i, "changed", _iso(at + DAY_S), str(i)))
             if i % 50 == 0:
                 changes.append((i, "removed", _iso(at + 2 * DAY_S), str(i)))
-        c.executemany("INSERT INTO changes (template_id, change, at, version, source, key) VALUES (?, ?, ?, 1, 'n8n', ?)",
-                      changes)
+        c.executemany("INSERT INTO changes (template_id, change, at, version, source, key) "
+                      "VALUES (?, ?, ?, 1, 'n8n', ?)", changes)
         per = max(1, len(done) // runs)
         for k, start in enumerate(starts, 1):
             end = start + 600

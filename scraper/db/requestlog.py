@@ -75,5 +75,5 @@ def slot_waits(conn: Conn, since: float) -> dict[str, float]:
 
 def sent_since(conn: Conn, since: float) -> dict[str, int]:
     """{domain: requests sent since `since`} (the dashboard's rate per domain over the status's window)."""
-    return {d: n for d, n in conn.execute(
-        same("SELECT domain, COUNT(*) FROM requests WHERE at >= ? GROUP BY domain"), (since,))}
+    rows = conn.execute(same("SELECT domain, COUNT(*) FROM requests WHERE at >= ? GROUP BY domain"), (since,))
+    return {r[0]: r[1] for r in rows}

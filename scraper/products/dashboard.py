@@ -91,7 +91,9 @@ def _rates(conn, now, st):
 
 
 def _run(r, now):
-    end = r["finished_at"] if r["finished_at"] is not None else max(r["heartbeat_at"] or r["started_at"], r["started_at"])
+    end = r["finished_at"]
+    if end is None:         # live or died: up to its last heartbeat
+        end = max(r["heartbeat_at"] or r["started_at"], r["started_at"])
     return {**r, "started": walks.iso(r["started_at"]), "duration_s": round(end - r["started_at"], 1),
             "status": runrecord.status(r["exit_code"], r["finished_at"], r["heartbeat_at"], now)}
 
