@@ -151,7 +151,8 @@ def watch_dashboard(standin, tmp_path, templates=200, rate=20):
                 # drawn while the run is live, every chart with its marks (the run's first 500s too)
                 page.wait_for_function(
                     "ids => document.body.dataset.live === 'yes' && ids.every(id => "
-                    "+(document.getElementById(id).dataset.marks || 0) > 0) || (load(), false)",
+                    "+(document.getElementById(id).dataset.marks || 0) > 0) "
+                    "&& !document.getElementById('tile-memory').textContent.startsWith('-') || (load(), false)",
                     arg=list(CHARTS), timeout=30_000, polling=1000)
                 marks = page.evaluate("ids => Object.fromEntries(ids.map(id => [id, "
                                       "+document.getElementById(id).dataset.marks]))", list(CHARTS))
@@ -161,7 +162,7 @@ def watch_dashboard(standin, tmp_path, templates=200, rate=20):
                 drawn = page.evaluate("+document.body.dataset.drawn")
                 page.evaluate("load()")       # the page's own refresh, now rather than in LIVE_REFRESH_S
                 page.wait_for_function(f"+document.body.dataset.drawn > {drawn}", timeout=10_000)
-                shown = {k: page.inner_text(f"#tile-{k}") for k in ("done", "eta", "rate")}
+                shown = {k: page.inner_text(f"#tile-{k}") for k in ("done", "eta", "rate", "memory")}
                 after = status_json(site, db)
                 rate_caption = page.inner_text("#chart-rate")
             finally:
@@ -190,6 +191,9 @@ def test_chromium_draws_the_dashboard_of_a_live_run_as_status_counts_it(standin,
     # within one refresh: the page drew between two readings of `status --json`
     assert seen["before"]["done"] <= int(seen["shown"]["done"]) <= seen["after"]["done"], seen
     assert seen["after"]["run"]["alive"] and seen["shown"]["eta"] != "-"
+    # the pool's memory against its ceiling, as the supervisor wrote them with its heartbeat
+    run = seen["after"]["runs"][0]
+    assert run["memory_mb"] > 0 and re.fullmatch(rf"\d+ / {run['memory_limit_mb']:g} MB", seen["shown"]["memory"])
     assert "127.0.0.1" in seen["rate_text"] and "configured /s" in seen["rate_text"]
     assert not seen["errors"], seen["errors"]
     assert seen["hosts"] == {urlsplit(seen["base"]).netloc}, seen["hosts"]

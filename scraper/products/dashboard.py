@@ -58,6 +58,9 @@ def figures(conn, now, settings, db_name, source="", since="", until=""):
         "filters": args,
         "status": st,
         "workers": sum(r["workers"] or 0 for r in st["runs"]),
+        # each live run's pool against its own ceiling (several share a PostgreSQL database)
+        "memory": [{"pid": r["pid"], "host": r["host"], "memory_mb": r.get("memory_mb"),
+                    "memory_limit_mb": r.get("memory_limit_mb")} for r in st["runs"]],
         "rates": _rates(conn, now, st),
         "runs": [_run(r, now) for r in dashboard.runs(conn, **args)],
         "changes": _changes(dashboard.changes(conn, **args)),
@@ -219,7 +222,9 @@ function draw(D) {
   tiles.replaceChildren(tile("done", S.done, "done"), tile("pending", S.pending, "pending"), tile("running", S.running, "running"),
     tile("failed", S.failed, "failed"), tile("invalid", S.invalid, "invalid"), tile("per minute", S.rate_per_min, "rate"),
     tile("ETA", S.eta_s === null ? "-" : dur(S.eta_s), "eta"), tile("429s (all time)", S.http_429, "429"),
-    tile("workers", D.live ? D.workers : 0, "workers"));
+    tile("workers", D.live ? D.workers : 0, "workers"),
+    ...D.memory.map((m, i) => tile("memory (PSS) of the ceiling" + (D.memory.length > 1 ? ", pid " + m.pid : ""),
+      (m.memory_mb === null ? "-" : Math.round(m.memory_mb)) + " / " + (m.memory_limit_mb === null ? "-" : m.memory_limit_mb) + " MB", "memory" + (i || ""))));
   clear(["chart-jobs", "chart-rate", "chart-errors", "chart-runs", "chart-durations", "chart-changes", "chart-catalogue"]);
   const st = ["pending", "running", "done", "failed", "invalid"];
   barChart("chart-jobs", st, st.map(k => S[k]));
