@@ -7,6 +7,9 @@ refreshes itself, every figure from a query of `db/` that another command alread
 - The history is db/dashboard's three statements (runs, changes per day, the catalogue over time), each
   also a canned query of Datasette, linked under its chart with the page's filters; each source's
   freshness and its items are `scraper sources --json`'s (products/sources).
+- No dashboard plugin: datasette-dashboards draws charts from SQL it sends to Datasette's `?sql=` API, which
+  `serve` refuses (SQL would reach the raw answers and the stored workflows), and the live figures (the
+  ETA, the rate window) are policy in Python, not one statement. The report's SVG charts draw both.
 - `figures()` is the JSON the page fetches (`/dashboard.json`); `PAGE` draws it with the charts of
   products/charts, inline: the page loads nothing but itself and its JSON from the server.
 """
@@ -221,7 +224,7 @@ function draw(D) {
   const tiles = document.getElementById("tiles");
   tiles.replaceChildren(tile("done", S.done, "done"), tile("pending", S.pending, "pending"), tile("running", S.running, "running"),
     tile("failed", S.failed, "failed"), tile("invalid", S.invalid, "invalid"), tile("per minute", S.rate_per_min, "rate"),
-    tile("ETA", S.eta_s === null ? "-" : dur(S.eta_s), "eta"), tile("429s (all time)", S.http_429, "429"),
+    tile("ETA", S.eta_s === null ? "-" : dur(S.eta_s), "eta"), tile("429s this run", (S.errors_this_run || {}).http_429 || 0, "429"), tile("429s all time", S.http_429, "429-all"),
     tile("workers", D.live ? D.workers : 0, "workers"),
     ...D.memory.map((m, i) => tile("memory (PSS) of the ceiling" + (D.memory.length > 1 ? ", pid " + m.pid : ""),
       (m.memory_mb === null ? "-" : Math.round(m.memory_mb)) + " / " + (m.memory_limit_mb === null ? "-" : m.memory_limit_mb) + " MB", "memory" + (i || ""))));
