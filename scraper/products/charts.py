@@ -50,6 +50,8 @@ function yAxis(svg, L, T, W, H, max) {
   el("line", {x1: L, x2: L, y1: T, y2: T + H, class: "axis"}, svg);
   el("line", {x1: L, x2: L + W, y1: T + H, y2: T + H, class: "axis"}, svg);
 }
+// every how many bars a label is written: at most about 24 fit under a chart
+function labelEvery(n) { return Math.max(1, Math.ceil(n / 24)); }
 // a line chart over x = seconds (`xfmt`: another label of x); `limit`: a dashed horizontal line
 function lineChart(id, xs, ys, limit, unit, xfmt) {
   const w = 560, h = 260, L = 52, T = 12, W = w - L - 16, H = h - T - 36, svg = svgIn(id, w, h);
@@ -79,8 +81,9 @@ function barChart(id, labels, values, cls) {
     const r = el("rect", {x: x.toFixed(1), y: (T + H - bh).toFixed(1), width: bw.toFixed(1), height: bh.toFixed(1),
                           class: "bar " + (cls || "")}, svg);
     el("title", {}, r, labels[i] + ": " + v);
-    el("text", {x: (x + bw / 2).toFixed(1), y: T + H + 14, "text-anchor": "end",
-                transform: "rotate(-30 " + (x + bw / 2).toFixed(1) + " " + (T + H + 14) + ")"}, svg, labels[i]);
+    if (i % labelEvery(labels.length) === 0)
+      el("text", {x: (x + bw / 2).toFixed(1), y: T + H + 14, "text-anchor": "end",
+                  transform: "rotate(-30 " + (x + bw / 2).toFixed(1) + " " + (T + H + 14) + ")"}, svg, labels[i]);
   });
   svg.parentNode.dataset.marks = String(values.filter(v => v > 0).length);
 }
@@ -117,8 +120,9 @@ function groupChart(id, labels, series) {
       el("title", {}, r, label + ", " + n + ": " + v);
       if (v > 0) marks++;
     });
-    el("text", {x: (L + step * i + step / 2).toFixed(1), y: T + H + 14, "text-anchor": "end",
-                transform: "rotate(-30 " + (L + step * i + step / 2).toFixed(1) + " " + (T + H + 14) + ")"}, svg, label);
+    if (i % labelEvery(labels.length) === 0)
+      el("text", {x: (L + step * i + step / 2).toFixed(1), y: T + H + 14, "text-anchor": "end",
+                  transform: "rotate(-30 " + (L + step * i + step / 2).toFixed(1) + " " + (T + H + 14) + ")"}, svg, label);
   });
   svg.parentNode.dataset.marks = String(marks);
 }
@@ -130,7 +134,8 @@ function linesChart(id, labels, series) {
   const ymax = niceMax(Math.max(...all) * 1.05), xmax = Math.max(1, labels.length - 1);
   yAxis(svg, L, T, W, H, ymax);
   for (const i of [0, Math.floor(xmax / 2), xmax])
-    if (labels[i] !== undefined) el("text", {x: L + W * i / xmax, y: T + H + 16, "text-anchor": "middle"}, svg, labels[i]);
+    if (labels[i] !== undefined)
+      el("text", {x: L + W * i / xmax, y: T + H + 16, "text-anchor": i === 0 ? "start" : i === xmax ? "end" : "middle"}, svg, labels[i]);
   names.forEach((n, k) => {
     el("rect", {x: L + 110 * k, y: 4, width: 10, height: 10, class: "bar s" + k}, svg);
     el("text", {x: L + 110 * k + 14, y: 13}, svg, n);

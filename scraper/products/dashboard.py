@@ -184,6 +184,7 @@ details { font-size: 12px; margin-top: 4px; } pre { white-space: pre-wrap; font-
 <figcaption>Live templates or items of each source, from the change records. <a class="q" data-q="dashboard_catalogue">query</a><details><summary>SQL</summary><pre data-sql="dashboard_catalogue"></pre></details></figcaption></figure>
 </div>
 <h2>Runs</h2>
+<p class="muted" id="runs-shown"></p>
 <table id="runs-table"><thead><tr><th>run</th><th>started</th><th>duration</th><th>workers</th><th>done</th><th>failed</th><th>invalid</th><th>exit</th><th>status</th></tr></thead><tbody></tbody></table>
 <h2>Sources: freshness</h2>
 <table id="sources-table"><thead><tr><th>source</th><th>kind</th><th>every</th><th>last walk</th><th>next due</th><th>live</th><th>removed</th></tr></thead><tbody></tbody></table>
@@ -191,6 +192,7 @@ details { font-size: 12px; margin-top: 4px; } pre { white-space: pre-wrap; font-
 <script>
 "use strict";
 @@CHART_SCRIPT@@
+const RUNS_SHOWN = 100;     // rows of the runs table; the charts and the query have them all
 function dur(s) {
   if (s === null || s === undefined) return "unknown";
   s = Math.round(s);
@@ -244,7 +246,8 @@ function draw(D) {
   const C = D.changes;
   groupChart("chart-changes", C.days, {added: C.added, changed: C.changed, removed: C.removed});
   linesChart("chart-catalogue", D.catalogue.days, D.catalogue.series);
-  fill("runs-table", R.slice().reverse().map(r => [r.id, r.started, dur(r.duration_s), r.workers, r.done, r.failed, r.invalid, r.exit_code, r.status]));
+  document.getElementById("runs-shown").textContent = R.length > RUNS_SHOWN ? "The newest " + RUNS_SHOWN + " of " + R.length + "; the query lists every one." : "";
+  fill("runs-table", R.slice(-RUNS_SHOWN).reverse().map(r => [r.id, r.started, dur(r.duration_s), r.workers, r.done, r.failed, r.invalid, r.exit_code, r.status]));
   fill("sources-table", D.sources.map(s => [s.name, s.kind, s.every, s.last_walk_at || "never", s.next_due_at, s.items.live, s.items.removed]));
   const sel = document.getElementById("f-source"), have = new Set([...sel.options].map(o => o.value));
   for (const name of [...Object.keys(S.sources), ...D.sources.map(s => s.name)])
