@@ -180,7 +180,8 @@ def test_two_run_groups_in_two_time_zones_one_killed_lose_nothing_and_hold_the_r
     try:
         status = wait_until(lambda: (lambda s: s if len(s["runs"]) == 2 else None)(
             json.loads(in_process(site, pg_url, "status", "--json", check=0).stdout)), timeout=60)
-        assert all(set(r) == {"host", "pid", "started_at", "workers", "heartbeat_at"} for r in status["runs"])
+        assert all(set(r) == {"host", "pid", "started_at", "workers", "heartbeat_at", "memory_mb", "memory_limit_mb"}
+                   for r in status["runs"])
         assert {r["pid"] for r in status["runs"]} == {first.pid, second.pid}
         wait_until(lambda: rows(pg_url, "SELECT COUNT(*) AS n FROM jobs WHERE status = 'done'")[0]["n"] > 75,
                    timeout=120)

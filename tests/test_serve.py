@@ -91,7 +91,8 @@ def urls_of(db, planted):
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
     conn.close()
     urls = ["/", "/jobs", "/jobs.json", "/jobs.db", "/-/metadata.json", "/-/databases.json", "/jobs/WORKFLOWS.json",
-            "/jobs/Answers.json?_shape=array", "/-/permissions", "/jobs/-/query.json?sql=select+1"]
+            "/jobs/Answers.json?_shape=array", "/-/permissions", "/jobs/-/query.json?sql=select+1",
+            "/dashboard", "/dashboard.json", "/jobs/dashboard_runs.json", "/jobs/dashboard_changes.json"]
     for name in names:
         urls += [f"/jobs/{name}", f"/jobs/{name}.json?_size=max&_shape=array", f"/jobs/{name}.csv?_size=max"]
     for tid in planted:

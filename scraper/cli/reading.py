@@ -55,13 +55,10 @@ def status_cmd(ctx, as_json, watch):
 
 
 def _status_report(s):
-    from scraper.db import runstate, store
-    from scraper.db.queue import Queue
+    from scraper.db import store
     from scraper.products import status
     with existing_db(s) as conn:
-        now = store.clock(conn)
-        return status.report(Queue(conn), now, runstate.current(conn, s.lock_path, now),
-                             runstate.runs(conn, s.lock_path, now), settings=s)
+        return status.of_database(conn, store.clock(conn), s)
 
 
 

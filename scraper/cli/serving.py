@@ -80,6 +80,9 @@ def serve_cmd(ctx, host, port):
     `run`; arbitrary SQL is off and the raw answers are not served. SQLite only. Needs Datasette:
     pip install 'scraper[serve]'.
 
+    /dashboard is a page of the live run (status --json's figures, rates per domain, breakers, proxies)
+    and the history (runs, changes, the catalogue; filters by source and dates), refreshing itself.
+
     \b
     Example:
         scraper serve
@@ -96,14 +99,14 @@ def serve_cmd(ctx, host, port):
     except ImportError:
         raise Failure("`scraper serve` needs Datasette: pip install 'scraper[serve]'.") from None
     with existing_db(s) as conn:
-        app = browse.app(s.db_path)
+        app = browse.app(s.db_path, s)
         undecided = browse.undecided(conn)
     if undecided:
         log.warning("%d template(s) stored before redaction was decided show no description, explainer or workflow; "
                     "`scraper reextract` decides them.", undecided)
     _check_free(host, port)
-    log.info("serving %s read-only on http://%s:%d/%s/templates (Ctrl-C stops)", s.db_shown, host, port,
-             browse.db_name(s.db_path))
+    log.info("serving %s read-only on http://%s:%d/%s/templates, the dashboard on /dashboard (Ctrl-C stops)",
+             s.db_shown, host, port, browse.db_name(s.db_path))
     with _until_stopped("serve"):
         browse.serve(app, host, port)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scraper.db import dashboard
 from scraper.db.backend import Conn
 from scraper.db.dialect import same
 
@@ -41,6 +42,8 @@ def queries() -> dict[str, dict[str, Any]]:
                    "WHERE paid = 1 AND removed_at IS NULL ORDER BY total_views DESC, id",
         },
     }
+    # the dashboard's history charts, each linked to its own query (db/dashboard)
+    found.update((name, dict(q)) for name, q in dashboard.QUERIES.items())
     return found
 
 

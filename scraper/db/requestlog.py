@@ -71,3 +71,9 @@ def slot_waits(conn: Conn, since: float) -> dict[str, float]:
     """{domain: seconds its workers waited for its rate slot before the requests sent since `since`}."""
     return {d: ms / 1000.0 for d, ms in conn.execute(
         same("SELECT domain, SUM(slot_wait_ms) FROM requests WHERE at >= ? GROUP BY domain"), (since,))}
+
+
+def sent_since(conn: Conn, since: float) -> dict[str, int]:
+    """{domain: requests sent since `since`} (the dashboard's rate per domain over the status's window)."""
+    rows = conn.execute(same("SELECT domain, COUNT(*) FROM requests WHERE at >= ? GROUP BY domain"), (since,))
+    return {r[0]: r[1] for r in rows}

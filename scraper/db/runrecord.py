@@ -106,9 +106,13 @@ def finish_run(conn: Conn, run_id: int, finished_at: float, counts: dict[str, in
         finished(c, run_id, finished_at, exit_code)
 
 
-def heartbeat_run(conn: Conn, run_id: int, now: float) -> None:
-    """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
-    conn.execute(same("UPDATE runs SET heartbeat_at = ? WHERE id = ?"), (now, run_id))
+def heartbeat_run(conn: Conn, run_id: int, now: float, memory_mb: float | None = None,
+                  memory_limit_mb: float | None = None) -> None:
+    """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S), its pool holding
+    `memory_mb` (PSS, as last sampled; None: not yet, the last value kept) of `memory_limit_mb`."""
+    conn.execute(same("UPDATE runs SET heartbeat_at = ?, memory_mb = COALESCE(?, memory_mb), "
+                      "memory_limit_mb = COALESCE(?, memory_limit_mb) WHERE id = ?"),
+                 (now, memory_mb, memory_limit_mb, run_id))
 
 
 def last_run(conn: Conn) -> Row | None:
@@ -130,7 +134,7 @@ def latest_id(conn: Conn) -> int | None:
 def live_runs(conn: Conn, now: float) -> list[Row]:
     """Unfinished runs whose heartbeat is younger than RUN_DEAD_AFTER_S, newest first."""
     return conn.execute(
-        same("SELECT id, host, pid, started_at, workers, heartbeat_at FROM runs "
+        same("SELECT id, host, pid, started_at, workers, heartbeat_at, memory_mb, memory_limit_mb FROM runs "
              "WHERE finished_at IS NULL AND heartbeat_at >= ? ORDER BY id DESC"), (now - RUN_DEAD_AFTER_S,)
     ).fetchall()
 

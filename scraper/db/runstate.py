@@ -75,7 +75,8 @@ def lock_held(lock_path: str) -> bool:
 
 
 def runs(conn: Conn, lock_path: str, now: float) -> list[dict[str, Any]]:
-    """Every live run: [{host, pid, started_at, workers, heartbeat_at}], newest first."""
+    """Every live run: [{host, pid, started_at, workers, heartbeat_at, memory_mb, memory_limit_mb}] (its pool's
+    memory as its supervisor last wrote it with its heartbeat, and its ceiling), newest first."""
     from scraper.db import store
     if not store.is_postgres(conn) and not lock_held(lock_path):
         return []
@@ -83,7 +84,9 @@ def runs(conn: Conn, lock_path: str, now: float) -> list[dict[str, Any]]:
     if not store.is_postgres(conn):
         rows = rows[:1]      # one run at a time holds a SQLite file
     return [{"host": r["host"], "pid": r["pid"], "started_at": r["started_at"], "workers": r["workers"],
-             "heartbeat_at": r["heartbeat_at"]} for r in rows]
+             "heartbeat_at": r["heartbeat_at"],
+             "memory_mb": None if r["memory_mb"] is None else round(r["memory_mb"], 1),
+             "memory_limit_mb": r["memory_limit_mb"]} for r in rows]
 
 
 def current(conn: Conn, lock_path: str, now: float | None = None) -> dict[str, Any] | None:

@@ -58,6 +58,7 @@ class Supervisor:
         self.started_at = None      # wall clock, for the rate window
         self.errors_seen = {}       # error counters at the last summary
         self.run_id = None          # our row of `runs`; the workers record what they finish under it
+        self.pool_mb = None         # the pool's PSS in MB as last sampled (None before the first sample)
 
     # --- the run ---------------------------------------------------------------------
 
@@ -156,7 +157,7 @@ class Supervisor:
                 continue
             if mono >= next_beat:
                 next_beat = mono + runrecord.RUN_HEARTBEAT_S
-                runrecord.heartbeat_run(self.conn, self.run_id, self.clock())
+                runrecord.heartbeat_run(self.conn, self.run_id, self.clock(), self.pool_mb, self.s.memory_limit_mb)
             if mono >= next_progress:
                 next_progress = mono + runrecord.PROGRESS_EVENT_S
                 with store.transaction(self.conn) as c:
@@ -297,6 +298,7 @@ class Supervisor:
         used = {s.index: memory.tree_pss(s.process.pid)
                 for s in self.slots if s.process is not None and s.process.is_alive()}
         total, limit = me + sum(used.values()), self.s.memory_limit_mb * 2**20
+        self.pool_mb = total / 2**20            # written with the heartbeat: status and the dashboard show it
         log.debug("memory (PSS): pool %.0f MB, supervisor %.0f MB, workers %s MB", total / 2**20, me / 2**20,
                   [round(v / 2**20) for v in used.values()])
         now = self.clock.monotonic()

@@ -18,12 +18,13 @@ queries and a JSON API, read-only and credential-free.
 from pathlib import Path
 from types import ModuleType
 
-from scraper.db import canned
+from scraper.db import canned, store
 
 HOST, PORT = "127.0.0.1", 8001
 DROPPED = (b"_searchmode", b"_fts_table", b"_fts_pk")       # query parameters `guard` removes
 PLUGIN = "scraper-guard"
 SQL_TIME_LIMIT_MS = 1_000        # Datasette's default, stated: a long query beside a run is cut off here
+DASHBOARD_TIME_LIMIT_S = 5.0     # the dashboard's figures, all their statements together, beside a run
 PAGE_SIZE = 50                   # rows a table page shows (a workflow cell can be 2 MB of JSON)
 PUBLIC = ("templates", "changes", "items", "transcripts", "template_videos", "source_walks")
 
@@ -146,14 +147,14 @@ async def changes_atom(datasette, request):
     from datasette.utils.asgi import Response
 
     from scraper.base.errors import ConfigError
-    from scraper.base.settings import SITE_URL
     from scraper.db import store
     from scraper.products import atom
 
     def build():
         conn = store.read_only(datasette.get_database().path, SQL_TIME_LIMIT_MS / 1000)
-        try:
-            return atom.build(conn, SITE_URL, request.args.get("source"), self_url=request.url)
+        try:    # the command's site (its settings: `app`), as `export --format atom` links it
+            return atom.build(conn, datasette.scraper_settings.site_url, request.args.get("source"),
+                              self_url=request.url)
         finally:
             conn.close()
     try:
@@ -163,8 +164,9 @@ async def changes_atom(datasette, request):
     return Response(body, content_type=atom.CONTENT_TYPE)
 
 
-def app(path):
-    """The Datasette instance over the SQLite file at `path`."""
+def app(path, settings=None):
+    """The Datasette instance over the SQLite file at `path`; `settings` (the command's: its sources, proxies
+    and the run lock beside the file) are the dashboard's, by default those of the file alone."""
     from datasette import hookimpl
     from datasette.app import Datasette
     from datasette.plugins import pm
@@ -172,9 +174,51 @@ def app(path):
         plugin = ModuleType(PLUGIN)
         plugin.asgi_wrapper = hookimpl(lambda datasette: guard)
         plugin.permission_allowed = hookimpl(trylast=True)(allowed)
-        plugin.register_routes = hookimpl(lambda: [(r"^/changes\.atom$", changes_atom)])
+        plugin.register_routes = hookimpl(lambda datasette: ROUTES)
         pm.register(plugin, name=PLUGIN)
-    return Datasette([str(path)], metadata=metadata(db_name(path)), settings=SETTINGS)
+    if settings is None:
+        from scraper.base import settings as settings_mod
+        settings = settings_mod.build(db_path=str(path))
+    ds = Datasette([str(path)], metadata=metadata(db_name(path)), settings=SETTINGS)
+    ds.scraper_settings = settings        # what the dashboard's views read of the command (Datasette keeps it)
+    return ds
+
+
+async def dashboard_page(datasette, request):
+    """`/dashboard`: the page; it fetches its figures from `/dashboard.json`."""
+    from datasette.utils.asgi import Response
+
+    from scraper.products import dashboard
+    return Response.html(dashboard.page(), headers={"Cache-Control": "no-store"})
+
+
+async def dashboard_json(datasette, request):
+    """`/dashboard.json?source=&since=&until=`: the dashboard's figures, read on a read-only connection of
+    their own in a thread (`?since=` that is no date: 400 and one sentence)."""
+    import asyncio
+
+    from datasette.utils.asgi import Response
+
+    from scraper.base.errors import ConfigError
+    from scraper.products import dashboard
+    s = datasette.scraper_settings
+    args = {k: request.args.get(k, "") for k in ("source", "since", "until")}
+
+    def read():
+        conn = store.read_only(s.db_path, DASHBOARD_TIME_LIMIT_S)
+        try:
+            return dashboard.figures(conn, store.clock(conn), s, db_name(s.db_path), **args)
+        finally:
+            conn.close()
+    try:
+        found = await asyncio.to_thread(read)
+    except ConfigError as e:
+        return Response.json({"error": str(e)}, status=400)
+    return Response.json(found, headers={"Cache-Control": "no-store"})
+
+
+ROUTES = [(r"^/dashboard$", dashboard_page), (r"^/dashboard\.json$", dashboard_json),
+          (r"^/changes\.atom$", changes_atom)]
 
 
 def undecided(conn):

@@ -14,7 +14,7 @@ from scraper.base.errors import ConfigError
 from scraper.base.urls import domain_of
 from scraper.db import counters, fetchlearn, reports, runrecord, sources_report, store
 from scraper.db.queue import Queue
-from scraper.products import output, stats
+from scraper.products import charts, output, stats
 
 MAX_BUCKETS = 120            # points of a time series; the bucket width follows the run's length
 TOP_NODE_TYPES = 20
@@ -67,7 +67,8 @@ def render(data):
     run = data["run"]
     heading = (f"Run {run['id']}, started {html.escape(run['started'])}" if run else "No run recorded yet")
     # the data goes in last: text from the site must not be read as one of the other slots
-    return (_PAGE.replace("@@GENERATED@@", html.escape(data["generated_at"]))
+    return (_PAGE.replace("@@CHART_STYLE@@", charts.STYLE).replace("@@CHART_SCRIPT@@", charts.SCRIPT)
+                 .replace("@@GENERATED@@", html.escape(data["generated_at"]))
                  .replace("@@RUN@@", heading)
                  .replace("@@RUNS_TABLE@@", _runs_table(data["runs"]))
                  .replace("@@NOTIFICATION@@", html.escape(notification_line(data["last_notification"])))
@@ -242,19 +243,7 @@ _PAGE = """<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>scraper report</title>
 <style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; background: #fafafa; }
-h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 0 0 8px; }
-.muted { color: #666; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 16px; margin: 16px 0; }
-figure { margin: 0; padding: 12px; background: #fff; border: 1px solid #ddd; border-radius: 6px; }
-figcaption { font-size: 12px; color: #666; margin-top: 4px; }
-svg { display: block; width: 100%; height: auto; }
-svg text { font-size: 11px; fill: #444; }
-.axis { stroke: #999; stroke-width: 1; } .grid-line { stroke: #eee; }
-.line { fill: none; stroke: #2b6cb0; stroke-width: 2; } .limit { stroke: #c53030; stroke-dasharray: 6 4; stroke-width: 2; }
-.bar { fill: #2b6cb0; } .bar.error { fill: #c53030; } .bar.run { fill: #2f855a; }
-table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; }
-.empty { fill: #999; font-style: italic; }
+@@CHART_STYLE@@
 </style></head>
 <body>
 <h1>scraper report</h1>
@@ -288,85 +277,7 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <script>
 "use strict";
 const D = JSON.parse(document.getElementById("report-data").textContent);
-const NS = "http://www.w3.org/2000/svg";
-function el(name, attrs, parent, text) {
-  const e = document.createElementNS(NS, name);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
-function svgIn(id, w, h) {
-  const box = document.getElementById(id);
-  return el("svg", {viewBox: "0 0 " + w + " " + h, role: "img"}, box);
-}
-function fmt(v) { return v >= 1000 ? (v / 1000).toFixed(v >= 10000 ? 0 : 1) + "k" : String(+v.toFixed(2)); }
-function empty(svg, w, h, why) {
-  el("text", {x: w / 2, y: h / 2, "text-anchor": "middle", class: "empty"}, svg, why);
-  svg.parentNode.dataset.marks = "0";
-}
-function niceMax(v) {
-  if (!(v > 0)) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(v))), m = v / p;
-  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
-function yAxis(svg, L, T, W, H, max) {
-  for (let i = 0; i <= 4; i++) {
-    const y = T + H - H * i / 4;
-    el("line", {x1: L, x2: L + W, y1: y, y2: y, class: "grid-line"}, svg);
-    el("text", {x: L - 6, y: y + 4, "text-anchor": "end"}, svg, fmt(max * i / 4));
-  }
-  el("line", {x1: L, x2: L, y1: T, y2: T + H, class: "axis"}, svg);
-  el("line", {x1: L, x2: L + W, y1: T + H, y2: T + H, class: "axis"}, svg);
-}
-// a line chart over x = seconds; `limit`: a dashed horizontal line
-function lineChart(id, xs, ys, limit, unit) {
-  const w = 560, h = 260, L = 52, T = 12, W = w - L - 16, H = h - T - 36, svg = svgIn(id, w, h);
-  if (!xs.length || !ys.some(v => v > 0)) return empty(svg, w, h, "no data for this run");
-  const xmax = xs[xs.length - 1] || 1, ymax = niceMax(Math.max(...ys, limit || 0) * 1.05);
-  yAxis(svg, L, T, W, H, ymax);
-  for (let i = 0; i <= 4; i++)
-    el("text", {x: L + W * i / 4, y: T + H + 16, "text-anchor": "middle"}, svg, fmt(xmax * i / 4) + " s");
-  el("text", {x: L + W, y: T + H + 32, "text-anchor": "end"}, svg, unit);
-  const pts = xs.map((x, i) => (L + W * x / xmax).toFixed(1) + "," + (T + H - H * ys[i] / ymax).toFixed(1));
-  el("polyline", {points: (L + "," + (T + H)) + " " + pts.join(" "), class: "line"}, svg);
-  if (limit) {
-    const y = T + H - H * limit / ymax;
-    el("line", {x1: L, x2: L + W, y1: y, y2: y, class: "limit"}, svg);
-    el("text", {x: L + W - 4, y: y - 4, "text-anchor": "end"}, svg, "limit " + limit + "/s");
-  }
-  svg.parentNode.dataset.marks = String(ys.length);
-}
-// vertical bars: one per label
-function barChart(id, labels, values, cls) {
-  const w = 560, h = 260, L = 52, T = 12, W = w - L - 16, H = h - T - 52, svg = svgIn(id, w, h);
-  if (!values.some(v => v > 0)) return empty(svg, w, h, "nothing to show");
-  const ymax = niceMax(Math.max(...values)), step = W / values.length, bw = Math.max(2, step * 0.7);
-  yAxis(svg, L, T, W, H, ymax);
-  values.forEach((v, i) => {
-    const bh = H * v / ymax, x = L + step * i + (step - bw) / 2;
-    const r = el("rect", {x: x.toFixed(1), y: (T + H - bh).toFixed(1), width: bw.toFixed(1), height: bh.toFixed(1),
-                          class: "bar " + (cls || "")}, svg);
-    el("title", {}, r, labels[i] + ": " + v);
-    el("text", {x: (x + bw / 2).toFixed(1), y: T + H + 14, "text-anchor": "end",
-                transform: "rotate(-30 " + (x + bw / 2).toFixed(1) + " " + (T + H + 14) + ")"}, svg, labels[i]);
-  });
-  svg.parentNode.dataset.marks = String(values.filter(v => v > 0).length);
-}
-// horizontal bars, for long labels
-function hbarChart(id, labels, values) {
-  const row = 20, w = 560, L = 250, T = 6, W = w - L - 50, h = T + row * labels.length + 8, svg = svgIn(id, w, Math.max(h, 60));
-  if (!values.length) return empty(svg, w, 60, "no template stored yet");
-  const max = Math.max(...values);
-  values.forEach((v, i) => {
-    const y = T + row * i, bw = W * v / max;
-    el("text", {x: L - 6, y: y + 14, "text-anchor": "end"}, svg, labels[i].length > 40 ? "…" + labels[i].slice(-39) : labels[i]);
-    const r = el("rect", {x: L, y: y + 3, width: bw.toFixed(1), height: row - 6, class: "bar"}, svg);
-    el("title", {}, r, labels[i] + ": " + v);
-    el("text", {x: L + bw + 4, y: y + 14}, svg, String(v));
-  });
-  svg.parentNode.dataset.marks = String(values.length);
-}
+@@CHART_SCRIPT@@
 const R = D.run;
 document.getElementById("summary").textContent = "Jobs: " + Object.entries(D.jobs).map(e => e[1] + " " + e[0]).join(", ")
   + Object.entries(D.jobs_by_source).map(([n, c]) => "; " + n + ": " + Object.entries(c).map(e => e[1] + " " + e[0]).join(", ")).join("")

@@ -68,6 +68,15 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
     }
 
 
+def of_database(conn, now, settings):
+    """The `status --json` object of the database behind `conn` at `now`: its live runs found by the run lock
+    beside it (`settings.lock_path`) or, on PostgreSQL, by their heartbeats."""
+    from scraper.db import runstate
+    from scraper.db.queue import Queue
+    return report(Queue(conn), now, runstate.current(conn, settings.lock_path, now),
+                  runstate.runs(conn, settings.lock_path, now), settings=settings)
+
+
 def endpoints(conn, now, settings=None):
     """The webhook endpoints, then the ETL API, as `status --json` shows them (db/deliveries.report): [{url
     (without credentials), cursor, backlog, oldest_s, last_error, disabled, ...}]."""
