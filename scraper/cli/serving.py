@@ -81,7 +81,8 @@ def serve_cmd(ctx, host, port):
     pip install 'scraper[serve]'.
 
     /dashboard is a page of the live run (status --json's figures, rates per domain, breakers, proxies)
-    and the history (runs, changes, the catalogue; filters by source and dates), refreshing itself.
+    and the history (runs, changes, the catalogue; filters by source and dates), refreshing itself;
+    /changes.atom is an Atom feed of the newest changes (?source=NAME for one source's).
 
     \b
     Example:
