@@ -136,6 +136,8 @@ def test_an_existing_database_gains_the_columns_and_a_walk_fills_them(standin, t
     for table in ("events", "run_sources", "webhook_endpoints", "deliveries"):
         conn.execute(f"DROP TABLE {table}")
     conn.execute("ALTER TABLE runs DROP COLUMN sources")
+    for col in ("memory_mb", "memory_limit_mb"):      # and migration 26's
+        conn.execute(f"ALTER TABLE runs DROP COLUMN {col}")
     conn.execute("PRAGMA user_version = 16")
     conn.commit()
     conn.close()
