@@ -22,6 +22,7 @@ from scraper.base import settings as config
 from scraper.db import dashboard, requestlog, store
 from scraper.products import browse, sources, status
 from scripts.bench import build_status_db
+from scripts.benchkit import median_s
 
 DAY_S = 86_400
 TARGET_S = 1.0
@@ -70,15 +71,6 @@ def build(path, n, runs, now):
                       ((_iso(year + d * DAY_S), _iso(year + d * DAY_S + 60)) for d in range(365)))
     conn.execute("ANALYZE")
     return conn
-
-
-def median_s(fn, times=5):
-    took = []
-    for _ in range(times):
-        t0 = time.perf_counter()
-        fn()
-        took.append(time.perf_counter() - t0)
-    return statistics.median(took)
 
 
 def pages(path, s, urls):

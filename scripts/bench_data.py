@@ -27,6 +27,7 @@ from scripts.benchkit import (
     env_for,
     fresh_db,
     label,
+    median_s,
     run_sections,
     scraper_cmd,
     timed_peak,
@@ -34,15 +35,6 @@ from scripts.benchkit import (
 
 QUERIES = ("slack", "google sheets", "node_types:telegram", "openai OR anthropic", "agent*", '"send an email"',
            "invoice NOT gmail", "zebracorn")
-
-
-def median_s(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def bench_search(work, quick, results):

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,16 @@ def fmt(v):
     if isinstance(v, float):
         return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
     return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def median_s(fn, repeat=5):
+    """The median of `repeat` timings of `fn()`, in seconds."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def label(n):
