@@ -1,0 +1,193 @@
+"""Cheap refreshes (issue 43): validators kept exactly as received and sent back verbatim through the one polite
+client, a 304 handed back as the kept answer, and the traps (a weak tag, a 304 without its ETag, strict dates,
+a server that ignores validators, one that lies, a 5xx during a revalidation). The pure rules first; then
+in-process, the network faked by `responses`, a real SQLite database (and the counts on PostgreSQL)."""
+
+import time
+
+import pytest
+import responses
+
+from scraper.base import settings
+from scraper.base.clock import FakeClock
+from scraper.base.errors import FetchError
+from scraper.db import store
+from scraper.db import validators as rows
+from scraper.policy import revalidate as rules
+from scraper.politeness import client
+
+URL = "http://site.test/sitemap.xml"
+BODY = b"<urlset><url><loc>http://site.test/a</loc></url></urlset>"
+LM = "Sun, 06 Nov 1994 08:49:37 GMT"
+
+
+# --- the pure rules ------------------------------------------------------------------------------
+
+def test_a_304_freshens_the_stored_fields_but_never_their_coding_or_length_and_keeps_an_etag_it_omits():
+    stored = {"etag": 'W/"a"', "content-encoding": "gzip", "content-length": "10", "date": "old"}
+    out = rules.merged(stored, {"Date": "new", "Content-Encoding": "br", "Content-Length": "0", "X-Other": "y"})
+    assert out == {"etag": 'W/"a"', "content-encoding": "gzip", "content-length": "10", "date": "new"}
+
+
+def test_validators_are_sent_verbatim_only_under_the_accept_encoding_they_came_with():
+    headers = {"etag": 'W/"a-gzip"', "last-modified": LM}
+    assert rules.conditional(headers, "gzip, deflate", "gzip, deflate") == {
+        "If-None-Match": 'W/"a-gzip"', "If-Modified-Since": LM}
+    assert rules.conditional(headers, "gzip, deflate, br", "gzip, deflate") == {}
+    assert rules.conditional({**headers, "vary": "Accept, *"}, "gzip", "gzip") == {}
+
+
+def test_the_verdict_of_an_endpoint():
+    assert rules.next_state(rules.Counts(unchanged_200=rules.IGNORED_AFTER - 1)) == rules.UNKNOWN
+    assert rules.next_state(rules.Counts(unchanged_200=rules.IGNORED_AFTER)) == rules.IGNORED
+    assert rules.next_state(rules.Counts(not_modified=1, unchanged_200=9)) == rules.USED
+    assert rules.next_state(rules.Counts(not_modified=5, lied=1, state=rules.USED)) == rules.UNRELIABLE
+    assert rules.next_state(rules.Counts(not_modified=5, state=rules.IGNORED)) == rules.IGNORED
+    assert rules.source_state([rules.USED, rules.UNKNOWN]) == rules.USED
+    assert rules.source_state([rules.USED, rules.UNRELIABLE]) == rules.UNRELIABLE
+    assert not rules.sends(rules.IGNORED) and not rules.sends(rules.UNRELIABLE) and rules.sends(rules.USED)
+
+
+def test_the_sample_rotates_over_the_urls_and_never_samples_at_zero():
+    urls = [f"http://site.test/{i}" for i in range(200)]
+    assert not any(rules.sampled(u, 0, 0) for u in urls)
+    assert all(rules.sampled(u, 3, 1) for u in urls)
+    first = {u for u in urls if rules.sampled(u, 0, 10)}
+    second = {u for u in urls if rules.sampled(u, 1, 10)}
+    assert 5 < len(first) < 40 and first != second
+
+
+def test_a_view_count_is_no_change_of_content():
+    assert rules.digest(b'{"workflow": {"id": 1, "views": 3}}') == rules.digest(b'{"workflow": {"views": 9, "id": 1}}')
+    assert rules.digest(b'{"workflow": {"id": 1}}') != rules.digest(b'{"workflow": {"id": 2}}')
+
+
+def test_a_sitemap_stamped_with_its_build_date_is_not_trusted():
+    assert rules.build_dated(["2026-11-27T10:00:00Z"] * 25 + ["2026-01-01"])
+    assert not rules.build_dated([f"2026-10-{d:02d}" for d in range(1, 26)])
+    assert not rules.lastmod_trusted(rules.LASTMOD_TRUST_AFTER - 1, 0)
+    assert rules.lastmod_trusted(rules.LASTMOD_TRUST_AFTER, 0) and not rules.lastmod_trusted(99, 1)
+
+
+# --- through the polite client ---------------------------------------------------------------------
+
+class Server:
+    """A `responses` callback with a validator mode: what it was sent, and what it answers."""
+
+    def __init__(self, net, mode="strong", body=BODY):
+        self.mode, self.body, self.sent = mode, body, []
+        self.lie = False        # mode "lie": the content changes, the tag does not
+        net.add_callback(responses.GET, URL, callback=self)
+
+    def __call__(self, request):
+        inm, ims = request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
+        self.sent.append((inm, ims))
+        tag = {"weak": 'W/"v1"', "dates": None}.get(self.mode, '"v1"')
+        headers = {"Last-Modified": LM} if self.mode == "dates" else {"ETag": tag}
+        if self.mode == "fail":
+            return 503, {}, b"down"
+        matched = (inm == tag) if tag else (ims == LM)      # exact, as strict servers compare
+        if self.mode == "ignore" or not matched:
+            return 200, headers, self.body
+        if self.mode == "no-etag-304":
+            return 304, {}, b""
+        return 304, headers, b""
+
+
+def _walk(backend, clock, **options):
+    s = settings.build(db_path=backend, backoff_base_s=0.01, **options)
+    conn = store.open_db(s.db_path)
+    return s, conn
+
+
+def _get(s, conn, clock, url=URL):
+    with client.opened(s, conn, "walk", clock) as polite:
+        get = polite.walk(source="cat")
+        return get(url)
+
+
+@pytest.mark.parametrize("mode", ["weak", "no-etag-304", "dates"])
+def test_each_kind_of_validator_is_echoed_exactly_and_gets_its_304(tmp_path, net, mode):
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock)
+    server = Server(net, mode)
+    first = _get(s, conn, clock)
+    kept = rows.load(conn, URL)
+    assert first == BODY and kept is not None and kept.accept_encoding == "gzip, deflate"
+    for _ in range(2):      # after a 304 without its ETag, the next request is still conditional
+        clock.sleep(60)
+        again = _get(s, conn, clock)
+        assert again == BODY and again.not_modified
+    echoed = {"weak": ('W/"v1"', None), "no-etag-304": ('"v1"', None), "dates": (None, LM)}[mode]
+    assert server.sent == [(None, None), echoed, echoed]
+    after = rows.load(conn, URL)
+    assert after.validated_at == pytest.approx(kept.validated_at + 120) and after.fetched_at == kept.fetched_at
+    assert (after.etag, after.last_modified) == (kept.etag, kept.last_modified)
+    assert rows.counts(conn, "cat", rules.SITEMAP) == rules.Counts(
+        requests=3, conditional=2, not_modified=2, bytes_saved=2 * len(BODY), state=rules.USED)
+    conn.close()
+
+
+def test_a_server_that_ignores_validators_is_noticed_and_sent_them_no_more(tmp_path, net):
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock)
+    server = Server(net, "ignore")
+    for _ in range(rules.IGNORED_AFTER + 3):
+        assert _get(s, conn, clock) == BODY
+    conditional = [sent for sent in server.sent if sent != (None, None)]
+    assert len(conditional) == rules.IGNORED_AFTER      # then as today: plain requests, nothing kept
+    counts = rows.counts(conn, "cat", rules.SITEMAP)
+    assert counts.state == rules.IGNORED and counts.unchanged_200 == rules.IGNORED_AFTER
+    assert rows.load(conn, URL) is None
+    conn.close()
+
+
+def test_a_304_although_the_content_changed_is_caught_by_the_sample(tmp_path, net):
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock, revalidate_sample=1)
+    server = Server(net, "lie")
+    assert _get(s, conn, clock) == BODY
+    server.body = BODY.replace(b"/a<", b"/b<")      # changed; the server still says 304 to "v1"
+    assert _get(s, conn, clock) == server.body      # the sample's full answer, not the kept one
+    counts = rows.counts(conn, "cat", rules.SITEMAP)
+    assert counts.lied == 1 and counts.state == rules.UNRELIABLE
+    sent_before = len(server.sent)
+    assert _get(s, conn, clock) == server.body and server.sent[sent_before:] == [(None, None)]
+    conn.close()
+
+
+def test_a_5xx_during_a_revalidation_leaves_the_kept_answer_untouched(tmp_path, net):
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock, max_attempts=1)
+    server = Server(net)
+    _get(s, conn, clock)
+    kept = rows.load(conn, URL)
+    server.mode = "fail"
+    with pytest.raises(FetchError) as e:
+        _get(s, conn, clock)
+    assert e.value.status == 503 and rows.load(conn, URL) == kept
+    server.mode = "strong"          # tried again later, as today: conditional, and the 304 holds
+    assert _get(s, conn, clock).not_modified
+    conn.close()
+
+
+def test_revalidate_off_sends_and_keeps_nothing(tmp_path, net):
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock, revalidate=False)
+    server = Server(net)
+    _get(s, conn, clock)
+    _get(s, conn, clock)
+    assert server.sent == [(None, None), (None, None)] and rows.load(conn, URL) is None
+    assert rows.by_source(conn) == {}
+    conn.close()
+
+
+def test_the_counts_on_each_backend(backend, net):
+    clock = FakeClock(time.time())
+    s, conn = _walk(backend, clock)
+    Server(net, "weak")
+    _get(s, conn, clock)
+    assert _get(s, conn, clock).not_modified
+    assert rows.by_source(conn)["cat"][rules.SITEMAP].not_modified == 1
+    assert rows.load(conn, URL).body and rows.revisits_of(conn, URL)[0][1] == "server-not-modified"
+    conn.close()
