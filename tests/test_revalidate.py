@@ -13,6 +13,7 @@ from scraper.base.clock import FakeClock
 from scraper.base.errors import FetchError
 from scraper.db import store
 from scraper.db import validators as rows
+from scraper.db.queue import Queue
 from scraper.policy import revalidate as rules
 from scraper.politeness import client
 
@@ -191,3 +192,55 @@ def test_the_counts_on_each_backend(backend, net):
     assert rows.by_source(conn)["cat"][rules.SITEMAP].not_modified == 1
     assert rows.load(conn, URL).body and rows.revisits_of(conn, URL)[0][1] == "server-not-modified"
     conn.close()
+
+
+# --- the n8n mirror against the stand-in (in-process: its server thread and one worker) --------------------
+
+def _n8n(tmp_path, site, ids, **options):
+    from scraper.mirror import seed
+    from scraper.net import http
+    from scraper.politeness import limiter
+    from scraper.pool import worker
+
+    s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=site.url + "/api", site_url=site.url,
+                       transcripts=False, **options)
+    conn = store.open_db(s.db_path)
+    q = Queue(conn)
+    q.seed(list(seed.job_rows(s, ids)), time.time())
+    w = worker.Worker(s, "w1", q, limiter.NoLimiter(), http.make_session(s.user_agent))
+    return s, conn, q, w
+
+
+def _work(w):
+    while w.step():
+        pass
+
+
+def test_a_refresh_of_templates_whose_detail_validators_ignore_views_is_mostly_304s(tmp_path):
+    """The issue's 300 with 10 edited, scaled down (make bench prints the 300): the edited become version 2,
+    the others stay version 1 with a later validation time; the view counts moved for all."""
+    from scripts.standin.server import StandinSite
+    from scraper.mirror import sync
+
+    with StandinSite(templates=30, rate=0, validators="views") as site:
+        ids = site.corpus.ids[:30]
+        s, conn, q, w = _n8n(tmp_path, site, ids, revalidate_sample=0)
+        _work(w)
+        first = {r[0]: r[1] for r in conn.execute("SELECT url, validated_at FROM validators")}
+        assert len(first) == 30
+        edited = ids[:3]
+        site.change_library(edit=edited, views=1)
+        site.reset()
+        assert sync.refresh(conn, 0, None, time.time()) == 30
+        _work(w)
+        versions = dict(conn.execute("SELECT template_id, MAX(version) FROM answers GROUP BY template_id").fetchall())
+        assert {t for t, v in versions.items() if v == 2} == set(edited)
+        assert all(versions[t] == 1 for t in ids[3:])
+        stats = site.stats()
+        assert stats["validators"]["not_modified"] == {"detail": 27} and stats["by_status"] == {"200": 3, "304": 27}
+        later = {r[0]: r[1] for r in conn.execute("SELECT url, validated_at FROM validators")}
+        assert all(later[u] > first[u] for u in later)
+        counts = rows.counts(conn, "n8n", rules.ITEM)
+        assert (counts.not_modified, counts.conditional, counts.state) == (27, 30, rules.USED)
+        conn.close()
+        w.client.session.close()
