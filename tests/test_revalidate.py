@@ -3,7 +3,9 @@ client, a 304 handed back as the kept answer, and the traps (a weak tag, a 304 w
 a server that ignores validators, one that lies, a 5xx during a revalidation). The pure rules first; then
 in-process, the network faked by `responses`, a real SQLite database (and the counts on PostgreSQL)."""
 
+import json
 import time
+import types
 
 import pytest
 import responses
@@ -96,7 +98,7 @@ class Server:
 
 
 def _walk(backend, clock, **options):
-    s = settings.build(db_path=backend, backoff_base_s=0.01, **options)
+    s = settings.build(db_path=backend, backoff_base_s=0.01, no_limit=True, **options)
     conn = store.open_db(s.db_path)
     return s, conn
 
@@ -244,3 +246,30 @@ def test_a_refresh_of_templates_whose_detail_validators_ignore_views_is_mostly_3
         assert (counts.not_modified, counts.conditional, counts.state) == (27, 30, rules.USED)
         conn.close()
         w.client.session.close()
+
+
+def test_the_n8n_listing_whose_view_counts_move_costs_the_same_requests_and_reports_no_304(tmp_path):
+    """As the real API behaves: every listing page carries view counts that move, so its tag moves too: the
+    walk sends what it sent before (conditional, no HEAD, nothing more) and reports a 304 share of 0."""
+    from scripts.standin.server import StandinSite
+    from scraper.mirror import seed
+    from scraper.products import sources
+    from tests.helpers import in_process
+
+    with StandinSite(templates=250, rate=0, validators="strong") as site:
+        s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=site.url + "/api", site_url=site.url,
+                           no_limit=True)
+        conn = store.open_db(s.db_path)
+        first = seed.discover(s)
+        before = site.stats()["by_kind"]["search"]
+        site.change_library(views=1)
+        again = seed.discover(s)
+        assert again.complete and again.pages == first.pages == 3
+        assert site.stats()["by_kind"]["search"] == 2 * before and site.stats()["validators"]["not_modified"] == {}
+        shown = {r["name"]: r for r in sources.report(conn, s, time.time())}["n8n"]["validators"]
+        assert {k: shown[k] for k in ("requests", "conditional", "not_modified", "unchanged_200", "state")} == {
+            "requests": 6, "conditional": 3, "not_modified": 0, "unchanged_200": 0, "state": "unknown"}
+        where = types.SimpleNamespace(api_url=s.api_url, url=site.url)
+        status = json.loads(in_process(where, tmp_path / "jobs.db", "status", "--json", check=0).stdout)
+        assert status["validators"]["n8n"]["conditional"] == 3
+        conn.close()

@@ -21,7 +21,8 @@ from scraper.cli.common import (
 )
 
 # the settings a walk uses, shown in `seed --help` (also `update`'s walk step takes them from `run`'s)
-WALK_SETTINGS = ("rate", "burst", "timeout", "max_attempts", "backoff_base", "robots", "robots_ignore")
+WALK_SETTINGS = ("rate", "burst", "timeout", "max_attempts", "backoff_base", "robots", "robots_ignore", "revalidate",
+                 "revalidate_sample")
 UNNAMED_SAID = "scraper.unnamed_said"   # root ctx.meta: said once per command (`update` checks at each step)
 
 
