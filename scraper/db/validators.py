@@ -33,16 +33,18 @@ class Stored(NamedTuple):
     fetched_at: float
     validated_at: float
     checks: int
+    lastmod: str | None = None      # a sitemap file's: the date its index gave it when it was fetched
 
 
 _COLUMNS = ("url, source, endpoint, etag, last_modified, accept_encoding, headers, status, final_url, content_type, "
-            "digest, size, body, fetched_at, validated_at, checks")
-_SAVE = same(f"""INSERT INTO validators ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            "digest, size, body, fetched_at, validated_at, checks, lastmod")
+_SAVE = same(f"""INSERT INTO validators ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (url) DO UPDATE SET source = excluded.source, endpoint = excluded.endpoint, etag = excluded.etag,
         last_modified = excluded.last_modified, accept_encoding = excluded.accept_encoding,
         headers = excluded.headers, status = excluded.status, final_url = excluded.final_url,
         content_type = excluded.content_type, digest = excluded.digest, size = excluded.size, body = excluded.body,
-        fetched_at = excluded.fetched_at, validated_at = excluded.validated_at, checks = excluded.checks""")
+        fetched_at = excluded.fetched_at, validated_at = excluded.validated_at, checks = excluded.checks,
+        lastmod = excluded.lastmod""")
 _FRESHENED = same("UPDATE validators SET etag = ?, last_modified = ?, headers = ?, validated_at = ?, "
                   "checks = checks + 1 WHERE url = ?")
 _COUNT = same("""INSERT INTO revalidation (source, endpoint, requests, conditional, not_modified, unchanged_200,
@@ -71,13 +73,18 @@ def save(conn: Conn, s: Stored) -> None:
     """Keep (or replace) a URL's answer and its validators."""
     conn.execute(_SAVE, (s.url, s.source, s.endpoint, s.etag, s.last_modified, s.accept_encoding,
                          json.dumps(s.headers, sort_keys=True), s.status, s.final_url, s.content_type, s.digest,
-                         s.size, s.body, s.fetched_at, s.validated_at, s.checks))
+                         s.size, s.body, s.fetched_at, s.validated_at, s.checks, s.lastmod))
 
 
 def freshened(conn: Conn, url: str, headers: dict[str, str], at: float) -> None:
     """A 304's merged headers (and the validators they hold) kept, the validation time moved to `at`."""
     conn.execute(_FRESHENED, (headers.get("etag"), headers.get("last-modified"), json.dumps(headers, sort_keys=True),
                               at, url))
+
+
+def dated(conn: Conn, url: str, lastmod: str | None) -> None:
+    """The date a sitemap index gave the kept file at `url` when it was fetched."""
+    conn.execute(same("UPDATE validators SET lastmod = ? WHERE url = ?"), (lastmod, url))
 
 
 def forget(conn: Conn, url: str) -> None:
@@ -131,6 +138,25 @@ def lastmod_checked(conn: Conn, source: str, sampled: int, lied: int) -> None:
     conn.execute(same("INSERT INTO lastmod_trust (source, sampled, lied) VALUES (?, ?, ?) ON CONFLICT (source) DO "
                       "UPDATE SET sampled = lastmod_trust.sampled + excluded.sampled, "
                       "lied = lastmod_trust.lied + excluded.lied"), (source, sampled, lied))
+
+
+def sample(conn: Conn, source: str, keys: list[str], at: float) -> None:
+    """Stored pages queued to check their unmoved sitemap dates, with their content hash as stored now."""
+    conn.executemany(same("INSERT INTO lastmod_samples (source, key, content_hash, queued_at) SELECT source, key, "
+                          "content_hash, ? FROM items WHERE source = ? AND key = ? ON CONFLICT (source, key) DO NOTHING"),
+                     [(at, source, k) for k in keys])
+
+
+def samples(conn: Conn, source: str) -> list[tuple[str, str, float, str | None, str | None]]:
+    """The source's pages queued to check their dates: (key, content hash then, queued at, content hash now,
+    fetched at now: ISO text or None)."""
+    return [(r[0], r[1], float(r[2]), r[3], r[4]) for r in conn.execute(same(
+        "SELECT s.key, s.content_hash, s.queued_at, i.content_hash, i.fetched_at FROM lastmod_samples AS s "
+        "LEFT JOIN items AS i ON i.source = s.source AND i.key = s.key WHERE s.source = ?"), (source,))]
+
+
+def settled(conn: Conn, source: str, keys: list[str]) -> None:
+    conn.executemany(same("DELETE FROM lastmod_samples WHERE source = ? AND key = ?"), [(source, k) for k in keys])
 
 
 def all_lastmod_trust(conn: Conn) -> dict[str, tuple[int, int]]:

@@ -97,6 +97,11 @@ def sampled(url: str, checks: int, every: int) -> bool:
     return int.from_bytes(hashlib.sha256(f"{url}\n{checks}".encode()).digest()[:8], "big") % every == 0
 
 
+def first_by_hash(keys: Iterable[str], turn: int, n: int) -> list[str]:
+    """`n` of `keys` chosen by a hash that moves with `turn` (each walk's few pages to check)."""
+    return sorted(keys, key=lambda k: hashlib.sha256(f"{k}\n{turn}".encode()).digest())[:n]
+
+
 def endpoint_of(url: str, robots_txt: bool, walk: bool) -> str:
     """The endpoint kind a request counts under: robots.txt, a sitemap file, a walk's other pages (a
     listing), or a job's item."""

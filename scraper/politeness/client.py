@@ -313,6 +313,17 @@ class Walk:
         """The Sitemap: lines of the site's robots.txt (fetched through this GET when not kept yet)."""
         return self.client.sitemaps_of(self, site_url)
 
+    def kept_sitemap(self, url: str, lastmod: str | None) -> bytes | None:
+        """The kept sitemap file at `url` while its index's `lastmod` for it has not moved (None: fetch it)."""
+        if not revalidation.on(self.client.s, self.source):
+            return None
+        return self.client.revalidation.kept_sitemap(url, lastmod)
+
+    def dated(self, url: str, lastmod: str | None) -> None:
+        """The index's `lastmod` of the sitemap file just fetched from `url`, kept with it."""
+        if revalidation.on(self.client.s, self.source):
+            self.client.revalidation.dated(url, lastmod)
+
     def domain(self, url: str) -> str:
         return self._domain or domain_of(url)
 

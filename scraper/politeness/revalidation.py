@@ -104,11 +104,26 @@ class Revalidation:
         out.not_modified = True
         return out
 
+    def kept_sitemap(self, url: str, lastmod: str | None) -> bytes | None:
+        """The kept sitemap file at `url` when its index still gives it the date it had when fetched (None:
+        fetch it); what it saved is counted, no request is."""
+        stored = rows.load(self.conn, url) if lastmod else None
+        if stored is None or stored.lastmod != lastmod:
+            return None
+        rows.count(self.conn, stored.source, stored.endpoint, bytes_saved=stored.size)
+        return zlib.decompress(stored.body)
+
+    def dated(self, url: str, lastmod: str | None) -> None:
+        """The date the index gave the sitemap file just fetched from `url`."""
+        rows.dated(self.conn, url, lastmod)
+
     def _keep(self, ask: Ask, body: bytes, now: float) -> None:
-        """Keep a full answer with its validators for the next time; one without any forgets the URL's (they
-        would revalidate an answer that is not the latest)."""
+        """Keep a full answer with its validators for the next time (a sitemap file even without: its index's
+        date may spare the next request); one without any forgets the URL's (they would revalidate an answer
+        that is not the latest)."""
         headers = rules.kept(getattr(body, "headers", {}))
-        if not rules.has_validator(headers) or not rules.sends(ask.state):
+        worth = rules.has_validator(headers) or (ask.endpoint == rules.SITEMAP and not rules.varies_always(headers))
+        if not worth or not rules.sends(ask.state):
             if ask.stored is not None:
                 rows.forget(self.conn, ask.url)
             return

@@ -4,8 +4,9 @@
 -- robots.txt, sitemaps and listing pages are stored nowhere else) and when it was last validated.
 -- `revalidation`: per source and endpoint kind, what the validators earned and the verdict (unknown, used,
 -- ignored, unreliable). `lastmod_trust`: per catalogue source, sampled pages whose unmoved sitemap lastmod
--- proved true or lied. `revisits`: one row per 304 or unchanged 200 of a stored item's answer, for the WARC
--- export's revisit records. The same text serves PostgreSQL (translated).
+-- proved true or lied; `lastmod_samples` the pages queued to check it, settled by the next walk. A kept sitemap
+-- file's `lastmod` is the date its index gave it when it was fetched (an unmoved one is not fetched again).
+-- `revisits`: one row per 304 or unchanged 200 of a kept URL, for the WARC export's revisit records. The same text serves PostgreSQL (translated).
 
     CREATE TABLE IF NOT EXISTS validators (
         url TEXT PRIMARY KEY,
@@ -23,7 +24,8 @@
         body BLOB NOT NULL,
         fetched_at REAL NOT NULL,
         validated_at REAL NOT NULL,
-        checks INTEGER NOT NULL DEFAULT 0
+        checks INTEGER NOT NULL DEFAULT 0,
+        lastmod TEXT
     );
     CREATE TABLE IF NOT EXISTS revalidation (
         source TEXT NOT NULL,
@@ -42,6 +44,13 @@
         source TEXT PRIMARY KEY,
         sampled INTEGER NOT NULL DEFAULT 0,
         lied INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE IF NOT EXISTS lastmod_samples (
+        source TEXT NOT NULL,
+        key TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        queued_at REAL NOT NULL,
+        PRIMARY KEY (source, key)
     );
     CREATE TABLE IF NOT EXISTS revisits (
         url TEXT NOT NULL,
