@@ -221,8 +221,8 @@ def _work(w):
 def test_a_refresh_of_templates_whose_detail_validators_ignore_views_is_mostly_304s(tmp_path):
     """The issue's 300 with 10 edited, scaled down (make bench prints the 300): the edited become version 2,
     the others stay version 1 with a later validation time; the view counts moved for all."""
-    from scripts.standin.server import StandinSite
     from scraper.mirror import sync
+    from scripts.standin.server import StandinSite
 
     with StandinSite(templates=30, rate=0, validators="views") as site:
         ids = site.corpus.ids[:30]
@@ -251,9 +251,9 @@ def test_a_refresh_of_templates_whose_detail_validators_ignore_views_is_mostly_3
 def test_the_n8n_listing_whose_view_counts_move_costs_the_same_requests_and_reports_no_304(tmp_path):
     """As the real API behaves: every listing page carries view counts that move, so its tag moves too: the
     walk sends what it sent before (conditional, no HEAD, nothing more) and reports a 304 share of 0."""
-    from scripts.standin.server import StandinSite
     from scraper.mirror import seed
     from scraper.products import sources
+    from scripts.standin.server import StandinSite
     from tests.helpers import in_process
 
     with StandinSite(templates=150, rate=0, validators="strong") as site:
@@ -374,7 +374,7 @@ def test_a_sitemap_whose_dates_never_move_loses_its_trust_and_the_changes_are_st
     assert c.walk().changed == 0
     c.run()                                     # the sample (every page, at 1) fetches them: version 2
     versions = dict(c.conn.execute("SELECT key, version FROM items").fetchall())
-    assert [versions[k] for k in keys[:2]] == [2, 2] and set(versions[k] for k in keys[2:]) == {1}
+    assert [versions[k] for k in keys[:2]] == [2, 2] and {versions[k] for k in keys[2:]} == {1}
     c.walk()                                    # settles: a change under an unmoved date
     shown = validators_shown(c)["lastmod"]
     assert shown["trusted"] is False and shown["lied"] == 2

@@ -143,7 +143,8 @@ def lastmod_checked(conn: Conn, source: str, sampled: int, lied: int) -> None:
 def sample(conn: Conn, source: str, keys: list[str], at: float) -> None:
     """Stored pages queued to check their unmoved sitemap dates, with their content hash as stored now."""
     conn.executemany(same("INSERT INTO lastmod_samples (source, key, content_hash, queued_at) SELECT source, key, "
-                          "content_hash, ? FROM items WHERE source = ? AND key = ? ON CONFLICT (source, key) DO NOTHING"),
+                          "content_hash, ? FROM items WHERE source = ? AND key = ? "
+                          "ON CONFLICT (source, key) DO NOTHING"),
                      [(at, source, k) for k in keys])
 
 

@@ -18,7 +18,8 @@ from scraper.base.errors import ConfigError, FetchError, ParseError
 from scraper.db import items as item_rows
 from scraper.db.queue import Queue
 from scraper.db.store import transaction
-from scraper.mirror import lastmod, sync
+from scraper.mirror import sync
+from scraper.mirror.lastmod import Dates
 from scraper.sites import catalogue, sitemaps
 
 log = logging.getLogger(__name__)
@@ -198,7 +199,7 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     if robots_sitemaps is None:
         robots_sitemaps = read_robots(source, counted, polite=get)
     keep = Kept(source)
-    dates = lastmod.Dates(conn, settings, source, now)
+    dates = Dates(conn, settings, source, now)
     listed, complete, requests, errors = read(counted, sitemap_urls(source, robots_sitemaps), keep,
                                               kept=get if dates.trusted else None)
     left_out = len(keep.left_out)

@@ -28,8 +28,8 @@ from scraper.db import requestlog, store
 from scraper.db.queue import Queue
 from scraper.net import http
 from scraper.policy import retry
-from scraper.politeness import domain as politeness
 from scraper.policy import revalidate as revalidate_rules
+from scraper.politeness import domain as politeness
 from scraper.politeness import proxypool, rates, revalidation
 from scraper.politeness.limiter import open_limiter
 from scraper.politeness.robots import Robots
@@ -148,10 +148,11 @@ class Client:
 
     def _send(self, errand: Errand, url: str, max_bytes: int | None, robots_txt: bool,
               headers: dict[str, str] | None) -> bytes:
-        """One request (`headers`: its validators, or None). With a proxy pool, each try takes the domain's slot first, then a proxy (`_through`): a proxy's fault
-        rotates to the next one and tries again at once, uncounted; a 403 through one proxy while another is
-        usable bans it for the domain and tries another. A 403 through every one is the site's answer: the
-        bans this request made are lifted and the 403 ends the request as without proxies."""
+        """One request (`headers`: its validators, or None). With a proxy pool, each try takes the domain's slot
+        first, then a proxy (`_through`): a proxy's fault rotates to the next one and tries again at once,
+        uncounted; a 403 through one proxy while another is usable bans it for the domain and tries another. A 403
+        through every one is the site's answer: the bans this request made are lifted and the 403 ends the request
+        as without proxies."""
         pool = self.pool_for(errand.source)
         if not pool:
             return self._through(errand, url, max_bytes, robots_txt, None, headers=headers)

@@ -45,7 +45,8 @@ def report(conn, settings, now):
 def summed(endpoints):
     """A source's `validators` object: its endpoints' counts added and its verdict, each endpoint's beside."""
     out = revalidate.summed(endpoints.values() if isinstance(endpoints, dict) else endpoints)
-    out["endpoints"] = {name: dataclasses.asdict(c) for name, c in endpoints.items()} if isinstance(endpoints, dict) else {}
+    out["endpoints"] = ({name: dataclasses.asdict(c) for name, c in endpoints.items()}
+                        if isinstance(endpoints, dict) else {})
     return out
 
 
