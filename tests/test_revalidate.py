@@ -244,8 +244,31 @@ def test_a_refresh_of_templates_whose_detail_validators_ignore_views_is_mostly_3
         assert all(later[u] > first[u] for u in later)
         counts = rows.counts(conn, "n8n", rules.ITEM)
         assert (counts.not_modified, counts.conditional, counts.state) == (27, 30, rules.USED)
+        _warc_has_a_revisit_per_304(tmp_path, conn, s, 27)
         conn.close()
         w.client.session.close()
+
+
+def _warc_has_a_revisit_per_304(tmp_path, conn, s, count):
+    """The WARC export: a revisit record (server-not-modified) per 304, pointing at its version's response."""
+    pytest.importorskip("warcio")
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.checker import Checker
+
+    from scraper.products import warc
+    out = tmp_path / "mirror.warc.gz"
+    summary = warc.write_file(conn, str(out), (s.api_url, s.site_url))
+    with open(out, "rb") as fh:
+        records = [(r.rec_type, dict(r.rec_headers.headers)) for r in ArchiveIterator(fh)]
+    responses_ = {h["WARC-Record-ID"]: h for t, h in records if t == "response"}
+    revisits = [h for t, h in records if t == "revisit"]
+    assert summary.revisits == len(revisits) == count
+    for h in revisits:
+        assert h["WARC-Profile"] == "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+        target = responses_[h["WARC-Refers-To"]]
+        assert h["WARC-Refers-To-Target-URI"] == target["WARC-Target-URI"] == h["WARC-Target-URI"]
+        assert h["WARC-Refers-To-Date"] == target["WARC-Date"] and "WARC-Payload-Digest" not in h
+    assert Checker(types.SimpleNamespace(inputs=[str(out)], verbose=False)).process_all() == 0
 
 
 def test_the_n8n_listing_whose_view_counts_move_costs_the_same_requests_and_reports_no_304(tmp_path):
@@ -398,3 +421,26 @@ def test_a_sitemap_stamped_with_its_build_date_is_not_trusted_and_its_pages_are_
 def validators_shown(c):
     from scraper.products import sources
     return {r["name"]: r for r in sources.report(c.conn, c.s, time.time())}["events"]
+
+
+def test_an_unchanged_200_is_an_identical_payload_digest_revisit_of_its_version(tmp_path):
+    pytest.importorskip("warcio")
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.checker import Checker
+
+    from scraper.mirror import versions
+    from scraper.products import warc
+    body = b'{"workflow": {"id": 7, "views": 1}}'
+    stored = versions.Stored(7, 1, "api", "http://api.test/t/7", 200, "application/json", "2026-11-01T00:00:00+00:00",
+                             body, ())
+    found = [versions.Revisit(1_795_000_000.0, "identical-payload-digest", rules.digest(body)),
+             versions.Revisit(1_795_000_001.0, "identical-payload-digest", "another version's")]
+    out = tmp_path / "one.warc.gz"
+    with open(out, "wb") as fh:
+        assert warc.write(fh, [stored], "one.warc.gz", lambda url: found).revisits == 1
+    with open(out, "rb") as fh:
+        response, revisit = [dict(r.rec_headers.headers) for r in ArchiveIterator(fh)][1:]
+    assert revisit["WARC-Profile"].endswith("/1.1/revisit/identical-payload-digest")
+    assert revisit["WARC-Payload-Digest"] == response["WARC-Payload-Digest"]
+    assert revisit["WARC-Refers-To"] == response["WARC-Record-ID"]
+    assert Checker(types.SimpleNamespace(inputs=[str(out)], verbose=False)).process_all() == 0
