@@ -76,6 +76,7 @@ bench: install
 	$(BIN)/python -m scripts.bench_postgres
 	$(BIN)/python -m scripts.bench_transcripts
 	$(BIN)/python -m scripts.bench_delivery
+	$(BIN)/python -m scripts.bench_refresh
 
 clean:
 	rm -rf $(VENV) *.egg-info $(DEMO_DB) $(DEMO_DB)-*
