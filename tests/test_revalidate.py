@@ -21,7 +21,6 @@ from scraper.politeness import client
 
 URL = "http://site.test/sitemap.xml"
 BODY = b"<urlset><url><loc>http://site.test/a</loc></url></urlset>"
-LM = "Sun, 06 Nov 1994 08:49:37 GMT"
 
 
 # --- the pure rules ------------------------------------------------------------------------------
@@ -33,9 +32,10 @@ def test_a_304_freshens_the_stored_fields_but_never_their_coding_or_length_and_k
 
 
 def test_validators_are_sent_verbatim_only_under_the_accept_encoding_they_came_with():
-    headers = {"etag": 'W/"a-gzip"', "last-modified": LM}
+    lm = "Sun, 06 Nov 1994 08:49:37 GMT"
+    headers = {"etag": 'W/"a-gzip"', "last-modified": lm}
     assert rules.conditional(headers, "gzip, deflate", "gzip, deflate") == {
-        "If-None-Match": 'W/"a-gzip"', "If-Modified-Since": LM}
+        "If-None-Match": 'W/"a-gzip"', "If-Modified-Since": lm}
     assert rules.conditional(headers, "gzip, deflate, br", "gzip, deflate") == {}
     assert rules.conditional({**headers, "vary": "Accept, *"}, "gzip", "gzip") == {}
 
@@ -75,26 +75,20 @@ def test_a_sitemap_stamped_with_its_build_date_is_not_trusted():
 # --- through the polite client ---------------------------------------------------------------------
 
 class Server:
-    """A `responses` callback with a validator mode: what it was sent, and what it answers."""
+    """The stand-in's validators (scripts/standin/validators.py, in one of its trap modes) behind a `responses`
+    callback: what it was sent, and what it answers; `failing`: a 503 instead."""
 
     def __init__(self, net, mode="strong", body=BODY):
-        self.mode, self.body, self.sent = mode, body, []
-        self.lie = False        # mode "lie": the content changes, the tag does not
+        from scripts.standin.validators import Validators
+        self.validators, self.body, self.sent, self.failing = Validators(mode), body, [], False
         net.add_callback(responses.GET, URL, callback=self)
 
     def __call__(self, request):
-        inm, ims = request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
-        self.sent.append((inm, ims))
-        tag = {"weak": 'W/"v1"', "dates": None}.get(self.mode, '"v1"')
-        headers = {"Last-Modified": LM} if self.mode == "dates" else {"ETag": tag}
-        if self.mode == "fail":
+        self.sent.append((request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")))
+        if self.failing:
             return 503, {}, b"down"
-        matched = (inm == tag) if tag else (ims == LM)      # exact, as strict servers compare
-        if self.mode == "ignore" or not matched:
-            return 200, headers, self.body
-        if self.mode == "no-etag-304":
-            return 304, {}, b""
-        return 304, headers, b""
+        status, headers = self.validators.answer(request.headers, self.body, path="/sitemap.xml")
+        return status, headers, b"" if status == 304 else self.body
 
 
 def _walk(backend, clock, **options):
@@ -121,7 +115,11 @@ def test_each_kind_of_validator_is_echoed_exactly_and_gets_its_304(tmp_path, net
         clock.sleep(60)
         again = _get(s, conn, clock)
         assert again == BODY and again.not_modified
-    echoed = {"weak": ('W/"v1"', None), "no-etag-304": ('"v1"', None), "dates": (None, LM)}[mode]
+    echoed = (kept.etag, kept.last_modified)        # exactly as received
+    shape = {"weak": lambda: kept.etag.startswith('W/"'),
+             "no-etag-304": lambda: kept.etag.startswith('"') and kept.last_modified is not None,
+             "dates": lambda: kept.etag is None and kept.last_modified.endswith(" GMT")}[mode]
+    assert shape()
     assert server.sent == [(None, None), echoed, echoed]
     after = rows.load(conn, URL)
     assert after.validated_at == pytest.approx(kept.validated_at + 120) and after.fetched_at == kept.fetched_at
@@ -150,7 +148,7 @@ def test_a_304_although_the_content_changed_is_caught_by_the_sample(tmp_path, ne
     s, conn = _walk(str(tmp_path / "jobs.db"), clock, revalidate_sample=1)
     server = Server(net, "lie")
     assert _get(s, conn, clock) == BODY
-    server.body = BODY.replace(b"/a<", b"/b<")      # changed; the server still says 304 to "v1"
+    server.body = BODY.replace(b"/a<", b"/b<")      # changed; the server still says 304 to its one tag
     assert _get(s, conn, clock) == server.body      # the sample's full answer, not the kept one
     counts = rows.counts(conn, "cat", rules.SITEMAP)
     assert counts.lied == 1 and counts.state == rules.UNRELIABLE
@@ -165,11 +163,11 @@ def test_a_5xx_during_a_revalidation_leaves_the_kept_answer_untouched(tmp_path, 
     server = Server(net)
     _get(s, conn, clock)
     kept = rows.load(conn, URL)
-    server.mode = "fail"
+    server.failing = True
     with pytest.raises(FetchError) as e:
         _get(s, conn, clock)
     assert e.value.status == 503 and rows.load(conn, URL) == kept
-    server.mode = "strong"          # tried again later, as today: conditional, and the 304 holds
+    server.failing = False          # tried again later, as today: conditional, and the 304 holds
     assert _get(s, conn, clock).not_modified
     conn.close()
 
@@ -444,3 +442,28 @@ def test_an_unchanged_200_is_an_identical_payload_digest_revisit_of_its_version(
     assert revisit["WARC-Payload-Digest"] == response["WARC-Payload-Digest"]
     assert revisit["WARC-Refers-To"] == response["WARC-Record-ID"]
     assert Checker(types.SimpleNamespace(inputs=[str(out)], verbose=False)).process_all() == 0
+
+
+def test_a_tag_that_depends_on_accept_encoding_is_sent_only_under_the_coding_it_came_with(tmp_path, net):
+    """The stand-in's `gzip` mode (Apache's mod_deflate): the tag names the coding. Echoed under the same
+    Accept-Encoding it gets its 304; a session whose Accept-Encoding changed sends no validator (a 200)."""
+    from scripts.standin.validators import Validators
+    server, sent = Validators("gzip"), []
+
+    def answer(request):
+        sent.append((request.headers.get("Accept-Encoding"), request.headers.get("If-None-Match")))
+        status, headers = server.answer(request.headers, BODY)
+        return status, headers, b"" if status == 304 else BODY
+
+    net.add_callback(responses.GET, URL, callback=answer)
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock)
+    _get(s, conn, clock)
+    assert _get(s, conn, clock).not_modified
+    tag = rows.load(conn, URL).etag
+    assert tag.endswith('-gzip"') and sent[1] == ("gzip, deflate", tag)
+    with client.opened(s, conn, "walk", clock) as polite:
+        polite.session.headers["Accept-Encoding"] = "gzip, deflate, br"     # brotli installed, say
+        assert not polite.walk(source="cat")(URL).not_modified
+    assert sent[2] == ("gzip, deflate, br", None)
+    conn.close()

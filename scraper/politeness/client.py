@@ -88,8 +88,8 @@ class Client:
         self.proxies = proxies      # the proxy pool, or None: no proxies anywhere in the settings
         self.robots = Robots(settings, queue.conn, clock, on_rate=getattr(limiter, "refresh", lambda domain: None))
         self._politeness: dict[str, politeness.Politeness] = {}
-        self.revalidation = revalidation.Revalidation(settings, queue.conn, clock,
-                                                      str(getattr(session, "headers", {}).get("Accept-Encoding", "")))
+        self.revalidation = revalidation.Revalidation(
+            settings, queue.conn, clock, lambda: str(getattr(session, "headers", {}).get("Accept-Encoding", "")))
 
     def politeness_of(self, domain: str) -> politeness.Politeness:
         """The domain's Politeness (one per domain in this process)."""

@@ -56,15 +56,16 @@ def on(settings: Settings, source: str | None) -> bool:
 class Revalidation:
     """One process's revalidations, over its connection (the request log's)."""
 
-    def __init__(self, settings: Settings, conn: Conn, clock: Clock, encoding: str) -> None:
-        self.s, self.conn, self.clock, self.encoding = settings, conn, clock, encoding
+    def __init__(self, settings: Settings, conn: Conn, clock: Clock, encoding: Callable[[], str]) -> None:
+        self.s, self.conn, self.clock = settings, conn, clock
+        self.encoding = encoding        # the Accept-Encoding the session sends now (the validators depend on it)
 
     def ask(self, source: str, endpoint: str, url: str) -> Ask:
         """The validators to send for `url` (none where the endpoint's verdict says they are not worth it)."""
         counts = rows.counts(self.conn, source, endpoint)
         state = counts.state if counts is not None else rules.UNKNOWN
         stored = rows.load(self.conn, url) if rules.sends(state) else None
-        headers = rules.conditional(stored.headers, stored.accept_encoding, self.encoding) if stored else {}
+        headers = rules.conditional(stored.headers, stored.accept_encoding, self.encoding()) if stored else {}
         return Ask(source, endpoint, url, stored, headers, state)
 
     def answered(self, ask: Ask, body: bytes, refetch: Callable[[], bytes]) -> bytes:
@@ -129,7 +130,7 @@ class Revalidation:
             return
         checks = ask.stored.checks + 1 if ask.stored is not None else 0
         rows.save(self.conn, rows.Stored(
-            ask.url, ask.source, ask.endpoint, headers.get("etag"), headers.get("last-modified"), self.encoding,
+            ask.url, ask.source, ask.endpoint, headers.get("etag"), headers.get("last-modified"), self.encoding(),
             headers, getattr(body, "status", None) or 200, getattr(body, "url", None),
             getattr(body, "content_type", None), rules.digest(body), len(body), zlib.compress(body, ZLIB_LEVEL),
             now, now, checks))
