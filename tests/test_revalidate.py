@@ -191,6 +191,15 @@ def test_the_counts_on_each_backend(backend, net):
     assert _get(s, conn, clock).not_modified
     assert rows.by_source(conn)["cat"][rules.SITEMAP].not_modified == 1
     assert rows.load(conn, URL).body and rows.revisits_of(conn, URL)[0][1] == "server-not-modified"
+    rows.dated(conn, URL, "2026-11-01")
+    assert rows.load(conn, URL).lastmod == "2026-11-01"
+    rows.lastmod_checked(conn, "cat", 2, 0)
+    rows.lastmod_checked(conn, "cat", 1, 1)
+    assert rows.lastmod_trust(conn, "cat") == (3, 1) and rows.all_lastmod_trust(conn) == {"cat": (3, 1)}
+    rows.sample(conn, "cat", ["/nowhere"], 1.0)         # not a stored page: nothing to check
+    assert rows.samples(conn, "cat") == []
+    rows.forget_endpoint(conn, "cat", rules.SITEMAP)
+    assert rows.load(conn, URL) is None
     conn.close()
 
 
