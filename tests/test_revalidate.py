@@ -476,3 +476,26 @@ def test_a_tag_that_depends_on_accept_encoding_is_sent_only_under_the_coding_it_
         assert not polite.walk(source="cat")(URL).not_modified
     assert sent[2] == ("gzip, deflate, br", None)
     conn.close()
+
+
+def test_a_source_s_own_revalidate_false_sends_and_keeps_nothing_for_it(tmp_path, net):
+    import dataclasses
+
+    from scraper.base import sources
+    from scraper.base.errors import ConfigError
+    from scraper.politeness import revalidation
+    found = sources.parse({"source": [{"name": "cat", "kind": "catalogue", "site": "http://site.test/",
+                                       "revalidate": False},
+                                      {"name": "other", "kind": "catalogue", "site": "http://other.test/"}]}, "s.toml")
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock)
+    s = dataclasses.replace(s, sources=found)
+    assert not revalidation.on(s, "cat") and revalidation.on(s, "other")
+    server = Server(net)
+    _get(s, conn, clock)
+    _get(s, conn, clock)
+    assert server.sent == [(None, None), (None, None)] and rows.load(conn, URL) is None
+    with pytest.raises(ConfigError, match="'revalidate'.*true or false"):
+        sources.parse({"source": [{"name": "cat", "kind": "catalogue", "site": "http://site.test/",
+                                   "revalidate": "no"}]}, "s.toml")
+    conn.close()
