@@ -4,6 +4,7 @@
 
 - n8n: a refresh of every stored template, `--edited` of them edited and every view count moved, against the
   stand-in whose detail validators ignore the views (`--validators views`): 304s, new versions, bytes.
+- n8n's listing walk the next day, every view count moved (so every page's tag too), as the real API behaves.
 - catalogue: the daily walk of the events stand-in (robots.txt, the sitemaps, the pages it queues, and the run
   that fetches them) on an unchanged day, once the sitemap dates have earned their trust.
 
@@ -66,6 +67,20 @@ def n8n_refresh(folder, templates, edited, revalidate):
             "not_modified": stats["by_status"].get("304", 0), "version_2": v2}
 
 
+def n8n_walk(folder, templates, revalidate):
+    """(requests, bytes) of the n8n listing walk on the next day, every view count moved (its tags with them)."""
+    with StandinSite(templates=templates, rate=0, validators="strong") as site:
+        s = settings.build(db_path=str(folder / f"walk-{revalidate}.db"), api_url=site.url + "/api",
+                           site_url=site.url, no_limit=True, revalidate=revalidate)
+        seed.discover(s)
+        site.change_library(views=1)
+        site.reset()
+        seed.discover(s)
+        stats = site.stats()
+    return {"requests": stats["requests"], "bytes": stats["bytes_sent"],
+            "not_modified": stats["by_status"].get("304", 0)}
+
+
 def catalogue_day(folder, events, revalidate):
     """(requests, bytes) of an unchanged day's walk and run, after the walks that earn the dates' trust."""
     with CatalogueSite(events=events, seed=3) as site:
@@ -107,6 +122,7 @@ def main(argv=None):
             out[f"n8n_refresh_revalidate_{'on' if on else 'off'}"] = n8n_refresh(folder, args.templates,
                                                                                  args.edited, on)
             out[f"catalogue_day_revalidate_{'on' if on else 'off'}"] = catalogue_day(folder, args.events, on)
+            out[f"n8n_walk_revalidate_{'on' if on else 'off'}"] = n8n_walk(folder, args.templates, on)
     before, after = out["n8n_refresh_revalidate_off"], out["n8n_refresh_revalidate_on"]
     print(f"n8n refresh of {args.templates} templates, {args.edited} edited, views moved: "
           f"before {before['requests']} requests, {before['bytes']:,} bytes; after {after['requests']} requests "
@@ -115,6 +131,10 @@ def main(argv=None):
     print(f"catalogue daily walk and run, {args.events} events, an unchanged day: before {before['requests']} "
           f"requests, {before['bytes']:,} bytes ({before['by_kind']}); after {after['requests']} requests, "
           f"{after['bytes']:,} bytes ({after['by_kind']})")
+    before, after = out["n8n_walk_revalidate_off"], out["n8n_walk_revalidate_on"]
+    print(f"n8n listing walk of {args.templates} templates, view counts moved: before {before['requests']} "
+          f"requests, {before['bytes']:,} bytes; after {after['requests']} requests ({after['not_modified']} "
+          f"answered 304), {after['bytes']:,} bytes")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
     ok = out["n8n_refresh_revalidate_on"]["not_modified"] == args.templates - args.edited
