@@ -126,6 +126,8 @@ def test_each_kind_of_validator_is_echoed_exactly_and_gets_its_304(tmp_path, net
     assert (after.etag, after.last_modified) == (kept.etag, kept.last_modified)
     assert rows.counts(conn, "cat", rules.SITEMAP) == rules.Counts(
         requests=3, conditional=2, not_modified=2, bytes_saved=2 * len(BODY), state=rules.USED)
+    # each 304 was a request like any other: its rate slot taken, its line in the request log
+    assert conn.execute("SELECT COUNT(*) FROM requests WHERE kind = 'ok'").fetchone()[0] == 3
     conn.close()
 
 
@@ -296,12 +298,17 @@ def test_the_n8n_listing_whose_view_counts_move_costs_the_same_requests_and_repo
         again = seed.discover(s)
         assert again.complete and again.pages == first.pages == 2
         assert site.stats()["by_kind"]["search"] == 2 * before and site.stats()["validators"]["not_modified"] == {}
-        shown = {r["name"]: r for r in sources.report(conn, s, time.time())}["n8n"]["validators"]
+        report = sources.report(conn, s, time.time())
+        assert "; validators unknown: 0 of 2 conditional request(s) answered 304, 0 unchanged 200(s)" in \
+            sources.render(report)
+        shown = {r["name"]: r for r in report}["n8n"]["validators"]
         assert {k: shown[k] for k in ("requests", "conditional", "not_modified", "unchanged_200", "state")} == {
             "requests": 4, "conditional": 2, "not_modified": 0, "unchanged_200": 0, "state": "unknown"}
         where = types.SimpleNamespace(api_url=s.api_url, url=site.url)
         status = json.loads(in_process(where, tmp_path / "jobs.db", "status", "--json", check=0).stdout)
         assert status["validators"]["n8n"]["conditional"] == 2
+        text = in_process(where, tmp_path / "jobs.db", "status", check=0).stdout
+        assert "validate  n8n: unknown; 0 of 2 conditional request(s) answered 304" in text
         conn.close()
 
 
