@@ -192,7 +192,9 @@ def test_the_counts_on_each_backend(backend, net):
     _get(s, conn, clock)
     assert _get(s, conn, clock).not_modified
     assert rows.by_source(conn)["cat"][rules.SITEMAP].not_modified == 1
-    assert rows.load(conn, URL).body and rows.revisits_of(conn, URL)[0][1] == "server-not-modified"
+    assert rows.load(conn, URL).body and rows.revisits_of(conn, URL) == []     # a walk's: not in the WARC
+    rows.revisit(conn, URL, 2.0, "server-not-modified", "d", 1.0, '"t"', None)
+    assert [tuple(r) for r in rows.revisits_of(conn, URL)] == [(2.0, "server-not-modified", "d", 1.0, '"t"', None)]
     rows.dated(conn, URL, "2026-11-01")
     assert rows.load(conn, URL).lastmod == "2026-11-01"
     rows.lastmod_checked(conn, "cat", 2, 0)

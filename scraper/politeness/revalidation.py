@@ -78,7 +78,7 @@ class Revalidation:
         unchanged = bool(ask.headers) and ask.stored is not None and rules.digest(body) == ask.stored.digest
         if unchanged:
             assert ask.stored is not None
-            self._revisit(ask.url, now, IDENTICAL, ask.stored)
+            self._revisit(ask, now, IDENTICAL, ask.stored)
         self._keep(ask, body, now)
         self._count(ask, conditional=int(bool(ask.headers)), unchanged_200=int(unchanged))
         return body
@@ -94,11 +94,11 @@ class Revalidation:
                 log.warning("%s answered 304 Not Modified for %s, but its content had changed: its validators are "
                             "not trusted any more (%s)", ask.source, ask.url, ask.endpoint)
             if not lied:
-                self._revisit(ask.url, now, NOT_MODIFIED, stored)
+                self._revisit(ask, now, NOT_MODIFIED, stored)
             self._keep(ask, fresh, now)
             self._count(ask, conditional=1, not_modified=1, bytes_saved=stored.size, sampled=1, lied=int(lied))
             return fresh
-        self._revisit(ask.url, now, NOT_MODIFIED, stored)
+        self._revisit(ask, now, NOT_MODIFIED, stored)
         self._count(ask, conditional=1, not_modified=1, bytes_saved=stored.size)
         out = http.answer(zlib.decompress(stored.body), stored.final_url, stored.status, stored.content_type,
                           headers)
@@ -135,8 +135,11 @@ class Revalidation:
             getattr(body, "content_type", None), rules.digest(body), len(body), zlib.compress(body, ZLIB_LEVEL),
             now, now, checks))
 
-    def _revisit(self, url: str, now: float, profile: str, stored: rows.Stored) -> None:
-        rows.revisit(self.conn, url, now, profile, stored.digest, stored.fetched_at, stored.etag, stored.last_modified)
+    def _revisit(self, ask: Ask, now: float, profile: str, stored: rows.Stored) -> None:
+        """A job's item only: its answers are the mirror's, which the WARC export writes (a walk's are not)."""
+        if ask.endpoint == rules.ITEM:
+            rows.revisit(self.conn, ask.url, now, profile, stored.digest, stored.fetched_at, stored.etag,
+                         stored.last_modified)
 
     def _count(self, ask: Ask, **counted: int) -> None:
         counts = rows.count(self.conn, ask.source, ask.endpoint, requests=1, **counted)

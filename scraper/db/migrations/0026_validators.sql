@@ -6,7 +6,7 @@
 -- ignored, unreliable). `lastmod_trust`: per catalogue source, sampled pages whose unmoved sitemap lastmod
 -- proved true or lied; `lastmod_samples` the pages queued to check it, settled by the next walk. A kept sitemap
 -- file's `lastmod` is the date its index gave it when it was fetched (an unmoved one is not fetched again).
--- `revisits`: one row per 304 or unchanged 200 of a kept URL, for the WARC export's revisit records. The same text serves PostgreSQL (translated).
+-- `revisits`: one row per 304 or unchanged 200 of a job's item, for the WARC export's revisit records. The same text serves PostgreSQL (translated).
 
     CREATE TABLE IF NOT EXISTS validators (
         url TEXT PRIMARY KEY,
