@@ -51,13 +51,15 @@ def test_the_verdict_of_an_endpoint():
     assert not rules.sends(rules.IGNORED) and not rules.sends(rules.UNRELIABLE) and rules.sends(rules.USED)
 
 
-def test_the_sample_rotates_over_the_urls_and_never_samples_at_zero():
+def test_the_sample_takes_each_url_in_its_turn_one_in_every_and_none_early():
     urls = [f"http://site.test/{i}" for i in range(200)]
-    assert not any(rules.sampled(u, 0, 0) for u in urls)
-    assert all(rules.sampled(u, 3, 1) for u in urls)
-    first = {u for u in urls if rules.sampled(u, 0, 10)}
-    second = {u for u in urls if rules.sampled(u, 1, 10)}
-    assert 5 < len(first) < 40 and first != second
+    assert not any(rules.sampled(u, n, 0) for u in urls for n in range(30))
+    assert all(rules.sampled(u, n, 1) for u in urls for n in range(3))
+    assert not any(rules.sampled(u, n, 10) for u in urls for n in range(9))     # none before the 10th
+    for u in urls:
+        taken = [n for n in range(9, 109) if rules.sampled(u, n, 10)]
+        assert len(taken) == 10 and all(b - a == 10 for a, b in zip(taken, taken[1:], strict=False))
+    assert 5 < len({u for u in urls if rules.sampled(u, 15, 10)}) < 40        # a run's samples are spread
 
 
 def test_a_view_count_is_no_change_of_content():
@@ -374,9 +376,9 @@ def events(tmp_path):
 
 def _earn_trust(c):
     """A first walk and run, then a walk whose few checked pages prove the dates (settled by the next)."""
-    c.walk()
+    assert c.walk().checked == 0        # nothing stored yet
     c.run()
-    c.walk()
+    assert c.walk().checked == rules.LASTMOD_TRUST_AFTER
     c.run()
 
 

@@ -40,6 +40,7 @@ class WalkResult:
     listed: int = 0
     errors: tuple = ()        # why the walk is not complete, one sentence each
     left_out: int = 0         # page URLs of the site's host that `include`/`exclude` left out
+    checked: int = 0          # stored pages queued although their date did not move (mirror/lastmod)
 
 
 def sitemap_urls(source, robots_sitemaps=None) -> list:
@@ -218,11 +219,13 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     with transaction(conn) as c:
         item_rows.seen(c, source.name, at, [(path, listed[path][1]) for path in listed])
     log.info("source %s: %d listed, %d left out by include/exclude, %d new, %d changed, %d missing (queued to "
-             "confirm), %d restored%s", source.name, len(listed), left_out, new, len(p.changed), len(p.missing),
-             len(p.restored), "" if complete else " (incomplete walk: nothing counted as missing)")
+             "confirm), %d restored, %d checked although their date did not move (dates %s)%s", source.name,
+             len(listed), left_out, new, len(p.changed), len(p.missing), len(p.restored), len(checks),
+             "trusted" if dates.trusted else "not trusted", "" if complete else
+             " (incomplete walk: nothing counted as missing)")
     return WalkResult(new=new, changed=len(p.changed), removed=len(p.missing), restored=len(p.restored),
                       complete=complete, requests=counted.n, listed=len(listed), errors=tuple(errors),
-                      left_out=left_out)
+                      left_out=left_out, checked=len(checks))
 
 
 class _Counted:

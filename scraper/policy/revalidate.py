@@ -90,11 +90,14 @@ def digest(body: bytes) -> str:
 
 
 def sampled(url: str, checks: int, every: int) -> bool:
-    """Whether the `checks`-th validation of `url` is checked by a full fetch, one in `every` (0: never): chosen
-    by a hash, so each run samples other URLs and every URL is sampled in time."""
-    if every <= 0:
+    """Whether the `checks`-th validation of `url` (from 0) is checked by a full fetch: one in `every` (0: never),
+    each URL at its own turn (a hash of it), so a run's samples are spread over the URLs and not all due at
+    once; none before the `every`-th validation, so a short run (and a test's request count) never pays for
+    one by chance. `every` 1 checks every one."""
+    if every <= 0 or checks < every - 1:
         return False
-    return int.from_bytes(hashlib.sha256(f"{url}\n{checks}".encode()).digest()[:8], "big") % every == 0
+    turn = int.from_bytes(hashlib.sha256(url.encode()).digest()[:8], "big") % every
+    return (checks - turn) % every == 0
 
 
 def first_by_hash(keys: Iterable[str], turn: int, n: int) -> list[str]:
