@@ -156,6 +156,7 @@ def test_a_304_although_the_content_changed_is_caught_by_the_sample(tmp_path, ne
     assert _get(s, conn, clock) == server.body      # the sample's full answer, not the kept one
     counts = rows.counts(conn, "cat", rules.SITEMAP)
     assert counts.lied == 1 and counts.state == rules.UNRELIABLE
+    assert (counts.requests, counts.conditional, counts.not_modified, counts.bytes_saved) == (3, 1, 1, 0)
     sent_before = len(server.sent)
     assert _get(s, conn, clock) == server.body and server.sent[sent_before:] == [(None, None)]
     conn.close()

@@ -96,7 +96,8 @@ class Revalidation:
             if not lied:
                 self._revisit(ask, now, NOT_MODIFIED, stored)
             self._keep(ask, fresh, now)
-            self._count(ask, conditional=1, not_modified=1, bytes_saved=stored.size, sampled=1, lied=int(lied))
+            # two requests, and the full one spent the bytes the 304 saved
+            self._count(ask, requests=2, conditional=1, not_modified=1, sampled=1, lied=int(lied))
             return fresh
         self._revisit(ask, now, NOT_MODIFIED, stored)
         self._count(ask, conditional=1, not_modified=1, bytes_saved=stored.size)
@@ -141,8 +142,8 @@ class Revalidation:
             rows.revisit(self.conn, ask.url, now, profile, stored.digest, stored.fetched_at, stored.etag,
                          stored.last_modified)
 
-    def _count(self, ask: Ask, **counted: int) -> None:
-        counts = rows.count(self.conn, ask.source, ask.endpoint, requests=1, **counted)
+    def _count(self, ask: Ask, requests: int = 1, **counted: int) -> None:
+        counts = rows.count(self.conn, ask.source, ask.endpoint, requests=requests, **counted)
         state = rules.next_state(counts)
         if state != counts.state:
             log.info("validators at %s (%s): %s", ask.source, ask.endpoint, state)
