@@ -9,6 +9,9 @@ import types
 
 import pytest
 import responses
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from scraper.base import settings
 from scraper.base.clock import FakeClock
@@ -72,6 +75,36 @@ def test_a_sitemap_stamped_with_its_build_date_is_not_trusted():
     assert not rules.build_dated([f"2026-10-{d:02d}" for d in range(1, 26)])
     assert not rules.lastmod_trusted(rules.LASTMOD_TRUST_AFTER - 1, 0)
     assert rules.lastmod_trusted(rules.LASTMOD_TRUST_AFTER, 0) and not rules.lastmod_trusted(99, 1)
+
+
+FIELDS = st.sampled_from(["ETag", "etag", "Last-Modified", "Date", "Cache-Control", "Content-Encoding",
+                           "Content-Length", "Content-Type", "Vary", "X-Other"])
+VALUES = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
+
+
+@given(st.dictionaries(FIELDS, VALUES), st.dictionaries(FIELDS, VALUES))
+@examples(max_examples=80, deadline=None)
+def test_a_304_never_moves_the_coding_or_length_and_never_loses_a_field(stored, answer):
+    kept = rules.kept(stored)
+    out = rules.merged(kept, answer)
+    for field in rules.NEVER_FROM_304:
+        assert out.get(field) == kept.get(field)
+    assert set(kept) <= set(out) and set(out) <= set(rules.KEPT)
+    for name, value in rules.kept(answer).items():
+        if name not in rules.NEVER_FROM_304:
+            assert out[name] == value
+
+
+@given(st.builds(rules.Counts, st.integers(0, 9), st.integers(0, 9), st.integers(0, 9), st.integers(0, 9),
+                 st.integers(0, 99), st.integers(0, 3), st.integers(0, 3), st.sampled_from(rules.STATES)))
+@examples(max_examples=80, deadline=None)
+def test_the_verdict_never_sends_again_once_ignored_or_unreliable(c):
+    state = rules.next_state(c)
+    assert state in rules.STATES
+    if c.lied:
+        assert state == rules.UNRELIABLE
+    if c.state in (rules.IGNORED, rules.UNRELIABLE):
+        assert not rules.sends(state)
 
 
 # --- through the polite client ---------------------------------------------------------------------
