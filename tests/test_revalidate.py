@@ -350,6 +350,24 @@ def test_the_n8n_listing_whose_view_counts_move_costs_the_same_requests_and_repo
         conn.close()
 
 
+def test_an_unchanged_listing_page_answered_304_is_read_from_what_was_kept_and_counts_as_seen(tmp_path):
+    from scraper.mirror import seed, sync
+    from scripts.standin.server import StandinSite
+
+    with StandinSite(templates=150, rate=0, validators="strong") as site:
+        s = settings.build(db_path=str(tmp_path / "jobs.db"), api_url=site.url + "/api", site_url=site.url,
+                           no_limit=True)
+        conn = store.open_db(s.db_path)
+        first = seed.discover(s)
+        sync.apply(conn, s, first, time.time(), time.time())
+        again = seed.discover(s)
+        assert site.stats()["validators"]["not_modified"] == {"search": 2}
+        assert again.complete and list(again.entries) == list(first.entries)
+        plan, _new, _known = sync.apply(conn, s, again, time.time(), time.time())
+        assert (plan.new, plan.changed, plan.missing) == ([], [], [])     # every stored id seen: none missing
+        conn.close()
+
+
 # --- a catalogue source: sitemap dates trusted when earned (the events stand-in in-process, on 127.0.0.2) ------
 
 class Catalogue:
