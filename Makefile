@@ -88,6 +88,7 @@ bench: install
 	$(BIN)/python -m scripts.bench_postgres
 	$(BIN)/python -m scripts.bench_transcripts
 	$(BIN)/python -m scripts.bench_delivery
+	$(BIN)/python -m scripts.bench_refresh
 	$(BIN)/python -m scripts.bench_scrapy
 
 clean:

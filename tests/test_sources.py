@@ -229,7 +229,9 @@ def test_sources_json_has_exactly_the_keys_of_the_issue(tmp_path, db):
     assert [r["name"] for r in rows] == ["n8n", "events"]
     for r in rows:
         assert set(r) == {"name", "kind", "enabled", "priority", "every", "domains", "last_walk_at", "next_due_at",
-                          "jobs", "items", "fetch"}
+                          "jobs", "items", "fetch", "validators"} | ({"lastmod"} if r["kind"] == "catalogue" else set())
+        assert set(r["validators"]) == {"requests", "conditional", "not_modified", "unchanged_200", "bytes_saved",
+                                        "state", "endpoints"} and r["validators"]["state"] == "unknown"
         for d in r["domains"]:
             assert set(d) == {"domain", "rate_per_s", "configured_rate_per_s", "burst"}
         assert set(r["items"]) == {"live", "removed"}

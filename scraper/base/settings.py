@@ -52,6 +52,7 @@ TRANSCRIPT_LANGUAGES = ("en",)
 # obeyed (the default) transcript jobs could only end invalid; an operator turns them on knowingly.
 TRANSCRIPTS = False
 BROWSER = "chromium"        # `fetcher = "browser" | "auto"`: the system's Chromium, found on PATH (never downloaded)
+REVALIDATE_SAMPLE = 50      # one 304 in this many is re-fetched in full to check it (a 2 % sample)
 ADAPTIVE_RECOVER_S = 60.0    # a slowed domain climbs back from its floor to its rate within this long
 GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
 ROBOTS = "obey"             # robots.txt: obey or ignore
@@ -156,6 +157,12 @@ class Settings:
     adaptive_recover_s: float = setting(ADAPTIVE_RECOVER_S, "adaptive_recover", "float", "Time a slowed domain "
                                         "takes to climb back from its floor (a tenth of its rate) to its rate.",
                                         unit="s", above=0)
+    revalidate: bool = setting(True, "revalidate", "bool", "Keep each answer's validators (ETag, Last-Modified) "
+                               "and send them when it is fetched again: a 304 is no new version; sitemap dates "
+                               "are trusted once earned. A source's own `revalidate = false` turns it off there.")
+    revalidate_sample: int = setting(REVALIDATE_SAMPLE, "revalidate_sample", "int", "Re-fetch in full one 304 in "
+                                     "this many (and one unmoved sitemap date) to catch a server that lies; 0: "
+                                     "never.", at_least=0)
     robots: str = setting(ROBOTS, "robots", "choice", "Obey each host's robots.txt (rules, Crawl-delay, "
                           "Request-rate), or ignore every host's rules with a warning.", choices=("obey", "ignore"))
     robots_ignore: tuple = setting((), "robots_ignore", "list", "Domains whose robots.txt is ignored knowingly (a "

@@ -20,7 +20,7 @@ PRIORITY = 1
 
 _UNITS_S = {"m": 60, "h": 3600, "d": 86400}
 _NAME = re.compile(r"[a-z0-9-]+")
-_COMMON = ("name", "kind", "enabled", "priority", "every", "rate", "burst", "proxies")
+_COMMON = ("name", "kind", "enabled", "priority", "every", "rate", "burst", "proxies", "revalidate")
 _STR_LISTS = ("sitemaps", "include", "exclude", "required", "volatile", "allow_domains")
 _KIND_KEYS = {
     "n8n": ("api_url", "site_url"),
@@ -43,6 +43,7 @@ class Source:
     burst: int | None = None
     options: tuple = ()         # the kind's own keys as sorted (key, value) pairs (frozen)
     proxies: tuple = ()         # base.proxies.ProxyUrl: this source's own, over the run's; (): the run's
+    revalidate: bool = True     # validators kept and sent, sitemap dates trusted once earned (and the run's setting)
 
     def opt(self, key, default=None):
         """One of the kind's own keys, or `default` when the file does not give it."""
@@ -133,6 +134,9 @@ def _source(t, path, number):
     enabled = t.get("enabled", True)
     if not isinstance(enabled, bool):
         raise bad("enabled", "it must be true or false")
+    revalidate = t.get("revalidate", True)
+    if not isinstance(revalidate, bool):
+        raise bad("revalidate", "it must be true or false")
     priority = t.get("priority", PRIORITY)
     if isinstance(priority, bool) or not isinstance(priority, int) or priority < 1:
         raise bad("priority", "it must be a whole number, 1 or more (1 is first)")
@@ -154,7 +158,7 @@ def _source(t, path, number):
     options = {k: t[k] for k in _KIND_KEYS[kind] if k in t}
     _check_kind(kind, options, bad)
     return Source(name=name, kind=kind, enabled=enabled, priority=priority, every=every, every_s=every_s,
-                  rate=None if rate is None else float(rate), burst=burst, proxies=own_proxies,
+                  rate=None if rate is None else float(rate), burst=burst, proxies=own_proxies, revalidate=revalidate,
                   options=tuple(sorted((k, _frozen(v)) for k, v in options.items())))
 
 

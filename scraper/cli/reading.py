@@ -86,7 +86,8 @@ def failures_cmd(ctx, as_json, limit):
 
 @click.command("sources")
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of {name, kind, enabled, priority, every, domains, "
-              "last_walk_at, next_due_at, jobs, items}, one per source, instead of text.")
+              "last_walk_at, next_due_at, jobs, items, validators, lastmod (a catalogue's)}, one per source, instead "
+              "of text.")
 @click.pass_context
 def sources_cmd(ctx, as_json):
     """The sources of the sources file (or the built-in n8n): kind, priority, cadence, each domain's rate,

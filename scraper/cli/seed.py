@@ -22,6 +22,7 @@ from scraper.cli.common import (
 
 # the settings a walk uses, shown in `seed --help` (also `update`'s walk step takes them from `run`'s)
 WALK_SETTINGS = ("rate", "burst", "timeout", "max_attempts", "backoff_base", "robots", "robots_ignore")
+WALK_HIDDEN = ("revalidate", "revalidate_sample")    # accepted; set by key as often (scraper config lists them)
 UNNAMED_SAID = "scraper.unnamed_said"   # root ctx.meta: said once per command (`update` checks at each step)
 
 
@@ -43,7 +44,7 @@ def _job_count(s):
 @click.option("--adopt-urls", is_flag=True,
               help="Move a database seeded from other --api-url/--site-url (or a catalogue walked from "
                    "another site) to these (deliberately).")
-@setting_options(*WALK_SETTINGS)
+@setting_options(*WALK_SETTINGS, hidden=WALK_HIDDEN)
 @click.pass_context
 def seed_cmd(ctx, from_search, ids_file, source_names, limit, if_empty, adopt_urls, **flags):
     """Queue jobs. Without an option, walk every enabled source that is due (never walked, or its last

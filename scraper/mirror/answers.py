@@ -11,7 +11,6 @@ template's row and answers, `removal()` for a confirmed removal; `mirror/record`
 `db/results.Plan` the job's transaction writes.
 """
 
-import hashlib
 import json
 import zlib
 from typing import NamedTuple
@@ -23,11 +22,11 @@ from scraper.db.answers import Change, Current
 from scraper.db.results import Workflow
 from scraper.db.store import transaction, upsert
 from scraper.net.http import Answer
+from scraper.policy import revalidate
 from scraper.sites import n8n
 
 API, PAGE = n8n.API, n8n.PAGE
 N8N = n8n.SITE                # the source of the templates (at most one source of kind n8n)
-VIEW_COUNTERS = ("views", "totalViews", "recentViews")   # move daily; never a new version
 SYNC_COLUMNS = ("version", "first_seen_at", "last_seen_at", "removed_at")   # not from an answer
 REJECTED, REJECTED_VERSION = "rejected", 0    # a refused answer (not a graph), kept apart from the versions
 ZLIB_LEVEL = 9               # answers are small (5-60 KB) and written once per fetch: size wins
@@ -62,26 +61,11 @@ def decompress(blob):
     return zlib.decompress(blob)
 
 
-def without_view_counters(obj):
-    """The answer with the view counters left out, at its top level and in its `workflow` object."""
-    if not isinstance(obj, dict):
-        return obj
-    out = {k: v for k, v in obj.items() if k not in VIEW_COUNTERS}
-    if isinstance(out.get("workflow"), dict):
-        out["workflow"] = {k: v for k, v in out["workflow"].items() if k not in VIEW_COUNTERS}
-    return out
-
-
 def content_hash(body):
     """SHA-256 of the answer's JSON without view counters, keys sorted (so key order is no change)."""
     if isinstance(body, Packed) and body.digest:
         return body.digest
-    try:
-        data = json.loads(body)
-    except (ValueError, TypeError):
-        return hashlib.sha256(body).hexdigest()
-    canonical = json.dumps(without_view_counters(data), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return revalidate.digest(body)
 
 
 def next_version(current, old_hash, new_hash, old_row_hash=None, new_row_hash=None):

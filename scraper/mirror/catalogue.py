@@ -19,6 +19,7 @@ from scraper.db import items as item_rows
 from scraper.db.queue import Queue
 from scraper.db.store import transaction
 from scraper.mirror import sync
+from scraper.mirror.lastmod import Dates
 from scraper.sites import catalogue, sitemaps
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class WalkResult:
     listed: int = 0
     errors: tuple = ()        # why the walk is not complete, one sentence each
     left_out: int = 0         # page URLs of the site's host that `include`/`exclude` left out
+    checked: int = 0          # stored pages queued although their date did not move (mirror/lastmod)
 
 
 def sitemap_urls(source, robots_sitemaps=None) -> list:
@@ -103,21 +105,28 @@ def _without_filters(source):
     return dc.replace(source, options=tuple((k, v) for k, v in source.options if k not in ("include", "exclude")))
 
 
-def read(get, urls, keep, max_sitemaps=MAX_SITEMAPS, max_urls=MAX_URLS):
-    """({path: (url, lastmod)}, complete, requests, errors) from the sitemaps `urls`, their indexes followed."""
+def read(get, urls, keep, max_sitemaps=MAX_SITEMAPS, max_urls=MAX_URLS, kept=None):
+    """({path: (url, lastmod)}, complete, requests, errors) from the sitemaps `urls`, their indexes followed.
+    `kept` (a walk's polite GET, when the source's dates are trusted): a child sitemap whose index `lastmod`
+    has not moved since it was fetched is read from what was kept of it, with no request."""
     found, errors, requests, seen = {}, [], 0, set()
-    todo = [(u, 0) for u in urls]
+    todo = [(u, 0, None) for u in urls]
     while todo:
-        url, depth = todo.pop(0)
+        url, depth, dated = todo.pop(0)
         if url in seen:
             continue
         if len(seen) >= max_sitemaps:
             errors.append(f"more than {max_sitemaps} sitemaps; the rest were not read")
             break
         seen.add(url)
-        requests += 1
         try:
-            sitemap = sitemaps.parse(get(url))
+            body = kept.kept_sitemap(url, dated) if kept is not None else None
+            if body is None:
+                requests += 1
+                body = get(url)
+                if hasattr(get, "dated"):
+                    get.dated(url, dated)
+            sitemap = sitemaps.parse(body)
         except (FetchError, ParseError) as e:
             errors.append(f"{url}: {e}")
             continue
@@ -126,9 +135,9 @@ def read(get, urls, keep, max_sitemaps=MAX_SITEMAPS, max_urls=MAX_URLS):
                 errors.append(f"{url}: sitemap indexes nested more than {MAX_INDEX_DEPTH} deep")
                 continue
             parent = _bare(urlsplit(url).hostname)
-            for loc, _ in sitemap.entries:
+            for loc, lastmod in sitemap.entries:
                 if _bare(urlsplit(loc).hostname) == parent:
-                    todo.append((loc, depth + 1))
+                    todo.append((loc, depth + 1, lastmod))
             continue
         for loc, lastmod in sitemap.entries:
             if keep(loc):
@@ -191,31 +200,39 @@ def walk(conn, settings, source, get, now, robots_sitemaps=None) -> WalkResult:
     if robots_sitemaps is None:
         robots_sitemaps = read_robots(source, counted, polite=get)
     keep = Kept(source)
-    listed, complete, requests, errors = read(counted, sitemap_urls(source, robots_sitemaps), keep)
+    dates = Dates(conn, settings, source, now)
+    listed, complete, requests, errors = read(counted, sitemap_urls(source, robots_sitemaps), keep,
+                                              kept=get if dates.trusted else None)
     left_out = len(keep.left_out)
     for e in errors:
         log.warning("source %s: %s", source.name, e)
     finished, items = item_rows.walk_state(conn, source.name, catalogue.SITE)
     jobs = {path: (None if f is None else sync.iso(f)) for path, f in finished.items()}
     p = plan(listed, complete, jobs, items)
+    checks = dates.checks(listed, items, set(p.changed) | set(p.restored))
     queue = Queue(conn)
     rows = [catalogue.site.job_row(settings, (source.name, listed[path][0])) for path in p.new]
     new, _ = queue.seed(rows, now)
-    queue.refetch([catalogue.job_key(source.name, path) for path in p.changed + p.missing + p.restored], now)
+    queue.refetch([catalogue.job_key(source.name, path) for path in p.changed + p.missing + p.restored + checks],
+                  now)
     at = sync.iso(now)
     with transaction(conn) as c:
         item_rows.seen(c, source.name, at, [(path, listed[path][1]) for path in listed])
     log.info("source %s: %d listed, %d left out by include/exclude, %d new, %d changed, %d missing (queued to "
-             "confirm), %d restored%s", source.name, len(listed), left_out, new, len(p.changed), len(p.missing),
-             len(p.restored), "" if complete else " (incomplete walk: nothing counted as missing)")
+             "confirm), %d restored, %d checked although their date did not move (dates %s)%s", source.name,
+             len(listed), left_out, new, len(p.changed), len(p.missing), len(p.restored), len(checks),
+             "trusted" if dates.trusted else "not trusted", "" if complete else
+             " (incomplete walk: nothing counted as missing)")
     return WalkResult(new=new, changed=len(p.changed), removed=len(p.missing), restored=len(p.restored),
                       complete=complete, requests=counted.n, listed=len(listed), errors=tuple(errors),
-                      left_out=left_out)
+                      left_out=left_out, checked=len(checks))
 
 
 class _Counted:
     def __init__(self, get):
         self.get, self.n = get, 0
+        if hasattr(get, "dated"):
+            self.dated = get.dated
 
     def __call__(self, url):
         self.n += 1

@@ -16,6 +16,7 @@ from scraper.db import listing, templates
 from scraper.db.queue import Queue
 from scraper.db.store import transaction
 from scraper.mirror import answers, seed
+from scraper.policy import revalidate
 from scraper.sites import n8n
 
 DAY_S = 86_400
@@ -34,7 +35,7 @@ class Plan:
 
 def entry_hash(item):
     """SHA-256 of a listing entry without its view counters, keys sorted."""
-    canonical = json.dumps(answers.without_view_counters(item), ensure_ascii=False, sort_keys=True,
+    canonical = json.dumps(revalidate.without_view_counters(item), ensure_ascii=False, sort_keys=True,
                            separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

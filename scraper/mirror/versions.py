@@ -9,7 +9,7 @@ which fields were not recorded."""
 from dataclasses import dataclass
 
 from scraper.base.errors import ConfigError
-from scraper.db import answers
+from scraper.db import answers, schema, validators
 from scraper.mirror import source as db_source
 from scraper.sites import n8n
 
@@ -27,6 +27,20 @@ class Stored:
     fetched_at: str         # when this body was fetched (ISO 8601, UTC)
     body: bytes
     reconstructed: tuple    # the fields not recorded with the answer: ("url", "status", "content_type")
+
+
+@dataclass(frozen=True)
+class Revisit:
+    at: float               # when the content was asked for again (Unix seconds)
+    profile: str            # server-not-modified (a 304) or identical-payload-digest (an unchanged 200)
+    digest: str             # the content it found unchanged (policy/revalidate.digest)
+
+
+def revisits(conn, url):
+    """The revisits of `url`, oldest first (none on a database older than migration 27)."""
+    if not schema.has_table(conn, "revisits"):
+        return []
+    return [Revisit(float(at), profile, digest) for at, profile, digest, *_ in validators.revisits_of(conn, url)]
 
 
 def check_source(conn, source):

@@ -18,6 +18,9 @@ from scraper.base.urls import domain_of
 from scraper.policy import retry
 
 MAX_REDIRECTS = 5
+# pinned, not requests' default: urllib3 adds br or zstd when brotli or zstandard happen to be installed, and a
+# server's ETag depends on the coding it chose, so validators are kept beside the Accept-Encoding they came under
+ACCEPT_ENCODING = "gzip, deflate"
 CHUNK_BYTES = 64 * 1024     # urllib3 decompresses at most this much per read: the cap is overshot by one chunk
 
 
@@ -28,11 +31,14 @@ class Answer(bytes):
     url: str | None = None
     status: int | None = None
     content_type: str | None = None
+    headers: dict = {}          # the answer's header fields, by lower-case name (a 304's: all it carries)
+    not_modified = False        # the kept answer handed back for a 304 (politeness/revalidation)
 
 
-def answer(body, url, status, content_type):
+def answer(body, url, status, content_type, headers=None):
     out = Answer(body)
     out.url, out.status, out.content_type = url, status, content_type
+    out.headers = {k.lower(): v for k, v in (headers or {}).items()}
     return out
 
 
@@ -68,12 +74,14 @@ def make_session(user_agent, trust_env=True):
     take a request another way than the pool says."""
     s = requests.Session()
     s.trust_env = trust_env
-    s.headers.update({"User-Agent": user_agent, "Accept": "application/json, text/html;q=0.9"})
+    s.headers.update({"User-Agent": user_agent, "Accept": "application/json, text/html;q=0.9",
+                      "Accept-Encoding": ACCEPT_ENCODING})
     return s
 
 
-def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotonic, proxy=None):
-    """GET `url`; the decoded body when the status is 2xx, else FetchError with its kind.
+def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotonic, proxy=None, headers=None):
+    """GET `url`; the decoded body when the status is 2xx, else FetchError with its kind. `headers`: the
+    request's own (a refresh's validators): then a 304 is an answer too, an empty `Answer` of status 304.
 
     `timeout_s` bounds the whole answer, redirects included; `max_bytes` bounds its decoded size.
     Redirects are followed only within the same politeness domain, through the same `proxy` (a
@@ -88,7 +96,8 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
         if left <= 0:
             raise FetchError(retry.TIMEOUT, f"no complete answer within {timeout_s:g} s", url=url)
         try:
-            resp = session.get(url, timeout=left, allow_redirects=False, stream=True, proxies=proxies)
+            resp = session.get(url, timeout=left, allow_redirects=False, stream=True, proxies=proxies,
+                               headers=headers)
         except requests.RequestException as e:
             if proxies and is_proxy_fault(e):
                 raise FetchError(retry.PROXY, f"proxy {proxy}: {type(e).__name__}: {shown(str(e))}", url=url) from e
@@ -103,6 +112,9 @@ def fetch(session, url, timeout_s, max_bytes, now=time.time, clock=time.monotoni
                 raise FetchError(retry.HTTP_4XX, f"redirect to another domain refused: {target}", url, resp.status_code)
             url = target
             continue
+        if resp.status_code == 304 and headers:
+            resp.close()    # not modified: no content, only the header fields to freshen the stored ones
+            return answer(b"", url, 304, resp.headers.get("Content-Type"), resp.headers)
         kind = kind_of_status(resp.status_code)
         if kind is not None:
             resp.close()    # the body of an error is not needed; closing drops the connection, not the pool
@@ -148,7 +160,7 @@ def _read(resp, url, deadline, timeout_s, max_bytes, clock, proxy=None):
                 break
         else:
             # complete, even if the timer fired just after the last chunk
-            return answer(body, url, resp.status_code, resp.headers.get("Content-Type"))
+            return answer(body, url, resp.status_code, resp.headers.get("Content-Type"), resp.headers)
     except requests.RequestException as e:
         if not cut.is_set():
             resp.close()

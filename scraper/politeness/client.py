@@ -28,8 +28,9 @@ from scraper.db import requestlog, store
 from scraper.db.queue import Queue
 from scraper.net import http
 from scraper.policy import retry
+from scraper.policy import revalidate as revalidate_rules
 from scraper.politeness import domain as politeness
-from scraper.politeness import proxypool, rates
+from scraper.politeness import proxypool, rates, revalidation
 from scraper.politeness.limiter import open_limiter
 from scraper.politeness.robots import Robots
 from scraper.politeness.visit import Visit
@@ -87,6 +88,8 @@ class Client:
         self.proxies = proxies      # the proxy pool, or None: no proxies anywhere in the settings
         self.robots = Robots(settings, queue.conn, clock, on_rate=getattr(limiter, "refresh", lambda domain: None))
         self._politeness: dict[str, politeness.Politeness] = {}
+        self.revalidation = revalidation.Revalidation(
+            settings, queue.conn, clock, lambda: str(getattr(session, "headers", {}).get("Accept-Encoding", "")))
 
     def politeness_of(self, domain: str) -> politeness.Politeness:
         """The domain's Politeness (one per domain in this process)."""
@@ -134,20 +137,32 @@ class Client:
     def send(self, errand: Errand, url: str, max_bytes: int | None = None, robots_txt: bool = False) -> bytes:
         """`robots_txt`: a robots.txt fetch, whose 4xx is an answer (no rules), not a failure, in the log.
 
-        With a proxy pool, each try takes the domain's slot first, then a proxy (`_through`): a proxy's fault
-        rotates to the next one and tries again at once, uncounted; a 403 through one proxy while another is
-        usable bans it for the domain and tries another. A 403 through every one is the site's answer: the
-        bans this request made are lifted and the 403 ends the request as without proxies."""
+        A URL fetched before is asked again with its kept validators (`revalidation`): a 304 hands back the
+        kept answer (`not_modified` set), and took its rate slot as any request does."""
+        if not revalidation.on(self.s, errand.source):
+            return self._send(errand, url, max_bytes, robots_txt, None)
+        endpoint = revalidate_rules.endpoint_of(url, robots_txt, isinstance(errand, Walk))
+        ask = self.revalidation.ask(errand.source or errand.domain(url), endpoint, url)
+        body = self._send(errand, url, max_bytes, robots_txt, ask.headers or None)
+        return self.revalidation.answered(ask, body, lambda: self._send(errand, url, max_bytes, robots_txt, None))
+
+    def _send(self, errand: Errand, url: str, max_bytes: int | None, robots_txt: bool,
+              headers: dict[str, str] | None) -> bytes:
+        """One request (`headers`: its validators, or None). With a proxy pool, each try takes the domain's slot
+        first, then a proxy (`_through`): a proxy's fault rotates to the next one and tries again at once,
+        uncounted; a 403 through one proxy while another is usable bans it for the domain and tries another. A 403
+        through every one is the site's answer: the bans this request made are lifted and the 403 ends the request
+        as without proxies."""
         pool = self.pool_for(errand.source)
         if not pool:
-            return self._through(errand, url, max_bytes, robots_txt, None)
+            return self._through(errand, url, max_bytes, robots_txt, None, headers=headers)
         assert self.proxies is not None
         domain = errand.domain(url)
         tried: set[str] = set()
         banned: list[ProxyUrl] = []
         while True:
             try:
-                return self._through(errand, url, max_bytes, robots_txt, pool, frozenset(tried))
+                return self._through(errand, url, max_bytes, robots_txt, pool, frozenset(tried), headers)
             except _Forbidden as forbidden:
                 proxy = forbidden.proxy
                 assert proxy is not None
@@ -164,7 +179,8 @@ class Client:
                 tried.add(fault.proxy)
 
     def _through(self, errand: Errand, url: str, max_bytes: int | None, robots_txt: bool,
-                 pool: tuple[ProxyUrl, ...] | None, avoid: frozenset[str] = frozenset()) -> bytes:
+                 pool: tuple[ProxyUrl, ...] | None, avoid: frozenset[str] = frozenset(),
+                 headers: dict[str, str] | None = None) -> bytes:
         """One try: the domain's slot, then the proxy (of `pool`; None: no pool), then the request."""
         polite = self.politeness_of(errand.domain(url))
         if pool is not None:
@@ -181,7 +197,7 @@ class Client:
             with requestlog.timed(self.queue.conn, polite.domain, self.clock, self.queue.run_id,
                                   polite.take_waited(), answered_4xx=robots_txt):
                 body: bytes = http.fetch(self.session, url, self.s.timeout_s, max_bytes or self.s.max_answer_bytes,
-                                         proxy=proxy)
+                                         proxy=proxy, headers=headers)
         except FetchError as e:
             if proxy is not None and e.kind == retry.PROXY:
                 raise _ProxyFault(proxy, e) from e      # not the site's: its breaker hears nothing
@@ -297,6 +313,17 @@ class Walk:
     def sitemaps_of(self, site_url: str) -> list[str]:
         """The Sitemap: lines of the site's robots.txt (fetched through this GET when not kept yet)."""
         return self.client.sitemaps_of(self, site_url)
+
+    def kept_sitemap(self, url: str, lastmod: str | None) -> bytes | None:
+        """The kept sitemap file at `url` while its index's `lastmod` for it has not moved (None: fetch it)."""
+        if not revalidation.on(self.client.s, self.source):
+            return None
+        return self.client.revalidation.kept_sitemap(url, lastmod)
+
+    def dated(self, url: str, lastmod: str | None) -> None:
+        """The index's `lastmod` of the sitemap file just fetched from `url`, kept with it."""
+        if revalidation.on(self.client.s, self.source):
+            self.client.revalidation.dated(url, lastmod)
 
     def domain(self, url: str) -> str:
         return self._domain or domain_of(url)

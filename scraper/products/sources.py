@@ -1,10 +1,13 @@
 """What `scraper sources` shows: each source of the file, its domains and rates, its walks and cadence,
 its jobs by status, its items (live, removed) and what its fetcher did (plain HTTP, the browser)."""
 
+import dataclasses
+
 from scraper.base.settings import YOUTUBE_BURST, YOUTUBE_DOMAIN, YOUTUBE_RATE_PER_S
-from scraper.db import fetchlearn, items, schema, sources_report, templates
+from scraper.db import fetchlearn, items, schema, sources_report, templates, validators
 from scraper.db import walklog as walks
 from scraper.db.store import JOB_STATUSES
+from scraper.policy import revalidate
 
 
 def report(conn, settings, now):
@@ -12,6 +15,7 @@ def report(conn, settings, now):
     last = walks.last_walks(conn)
     jobs = sources_report.jobs_by_source(conn)
     fetch = fetchlearn.summary(conn)
+    checked, trust = revalidation(conn)
     out = []
     for src in settings.sources:
         last_walk = last.get(src.name, (None, None))[0]
@@ -28,8 +32,31 @@ def report(conn, settings, now):
             "items": _items(conn, src),
             # fetcher = "auto": pages by HTTP and by browser, re-checks, verdict changes, learnt patterns
             "fetch": fetch.get(src.name, {}),
+            # cheap refreshes: what validators earned, and the verdict (policy/revalidate)
+            "validators": checked.get(src.name, summed(())),
         })
+        if src.kind == "catalogue":
+            sampled, lied = trust.get(src.name, (0, 0))
+            out[-1]["lastmod"] = {"trusted": revalidate.lastmod_trusted(sampled, lied), "sampled": sampled,
+                                  "lied": lied}
     return out
+
+
+def summed(endpoints):
+    """A source's `validators` object: its endpoints' counts added and its verdict, each endpoint's beside."""
+    out = revalidate.summed(endpoints.values() if isinstance(endpoints, dict) else endpoints)
+    out["endpoints"] = ({name: dataclasses.asdict(c) for name, c in endpoints.items()}
+                        if isinstance(endpoints, dict) else {})
+    return out
+
+
+def revalidation(conn):
+    """({source: its `validators` object}, {source: (sampled, lied) of its sitemap dates}); empty on a
+    database older than migration 27."""
+    if not schema.has_table(conn, "revalidation"):
+        return {}, {}
+    return ({name: summed(endpoints) for name, endpoints in validators.by_source(conn).items()},
+            validators.all_lastmod_trust(conn))
 
 
 def _domain(settings, src, domain):
@@ -64,5 +91,10 @@ def render(rows):
             f"{j['pending']} pending, {j['running']} running, {j['done']} done, {j['failed']} failed, "
             f"{j['invalid']} invalid; items {r['items']['live']} live, {r['items']['removed']} removed"
             + (f"; fetched {f['http']} by HTTP, {f['browser']} by browser, {f['rechecks']} re-check(s), "
-               f"{f['changes']} verdict change(s)" if (f := r.get("fetch")) else ""))
+               f"{f['changes']} verdict change(s)" if (f := r.get("fetch")) else "")
+            + (f"; validators {v['state']}: {v['not_modified']} of {v['conditional']} conditional request(s) "
+               f"answered 304, {v['unchanged_200']} unchanged 200(s), {v['bytes_saved']:,} bytes saved"
+               if (v := r["validators"])["requests"] else "")
+            + (f"; lastmod {'trusted' if m['trusted'] else 'not trusted'} ({m['sampled']} sampled, {m['lied']} "
+               f"lied)" if (m := r.get("lastmod")) else ""))
     return "\n".join(lines)

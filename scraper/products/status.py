@@ -6,6 +6,7 @@ import time
 from scraper.db import domains as domain_rows
 from scraper.db import jobcounts, requestlog, store
 from scraper.policy import breaker, progress
+from scraper.products import sources as sources_mod
 
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
 
@@ -65,6 +66,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "n8n": scope.n8n, "items": scope.items,
         "proxies": proxies(queue.conn, now, settings),
         "endpoints": endpoints(queue.conn, now, settings),
+        # per source: what validators earned, as `sources --json` shows it
+        "validators": sources_mod.revalidation(queue.conn)[0],
     }
 
 
@@ -187,6 +190,10 @@ def render(r):
     for name, c in r["sources"].items():
         lines.append(f"source    {name}: {sum(c.values())} total: {c['pending']} pending, {c['running']} running, "
                      f"{c['done']} done, {c['failed']} failed, {c['invalid']} invalid")
+    for name, v in (r.get("validators") or {}).items():
+        lines.append(f"validate  {name}: {v['state']}; {v['not_modified']} of {v['conditional']} conditional "
+                     f"request(s) answered 304, {v['unchanged_200']} unchanged 200(s), {v['bytes_saved']:,} bytes "
+                     f"saved")
     for name, f in r.get("fetch", {}).items():
         learnt = ", ".join(f"{p['pattern']} {p['verdict']}" for p in f["patterns"])
         lines.append(f"fetch     {name}: {f['http']} page(s) by HTTP, {f['browser']} by browser, {f['rechecks']} "

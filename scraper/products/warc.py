@@ -4,7 +4,10 @@ brozzler, browsertrix and pywb keep what a crawler received in.
 A `warcinfo` record first (the tool and its version), then one `response` record per stored answer
 version: its URL as WARC-Target-URI, the time its body was fetched as WARC-Date, the HTTP status and
 Content-Type as recorded, and the payload byte for byte as served (decoded: the mirror keeps no
-Content-Encoding, so none is claimed). One gzip member per record, so any record can be read alone.
+Content-Encoding, so none is claimed). After it, a `revisit` record for each time that content was asked
+for again and came back the same (issue 43): profile server-not-modified for a 304, identical-payload-digest
+for a 200 whose body had not changed, each pointing at the response (WARC-Refers-To, -Target-URI, -Date),
+with an empty block. One gzip member per record, so any record can be read alone.
 The file is written through a temporary file beside it and streamed: one answer in memory at a time.
 
 warcio is an optional extra (`pip install 'scraper[warc]'`): only this format needs it.
@@ -19,9 +22,15 @@ from http import HTTPStatus
 from scraper import __version__
 from scraper.base.errors import ConfigError
 from scraper.mirror import versions
+from scraper.policy import revalidate
 from scraper.products import output
 
 RECONSTRUCTED_HEADER = "WARC-Scraper-Reconstructed"   # which fields an answer stored before schema 7 lacked
+
+
+NOT_MODIFIED = "server-not-modified"
+PROFILES = {NOT_MODIFIED: "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
+            "identical-payload-digest": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"}
 
 
 @dataclass
@@ -29,10 +38,13 @@ class Summary:
     records: int = 0
     reconstructed: int = 0
     bytes: int = 0
+    revisits: int = 0
 
     def describe(self):
         line = (f"{self.records} response record(s), {self.bytes / 2**20:.1f} MB; the answers are as served, "
                 f"not redacted (an archive keeps what was received)")
+        if self.revisits:
+            line += f"; {self.revisits} revisit record(s) (a 304, or a 200 whose content had not changed)"
         if self.reconstructed:
             line += (f"; {self.reconstructed} answer(s) stored before URLs were kept have their URL rebuilt "
                      f"(marked {RECONSTRUCTED_HEADER})")
@@ -47,7 +59,10 @@ def require():
 
 
 def warc_date(iso_text):
-    """WARC-Date (W3C-DTF, UTC, `Z`) of a stored ISO 8601 time; fractions of a second kept (WARC 1.1)."""
+    """WARC-Date (W3C-DTF, UTC, `Z`) of a stored ISO 8601 time (or Unix seconds); fractions of a second kept
+    (WARC 1.1)."""
+    if isinstance(iso_text, (int, float)):
+        iso_text = datetime.datetime.fromtimestamp(iso_text, datetime.timezone.utc).isoformat()
     t = datetime.datetime.fromisoformat(iso_text.replace("Z", "+00:00"))
     if t.tzinfo is None:
         t = t.replace(tzinfo=datetime.timezone.utc)
@@ -63,11 +78,12 @@ def write_file(conn, path, urls, source=None, since=None, live_only=False, now=N
     versions.check_source(conn, source)         # before a file exists
     answers = versions.stored(conn, urls, source, since, live_only)
     with output.atomic(path, binary=True, what="WARC export") as out:
-        return write(out, answers, os.path.basename(path))
+        return write(out, answers, os.path.basename(path), lambda url: versions.revisits(conn, url))
 
 
-def write(out, answers, filename):
-    """Write the warcinfo record and one response record per `versions.Stored` to the binary stream `out`."""
+def write(out, answers, filename, revisits=lambda url: ()):
+    """Write the warcinfo record and one response record per `versions.Stored` to the binary stream `out`,
+    each followed by the revisits of its content (`revisits(url)`: `versions.Revisit`s)."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
@@ -93,4 +109,23 @@ def write(out, answers, filename):
         writer.write_record(record)
         summary.records += 1
         summary.bytes += len(a.body)
+        summary.revisits += _revisits(writer, a, record, headers["WARC-Date"], revisits(a.url))
     return summary
+
+
+def _revisits(writer, a, response, refers_date, found):
+    """The revisit records of the stored answer `a` (written as `response`): those of its content only."""
+    digest, written = revalidate.digest(a.body), 0
+    for r in found:
+        if r.digest != digest:
+            continue        # another version's content
+        headers = {"WARC-Date": warc_date(r.at), "WARC-Profile": PROFILES[r.profile],
+                   "WARC-Refers-To": response.rec_headers.get_header("WARC-Record-ID"),
+                   "WARC-Refers-To-Target-URI": a.url, "WARC-Refers-To-Date": refers_date,
+                   "WARC-Truncated": "length"}
+        if r.profile != NOT_MODIFIED:   # identical-payload-digest requires it; server-not-modified prohibits it
+            headers["WARC-Payload-Digest"] = response.rec_headers.get_header("WARC-Payload-Digest")
+        writer.write_record(writer.create_warc_record(a.url, "revisit", payload=io.BytesIO(b""), length=0,
+                                                      warc_headers_dict=headers))
+        written += 1
+    return written

@@ -19,6 +19,7 @@ from .corpus import DATA_DIR, MAX_TEMPLATES
 from .faults import HOSTILE_KINDS, with_hostile
 from .server import StandinSite
 from .state import ID_PATHS, LOOPBACK
+from .validators import MODES
 
 
 def build_parser():
@@ -45,6 +46,8 @@ def build_parser():
                              "(sort=createdAt:asc|desc stays stable)")
     parser.add_argument("--paid-every", type=int, default=0,
                         help="every Nth template is paid: price and purchaseUrl listed, detail answer hollow")
+    parser.add_argument("--validators", default="none", choices=MODES,
+                        help="ETag/Last-Modified and 304s (scripts/standin/validators.py); default none")
     parser.add_argument("--data-dir", default=str(DATA_DIR), help=argparse.SUPPRESS)
     robots.add_arguments(parser, default_mode="none")
     timeline.add_arguments(parser)
@@ -65,6 +68,7 @@ def main(argv=None):
             missing_fraction=args.missing_fraction, host=args.host, port=args.port, data_dir=args.data_dir,
             robots=robots.from_args(args, id_paths=ID_PATHS),
             video_every=args.video_every, drift=bool(args.drift), paid_every=args.paid_every,
+            validators=args.validators,
         )
         if args.slow_phase_s > 0:
             site.timeline.slow(args.slow_phase_factor, args.slow_phase_s, args.slow_phase_after_s)

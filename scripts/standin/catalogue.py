@@ -14,6 +14,11 @@ It prints ``catalogue standin listening on http://127.0.0.2:PORT`` and serves un
   ``/api/live/<id>.json`` and then builds the JSON-LD and the DOM;
 - ``/``, ``/about``, ``/contact``, ``/tags/<tag>``: pages that are not events.
 
+Validators (``--validators MODE``, ``scripts/standin/validators.py``; default ``strong``) on robots.txt, the
+sitemaps and the pages, a 304 to a matching conditional request; sitemap dates (``--lastmod``): ``true`` (an
+edit moves its page's date), ``frozen`` (a generator that never updates them: edits keep their date), ``build``
+(every date is the time of the request, as a generator stamping its build date).
+
 Control routes (not counted, not limited): ``GET /_standin/stats`` (counters: requests, robots, sitemap,
 http_429, by_kind, by_path, by_status, max_in_1s), ``GET /_standin/truth`` (the expected record of every
 event), ``POST /_standin/catalogue {"add": N, "edit": [ids], "remove": [ids]}``, ``POST /_standin/reset``,
@@ -24,6 +29,7 @@ limit (``--rate R --burst B``, off by default) is one strict token bucket per cl
 
 import argparse
 import collections
+import datetime as dt
 import json
 import math
 import re
@@ -41,8 +47,10 @@ from . import timeline as timeline_mod
 from .catalogue_data import Catalogue
 from .control import SharedControl, read_json
 from .server import _Server
+from .validators import MODES, Validators
 
 HOSTS = ("127.0.0.2", "127.0.0.1")
+LASTMODS = ("true", "frozen", "build")
 _EVENT_RE = re.compile(r"^/(events|live)/([a-z0-9-]+)-(\d+)$")
 _LIVE_JSON_RE = re.compile(r"^/api/live/(\d+)\.json$")
 _CHILD_RE = re.compile(r"^/sitemaps/(events-1|events-2|pages)\.xml\.gz$")
@@ -69,7 +77,8 @@ def kind_of(path):
 class CatalogueSite:
     """The catalogue, its counters, per-client token buckets, robots.txt and timeline; ``start()`` serves."""
 
-    def __init__(self, events=60, seed=1, rate=0.0, burst=5, latency_ms=0.0, robots=None, host=HOSTS[0], port=0):
+    def __init__(self, events=60, seed=1, rate=0.0, burst=5, latency_ms=0.0, robots=None, host=HOSTS[0], port=0,
+                 validators="strong", lastmod="true"):
         if host not in HOSTS:
             raise ValueError(f"the catalogue binds {' or '.join(HOSTS)} only, not {host!r}")
         if rate < 0 or (rate > 0 and burst < 1):
@@ -77,6 +86,10 @@ class CatalogueSite:
         self.host, self.port = host, int(port)
         self.rate, self.burst, self.latency_ms = float(rate), int(burst), float(latency_ms)
         self.catalogue = Catalogue(events, seed)
+        if lastmod not in LASTMODS:
+            raise ValueError(f"lastmod must be one of {', '.join(LASTMODS)}")
+        self.catalogue.lastmod_mode = lastmod
+        self.validators = Validators(validators)
         self.robots = (robots if isinstance(robots, robots_mod.Robots)
                        else robots_mod.Robots(robots or "rules", defaults={"sitemap": "/sitemap.xml"}))
         self.timeline = timeline_mod.Timeline(self.latency_ms)
@@ -85,6 +98,7 @@ class CatalogueSite:
         self._zero()
 
     def _zero(self):
+        self._bytes_sent = 0
         self._requests, self._http_429, self._max_in_1s = 0, 0, 0
         self._window = collections.deque()
         self._by_kind, self._by_path, self._by_status, self._by_address = (collections.Counter() for _ in range(4))
@@ -116,9 +130,10 @@ class CatalogueSite:
             at = self.timeline.record(kind, rejected=bool(retry_after), at=now - self.timeline.t0)
         return retry_after, self.timeline.latency_s(at)
 
-    def count_status(self, status):
+    def count_status(self, status, size=0):
         with self._lock:
             self._by_status[str(status)] += 1
+            self._bytes_sent += size
 
     def reset(self):
         """Zero the counters and the request log, refill the buckets (slow phases go on)."""
@@ -136,6 +151,7 @@ class CatalogueSite:
                 "by_status": dict(self._by_status), "rate": self.rate, "burst": self.burst,
                 "events": len(self.catalogue.live()), "latency_ms": self.latency_ms,
                 "robots_mode": self.robots.mode, "slow_phases": self.timeline.phases(),
+                "bytes_sent": self._bytes_sent, "validators": self.validators.stats(),
             }
 
     def truth(self):
@@ -179,17 +195,23 @@ class _Handler(SharedControl, BaseHTTPRequestHandler):
 
     def _send(self, status, body, ctype="text/html; charset=utf-8", headers=None, counted=True):
         if counted:
-            self.server.site.count_status(status)
+            self.server.site.count_status(status, len(body))
         try:
             self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
+            if status != 304:   # a 304 has no content, so neither its type nor its length
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(body)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
+
+    def _validated(self, body, kind, ctype="text/html; charset=utf-8"):
+        """A 200 with the validators of the site's mode, or a 304 to a request whose validators match."""
+        status, headers = self.server.site.validators.answer(self.headers, body, kind, path=self.path)
+        self._send(status, b"" if status == 304 else body, ctype, headers)
 
     def _json(self, status, obj):
         self._send(status, json.dumps(obj, ensure_ascii=False).encode(), "application/json; charset=utf-8",
@@ -259,7 +281,7 @@ class _Handler(SharedControl, BaseHTTPRequestHandler):
         if path == "/robots.txt":
             what = robots_mod.answer(site.robots)
             if what[0] == "text":
-                self._send(200, what[1], "text/plain; charset=utf-8")
+                self._validated(what[1], "robots", "text/plain; charset=utf-8")
             elif what[0] == "status":
                 self._send(what[1], what[2])
             elif what[0] == "reset":
@@ -267,17 +289,25 @@ class _Handler(SharedControl, BaseHTTPRequestHandler):
             else:
                 self._send(404, pages.NOT_FOUND)
             return
+        build = catalogue.lastmod_mode == "build"
+        # each read of the index is a new build: its date, a second later than the last one at least
+        stamp = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(
+            seconds=site.stats()["by_kind"].get("sitemap_index", 0))
         if path == "/sitemap.xml":
             lastmods = {name: catalogue.chunk(int(name[-1]))[1] for name in pages.CHILD_SITEMAPS[:2]}
             lastmods["pages"] = pages.pages_entries(url)[0][1]
-            self._send(200, pages.sitemap_index(url, lastmods), "application/xml; charset=utf-8")
+            if build:
+                lastmods = dict.fromkeys(lastmods, stamp)
+            self._validated(pages.sitemap_index(url, lastmods), "sitemap_index", "application/xml; charset=utf-8")
             return
         match = _CHILD_RE.match(path)
         if match:
             name = match.group(1)
             entries = (pages.pages_entries(url) if name == "pages"
                        else [(url + e.path, e.lastmod) for e in catalogue.chunk(int(name[-1]))[0]])
-            self._send(200, pages.urlset(entries), "application/gzip")
+            if build:
+                entries = [(u, stamp) for u, _ in entries]
+            self._validated(pages.urlset(entries), "sitemap", "application/gzip")
             return
         match = _EVENT_RE.match(path)
         if match:
@@ -285,9 +315,9 @@ class _Handler(SharedControl, BaseHTTPRequestHandler):
             if event is None or event.path != path:
                 self._send(404, pages.NOT_FOUND)
             elif event.script:
-                self._send(200, pages.live_page(event, url))
+                self._validated(pages.live_page(event, url), "live_page")
             else:
-                self._send(200, pages.event_page(event, url))
+                self._validated(pages.event_page(event, url), "event")
             return
         match = _LIVE_JSON_RE.match(path)
         if match:
@@ -312,12 +342,15 @@ def main(argv=None):
     parser.add_argument("--rate", type=float, default=0.0, help="token refill per second per client; 0 = no limit")
     parser.add_argument("--burst", type=int, default=5, help="token bucket capacity")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="delay before each admitted answer")
+    parser.add_argument("--validators", default="strong", choices=MODES, help="ETag/Last-Modified and 304s")
+    parser.add_argument("--lastmod", default="true", choices=LASTMODS, help="how the sitemaps date the pages")
     robots_mod.add_arguments(parser, default_mode="rules")
     timeline_mod.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         site = CatalogueSite(args.events, args.seed, args.rate, args.burst, args.latency_ms,
-                             robots_mod.from_args(args, defaults={"sitemap": "/sitemap.xml"}), args.host, args.port)
+                             robots_mod.from_args(args, defaults={"sitemap": "/sitemap.xml"}), args.host, args.port,
+                             args.validators, args.lastmod)
         if args.slow_phase_s > 0:
             site.timeline.slow(args.slow_phase_factor, args.slow_phase_s, args.slow_phase_after_s)
         site.start()

@@ -154,6 +154,7 @@ class Catalogue:
             lastmod = _BASE_LASTMOD - dt.timedelta(minutes=rng.randrange(60 * 24 * 60))
             self.events[eid] = Event(seed, eid, eid in script, eid not in no_org, 1 if i < half else 2, lastmod)
         self.removed = set()
+        self.lastmod_mode = "true"      # or "frozen" (edits keep their date), "build" (see catalogue.LASTMODS)
         self._chunk_changed = {1: None, 2: None}
         self._added = 0
 
@@ -184,7 +185,8 @@ class Catalogue:
                 if eid not in self.events or eid in self.removed:
                     raise ValueError(f"no event {eid}")
             for eid in edit:
-                self.events[eid].edit(self._bump())
+                # a generator that never updates its dates: the page changes, its lastmod does not
+                self.events[eid].edit(self.events[eid].lastmod if self.lastmod_mode == "frozen" else self._bump())
             for eid in remove:
                 self.removed.add(eid)
                 self._chunk_changed[self.events[eid].chunk] = self._bump()

@@ -93,11 +93,12 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
     def _send(self, status, body, ctype="application/json; charset=utf-8", headers=None):
         site = self.server.site
         if self._counted:
-            site.count_status(status)
+            site.count_status(status, len(body))
         try:
             self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
+            if status != 304:   # a 304 has no content, so neither its type nor its length
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             if self.close_connection:
@@ -106,6 +107,12 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
+
+    def _validated(self, body, kind, ctype="application/json; charset=utf-8", detail=False):
+        """A 200 with the validators of the site's mode, or a 304 to a request whose validators match."""
+        status, headers = self.server.site.validators.answer(self.headers, body, kind, detail,
+                                                             urlsplit(self.path).path)
+        self._send(status, b"" if status == 304 else body, ctype, headers)
 
     def _json(self, status, obj, headers=None):
         self._send(status, dumps(obj), headers=headers)
@@ -177,6 +184,13 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
                 self._error(400, f'body must be JSON {{"ban": [addresses], "secrets": [texts]}}: {e}')
                 return
             self._json(200, {"ban": sorted(site.banned_addresses), "secrets": len(site.secrets)})
+        elif path == "/_standin/validators":
+            try:
+                site.validators.set_mode(json.loads(raw or b"{}").get("mode"))
+            except (ValueError, TypeError, AttributeError) as e:
+                self._error(400, f'body must be JSON {{"mode": one of the validators modes}}: {e}')
+                return
+            self._json(200, site.validators.stats())
         elif path == "/_standin/reset":
             site.reset()
             self._json(200, {"reset": True})
@@ -223,7 +237,7 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
         if match:
             tid = int(match.group(1))
             if site.is_live(tid):
-                self._send(200, corpus.page(tid), ctype="text/html; charset=utf-8")
+                self._validated(corpus.page(tid), "page", ctype="text/html; charset=utf-8")
             else:
                 self._send(404, NOT_FOUND_PAGE, ctype="text/html; charset=utf-8")
             return
@@ -236,7 +250,7 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
         """Answer /robots.txt as its mode says; False for mode none (the site's plain 404)."""
         what = robots.answer(self.server.site.robots)
         if what[0] == "text":
-            self._send(200, what[1], ctype="text/plain; charset=utf-8")
+            self._validated(what[1], "robots", ctype="text/plain; charset=utf-8")
         elif what[0] == "status":
             self._send(what[1], what[2], ctype="text/html; charset=utf-8")
         elif what[0] == "reset":
@@ -266,7 +280,7 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
                 b'],"filters":[]}',
             ]
         )
-        self._send(200, body)
+        self._validated(body, "search")
 
     def _detail(self, tid):
         site = self.server.site
@@ -278,7 +292,7 @@ class _Handler(HostileAnswers, SharedControl, BaseHTTPRequestHandler):
             if tid in site.corpus.missing or tid in site.corpus.removed:
                 self._error(404, "Workflow not found")
             else:
-                self._send(200, site.corpus.detail(tid))
+                self._validated(site.corpus.detail(tid), "detail", detail=True)
             return
         kind = fault
         site.count_fault(kind)

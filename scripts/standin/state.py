@@ -14,6 +14,7 @@ from .corpus import DATA_DIR, Corpus
 from .faults import parse_faults
 from .robots import Robots
 from .timeline import Timeline
+from .validators import Validators
 
 LOOPBACK = "127.0.0.1"
 ID_PATHS = ("/api/templates/workflows/", "/workflows/")
@@ -44,6 +45,7 @@ class SiteState:
         video_every=0,
         drift=False,
         paid_every=0,
+        validators="none",
     ):
         if host != LOOPBACK:
             raise ValueError(f"the stand-in binds {LOOPBACK} only, not {host!r}")
@@ -69,6 +71,7 @@ class SiteState:
         # robots.txt: a Robots, or a mode; its Disallow by template id covers the API and the pages
         self.robots = robots if isinstance(robots, Robots) else Robots(robots or "none", id_paths=ID_PATHS)
         self.timeline = Timeline(self.latency_ms)  # its clock starts once the corpus is built
+        self.validators = Validators(validators)   # ETag/Last-Modified and 304s, as its mode says
         self._lock = threading.Lock()
         self._zero()
 
@@ -108,6 +111,7 @@ class SiteState:
         self._storm_share, self._storm_seen = 1.0, 0
         self._by_address = {}
         self._secrets_seen = 0
+        self._bytes_sent = 0
 
     # -- what the handler reports, one request at a time -----------------------------------------
 
@@ -142,8 +146,9 @@ class SiteState:
                 storm = int(self._storm_seen * self._storm_share) > before
             return retry_after, storm
 
-    def count_status(self, status):
+    def count_status(self, status, size=0):
         with self._lock:
+            self._bytes_sent += size
             key = str(status)
             self._by_status[key] = self._by_status.get(key, 0) + 1
 
@@ -222,6 +227,8 @@ class SiteState:
                 "slow_phases": self.timeline.phases(),
                 "by_address": dict(self._by_address),
                 "secrets_seen": self._secrets_seen,
+                "bytes_sent": self._bytes_sent,
+                "validators": self.validators.stats(),
             }
 
     def corpus_info(self):
