@@ -91,7 +91,8 @@ def test_a_second_ctrl_c_stops_at_once(standin, tmp_path):
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(4) == 130          # well before the 5 s grace and the 20 s answers
+    code = proc.wait(4)                 # well before the 5 s grace and the 20 s answers
+    assert code == 130, proc.stderr.read()[-3000:]
     assert jobs_in(db, "running") == 0 and jobs_in(db, "pending") == 60
 
 
