@@ -1,14 +1,28 @@
 """Remote browsers (issue 42): the browser_* keys, run-wide and per source, and what they refuse."""
 
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
 import textwrap
+import urllib.request
 
+import psutil
 import pytest
 
-from scraper.base import endpoints, sources
+from scraper.base import endpoints, exitcodes, sources
 from scraper.base import settings as settings_mod
-from scraper.base.errors import ConfigError
+from scraper.base.errors import ConfigError, HandedBack
 from scraper.db import store
-from tests.helpers import invoke
+from scraper.db.queue import Queue
+from scraper.net import browser, http
+from scraper.politeness.limiter import NoLimiter
+from scraper.pool import worker
+from scripts.standin import client
+from tests import test_fetcher_auto as auto
+from tests.helpers import invoke, rows, wait_until
 
 TOKEN = "tok-5f3a9c"
 
@@ -118,3 +132,93 @@ def test_two_sources_asking_for_different_browsers_are_refused_before_any_work(t
     assert "run them apart with --source" in said.output
     s = settings_mod.build(sources=sources.load(path), sources_path=path, run_sources=("shop",))
     assert s.browser.endpoint == endpoints.Endpoint("local")
+
+
+# --- a Chromium elsewhere, over CDP (Debian's, started here as the endpoint) --------------------------------
+
+needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
+                                    reason="no Chromium on PATH (apt-get install chromium) or no Playwright")
+
+
+@pytest.fixture
+def cdp_endpoint(tmp_path):
+    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL."""
+    profile, log_path = tmp_path / "cdp-profile", tmp_path / "cdp.log"
+    profile.mkdir()
+    with open(log_path, "w") as err:
+        proc = subprocess.Popen([browser.find_browser("chromium"), "--headless", "--remote-debugging-port=0",
+                                 f"--user-data-dir={profile}", "--no-first-run", "--disable-background-networking",
+                                 "--disable-component-update", "--disable-sync", "about:blank",
+                                 *(["--no-sandbox"] if os.geteuid() == 0 else [])],    # as net/browser launches it
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    try:
+        found = wait_until(lambda: re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", log_path.read_text()),
+                           timeout=15, every=0.05)
+        yield f"http://127.0.0.1:{found.group(1)}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def targets(base):
+    """The endpoint's open targets (pages, workers): what a client that cleaned up leaves as it found it."""
+    with urllib.request.urlopen(base + "/json/list", timeout=5) as answer:
+        return sorted(t["type"] for t in json.loads(answer.read()))
+
+
+@pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
+@pytest.mark.chromium
+@pytest.mark.slow
+@needs_chromium
+def test_a_cdp_endpoint_renders_every_event_within_the_rate_and_no_chromium_runs_here(cdp_endpoint, tmp_path):
+    with client.start(catalogue=True, events=8, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
+        extra = f'browser_endpoint = "cdp:{cdp_endpoint}"\nbrowser_sessions = 2\nsettle = ".organizer"'
+        e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra))
+        before = targets(cdp_endpoint)
+        assert auto.scraper(e, "seed").returncode == 0
+        code, err, watch = auto.run_watched(e, "--workers", "2")
+        assert code == exitcodes.OK, err[-3000:]
+        truth = calendar.truth()["events"]
+        got = auto.stored(tmp_path / "jobs.db")
+        assert set(got) == {t["url"] for t in truth}
+        assert all(got[t["url"]]["organizer"] == t["organizer"] for t in truth)
+        stats = calendar.stats()
+    assert not watch.chromium                           # every page rendered elsewhere: no Chromium in the run's tree
+    assert stats["http_429"] == 0 and stats["max_in_1s"] <= auto.RATE + auto.BURST
+    # the scripts' calls reached the site through the worker's gate, counted
+    assert stats["by_kind"].get("live_json", 0) >= sum(t["script_rendered"] for t in truth)
+    assert wait_until(lambda: targets(cdp_endpoint) == before, timeout=5, every=0.1)
+    assert "Traceback" not in err
+
+
+@pytest.mark.chromium
+@pytest.mark.slow
+@needs_chromium
+def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
+    with socket.socket() as s:      # a port nothing listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
+                             browser_endpoint=f"cdp:http://127.0.0.1:{port}")
+    conn = store.open_db(cfg.db_path)
+    queue = Queue(conn)
+    url = "http://127.0.0.2:9/live/x-1"
+    queue.seed([("events:/live/x-1", "catalogue", url, "127.0.0.2")], now=1.0)
+    session = http.make_session(cfg.user_agent)
+    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
+    try:
+        job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
+        with pytest.raises(HandedBack):
+            w.context(job).render(job.url)
+        assert w.browser.pids() and not any("chrom" in psutil.Process(p).name().lower() for p in w.browser.pids())
+    finally:
+        w.close()
+        session.close()
+    (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
+    assert (row["status"], row["attempts"]) == ("pending", 0)       # back in the queue, no attempt spent
+    assert not rows(cfg.db_path, "SELECT * FROM requests")          # nothing reached (or was charged to) the site
+    conn.close()

@@ -340,6 +340,11 @@ class Settings:
         return self.db_path + "-browser.lock"
 
     @property
+    def sessions_lock_path(self):
+        """The remote browser sessions' slots (`browser_sessions`), apart from the local browsers'."""
+        return self.db_path + "-sessions.lock"
+
+    @property
     def db_files(self):
         """Every file that sits beside the database: the database with its WAL and shared memory, the limiter's
         file with its own, the limiter's flock file, the run lock and the browser slots' lock file (removing a
@@ -348,7 +353,8 @@ class Settings:
             return ()
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
-                limiter + ".lock", self.lock_path, self.browser_lock_path, db + "-robots.lock")
+                limiter + ".lock", self.lock_path, self.browser_lock_path, self.sessions_lock_path,
+                db + "-robots.lock")
 
     @property
     def worker_share_mb(self):
