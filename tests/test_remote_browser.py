@@ -176,7 +176,9 @@ def targets(base):
 @needs_chromium
 def test_a_cdp_endpoint_renders_every_event_within_the_rate_and_no_chromium_runs_here(cdp_endpoint, tmp_path):
     with client.start(catalogue=True, events=8, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
-        extra = f'browser_endpoint = "cdp:{cdp_endpoint}"\nbrowser_sessions = 2\nsettle = ".organizer"'
+        # 2 pages a session: sessions are retired and opened again during the run, the endpoint kept running
+        extra = f'browser_endpoint = "cdp:{cdp_endpoint}"\nbrowser_sessions = 2\nbrowser_session_pages = 2\n' \
+                'settle = ".organizer"'
         e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra))
         before = targets(cdp_endpoint)
         assert auto.scraper(e, "seed").returncode == 0
@@ -214,6 +216,8 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
         job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
         with pytest.raises(HandedBack):
             w.context(job).render(job.url)
+        # the run's remote sessions bound it, not the local browser slots
+        assert (w.browser.slots.path, w.browser.slots.n) == (cfg.sessions_lock_path, cfg.browser_sessions)
         assert w.browser.pids() and not any("chrom" in psutil.Process(p).name().lower() for p in w.browser.pids())
     finally:
         w.close()
