@@ -1,5 +1,6 @@
 """Remote browsers (issue 42): the browser_* keys, run-wide and per source, and what they refuse."""
 
+import http.server as http_server
 import json
 import os
 import re
@@ -7,6 +8,7 @@ import signal
 import socket
 import subprocess
 import textwrap
+import threading
 import urllib.request
 
 import psutil
@@ -226,3 +228,52 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
     assert (row["status"], row["attempts"]) == ("pending", 0)       # back in the queue, no attempt spent
     assert not rows(cfg.db_path, "SELECT * FROM requests")          # nothing reached (or was charged to) the site
     conn.close()
+
+
+class _Page(http_server.BaseHTTPRequestHandler):
+    """A page whose script fetches one JSON more (its record comes from a script, as on /live/ pages)."""
+
+    BODIES = {"/page": (b'<html><body><div id="app"></div><script>fetch("/api.json").then(r => r.json())'
+                        b'.then(d => { document.getElementById("app").textContent = d.name; });</script></body></html>',
+                        "text/html"),
+              "/api.json": (b'{"name": "Jazz night"}', "application/json")}
+
+    def do_GET(self):
+        body, kind = self.BODIES.get(self.path, (b"nothing", "text/plain"))
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.chromium
+@pytest.mark.slow
+@needs_chromium
+def test_a_remote_session_gates_every_request_is_retired_by_pages_and_age_and_leaves_the_browser_running(cdp_endpoint):
+    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/page"
+    before = targets(cdp_endpoint)
+    gated = []
+    fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse("cdp:" + cdp_endpoint), pages_per_browser=2)
+    try:
+        for _ in range(3):
+            status, final_url, html = fetcher.render(url, gated.append, 10.0, 2**20, settle="#app:not(:empty)")
+            assert (status, final_url) == (200, url) and "Jazz night" in html
+        assert gated == [url, url.replace("/page", "/api.json")] * 3     # the page and its script's call, each gated
+        assert fetcher.launches == 2            # retired after 2 pages: a second session for the third
+        # by age alone: any age is too old now, so the session of the third page goes after the fourth
+        fetcher.pages_per_browser, fetcher.session_timeout_s = 100, 0.001
+        fetcher.render(url, gated.append, 10.0, 2**20, settle="#app:not(:empty)")
+        fetcher.render(url, gated.append, 10.0, 2**20, settle="#app:not(:empty)")
+        assert fetcher.launches == 3
+    finally:
+        fetcher.close()
+        server.shutdown()
+        server.server_close()
+    # each session's close dropped the connection, not the browser: it still answers, its targets as before
+    assert wait_until(lambda: targets(cdp_endpoint) == before, timeout=5, every=0.1)
