@@ -68,6 +68,10 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         if not db_exists(s):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
         check_source(s, adopt_urls)
+        try:
+            _ = s.browser   # the sources this run renders agree on one browser (a worker drives one)
+        except ConfigError as e:
+            raise Failure(str(e)) from None
         # a source that needs a browser none can start is not worked: its jobs wait for the next run
         browserless = without_browser(s)
         if browserless:

@@ -236,10 +236,6 @@ def without_browser(s, level=logging.ERROR):
     """Say in one sentence, before any work, which sources of this run need a browser that cannot be
     started; returns their names (the run leaves their jobs pending and exits 3)."""
     from scraper.net import chromium
-    try:
-        _ = s.browser   # the run's sources that render pages agree on one browser
-    except ConfigError as e:
-        raise Failure(str(e)) from None
     sentence, names = chromium.sources_without_browser(s, s.working_sources)
     if sentence:
         log.log(level, "%s", sentence)
