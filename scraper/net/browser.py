@@ -174,6 +174,7 @@ class BrowserFetcher:
         self.launches += 1
         self.pages = 0
         return True
+
     def _start_watchdog(self, pgid):
         """`sh` blocks reading a pipe only we write to: at its end (we closed it or died) it kills the group."""
         read_fd, write_fd = os.pipe()   # not inheritable: only this process holds the write end
@@ -294,8 +295,10 @@ class BrowserFetcher:
             # a remote session that dropped is the provider's doing, not the site's (`internal`: no breaker)
             lost = self.remote and (self._browser is None or not self._browser.is_connected())
             self.retire()
-            raise FetchError("internal" if lost else "network", f"the browser failed: {_first_line(e)}",
-                             url) from None
+            said = _first_line(e)
+            if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
+                said = endpoints.shown(said)
+            raise FetchError("internal" if lost else "network", f"the browser failed: {said}", url) from None
         finally:
             try:
                 context.close()
