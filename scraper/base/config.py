@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from scraper.base import proxies
+from scraper.base import endpoints, proxies
 from scraper.base.errors import ConfigError
 from scraper.base.urls import redact_db_url
 from scraper.base.webhooks import Secret
@@ -41,7 +41,8 @@ class Spec:
     at_least: float | None = None   # int and float: the smallest allowed value
     above: float | None = None      # float: values must be strictly above this
     optional: bool = False          # None ("not set") is allowed
-    item: object = None             # kind "list": parses and checks one item (ValueError says what is allowed)
+    item: object = None             # kind "list": parses and checks one item; kind "str": parses the value
+                                    # (either's ValueError says what is allowed)
     show_item: object = None        # kind "list": an item as the user writes it
     allowed: str = ""               # what is allowed, when the kind's own words are not enough
     check: object = None            # a last check of the parsed value (True: fine)
@@ -83,7 +84,8 @@ class Spec:
             value = self._convert(raw)
             ok = value is None or self.check is None or self.check(value)
         except (ValueError, TypeError) as e:
-            why = f": {e}" if self.kind == "list" and str(e) else f"; it must be {self.describe_allowed()}"
+            said = (self.kind == "list" or self.item) and str(e)     # the item's own words
+            why = f": {e}" if said else f"; it must be {self.describe_allowed()}"
             raise ConfigError(f"the setting {self.key} is {self.shown_raw(raw)} (from {where}){why}.") from None
         if not ok:
             raise ConfigError(f"the setting {self.key} is {self.shown_raw(raw)} (from {where}); it must be "
@@ -97,6 +99,8 @@ class Spec:
             raw = ",".join(map(str, raw))
         if isinstance(raw, float):
             return f"{raw:g}"
+        if isinstance(raw, str) and self.kind == "str" and self.item:
+            raw = endpoints.shown(raw)      # a token in a query (a browser endpoint's)
         return repr(proxies.shown(raw)) if isinstance(raw, str) else str(raw)   # a URL's credentials as ***
 
     def _convert(self, raw):
@@ -139,6 +143,8 @@ class Spec:
             return raw
         if not isinstance(raw, str):
             raise ValueError
+        if self.kind == "str" and self.item:
+            return self.item(raw)
         if self.kind == "secret":
             if not raw.strip() or not raw.isprintable():
                 raise ValueError

@@ -7,7 +7,7 @@ import re
 from urllib.parse import urlsplit
 
 from scraper import __version__
-from scraper.base import config, proxies, webhooks
+from scraper.base import config, endpoints, proxies, webhooks
 from scraper.base.config import setting, specs_of
 from scraper.base.errors import ConfigError
 from scraper.base.sources import BUILTIN as BUILTIN_SOURCES
@@ -53,6 +53,9 @@ TRANSCRIPT_LANGUAGES = ("en",)
 TRANSCRIPTS = False
 BROWSER = "chromium"        # `fetcher = "browser" | "auto"`: the system's Chromium, found on PATH (never downloaded)
 REVALIDATE_SAMPLE = 50      # one 304 in this many is re-fetched in full to check it (a 2 % sample)
+BROWSER_ENDPOINT = "local"  # where pages are rendered: the system's Chromium here (base/endpoints)
+BROWSER_SESSIONS = 2        # remote sessions open at once across the pool (Browserbase's free plan allows 3)
+BROWSER_SESSION_PAGES = 100  # a session (a local browser too) is retired after this many pages (Crawlee's figure)
 ADAPTIVE_RECOVER_S = 60.0    # a slowed domain climbs back from its floor to its rate within this long
 GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
 ROBOTS = "obey"             # robots.txt: obey or ignore
@@ -107,6 +110,29 @@ class Settings:
                                 "auto: a path, or a name on PATH (`chromium`, the default, is Debian's "
                                 "chromium-headless-shell when installed); nothing is ever downloaded.", check=str.strip,
                                 env_aliases=("SCRAPER_BROWSER",), allowed="a Chromium executable (a path or a name)")
+    browser_endpoint: endpoints.Endpoint = setting(
+        endpoints.Endpoint(BROWSER_ENDPOINT), "browser_endpoint", "str", "Where the pages of sources with fetcher "
+        "browser or auto are rendered: local (the system's Chromium, launched here) or cdp:URL (a Chromium "
+        "elsewhere, over the DevTools protocol: http://HOST:PORT or its ws:// URL; every request of its pages "
+        "still takes the site's rate slot here); a source's own browser_endpoint wins.",
+        item=endpoints.parse, allowed=endpoints.ALLOWED, metavar="ENDPOINT")
+    browser_sessions: int = setting(BROWSER_SESSIONS, "browser_sessions", "int", "Sessions (connections) open "
+                                    "at once to a remote browser_endpoint across the pool; a job waits for one "
+                                    "(local browsers are bounded by memory_limit instead).", at_least=1)
+    browser_session_pages: int = setting(BROWSER_SESSION_PAGES, "browser_session_pages", "int", "Pages a "
+                                         "browser session renders before it is retired (closed; the next page "
+                                         "opens a fresh one).", at_least=1)
+    browser_session_timeout_s: float | None = setting(None, "browser_session_timeout", "float", "Age at which a "
+                                                      "browser session is retired after its current page "
+                                                      "(default: only by browser_session_pages).", unit="s",
+                                                      above=0, optional=True)
+    browserbase_url: str | None = setting(None, "browserbase_url", "url", "The Browserbase session API's base "
+                                          "URL (for browser_endpoint browserbase, not supported yet).",
+                                          optional=True)
+    browserbase_key: webhooks.Secret | None = setting(None, "browserbase_key", "secret", "Browserbase's API key "
+                                                      "(shown nowhere: set it in the environment as "
+                                                      "SCRAPER_BROWSERBASE_KEY).", optional=True,
+                                                      allowed="one line of text")
     browser_timeout_s: float | None = setting(None, "browser_timeout", "float", "Time one page may take in the "
                                               "browser, loading and settling (default: timeout).", unit="s",
                                               above=0, optional=True)
@@ -264,6 +290,31 @@ class Settings:
         """Some proxy list is set (the run's or a source's): requests follow the pool, not HTTP(S)_PROXY."""
         return bool(self.proxies or any(s.proxies for s in self.sources))
 
+    def browser_of(self, source: Source | None) -> endpoints.Plan:
+        """The browser a source's pages use: its own browser_* keys, else the run's (None: the run's)."""
+        def own(key, default):
+            return default if source is None else source.opt(key, default)
+        return endpoints.Plan(own("browser_endpoint", self.browser_endpoint),
+                              own("browser_sessions", self.browser_sessions),
+                              own("browser_session_pages", self.browser_session_pages),
+                              own("browser_session_timeout", self.browser_session_timeout_s))
+
+    @functools.cached_property
+    def browser(self) -> endpoints.Plan:
+        """The one browser of the run's sources that render pages (fetcher browser or auto); ConfigError when
+        they ask for different ones: a worker drives one browser endpoint for now."""
+        plans: dict = {}
+        for src in self.working_sources:
+            if src.opt("fetcher", "http") in ("browser", "auto"):
+                plan = self.browser_of(src)
+                plans.setdefault(plan.key, (plan, []))[1].append(src.name)
+        if len(plans) > 1:
+            (a, names_a), (b, names_b) = list(plans.values())[:2]
+            raise ConfigError(f"source {names_a[0]} renders with {a.endpoint} and source {names_b[0]} with "
+                              f"{b.endpoint} (or other browser_session settings); one run drives one browser for "
+                              f"now: run them apart with --source.")
+        return next(iter(plans.values()))[0] if plans else self.browser_of(None)
+
     @property
     def browser_deadline_s(self):
         """The deadline of one page in the browser: --browser-timeout, else --timeout."""
@@ -296,6 +347,11 @@ class Settings:
         return self.db_path + "-browser.lock"
 
     @property
+    def sessions_lock_path(self):
+        """The remote browser sessions' slots (`browser_sessions`), apart from the local browsers'."""
+        return self.db_path + "-sessions.lock"
+
+    @property
     def db_files(self):
         """Every file that sits beside the database: the database with its WAL and shared memory, the limiter's
         file with its own, the limiter's flock file, the run lock and the browser slots' lock file (removing a
@@ -304,7 +360,8 @@ class Settings:
             return ()
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
-                limiter + ".lock", self.lock_path, self.browser_lock_path, db + "-robots.lock")
+                limiter + ".lock", self.lock_path, self.browser_lock_path, self.sessions_lock_path,
+                db + "-robots.lock")
 
     @property
     def worker_share_mb(self):
@@ -337,6 +394,10 @@ def build(**values):
     _check(s.worker_share_mb >= MIN_SHARE_MB,
            f"the memory_limit of {s.memory_limit_mb} MB is too small for {s.workers} workers (each needs a share "
            f"of at least {MIN_SHARE_MB} MB; use fewer workers or a higher limit).")
+    _check(endpoints.unsupported(s.browser_endpoint) is None, f"{endpoints.unsupported(s.browser_endpoint)}.")
+    _check(s.browserbase_url is None and s.browserbase_key is None,
+           "browserbase_url and SCRAPER_BROWSERBASE_KEY serve browser_endpoint 'browserbase', which is not "
+           "supported yet; unset them (use local or cdp:URL).")
     check_db_path(s.db_path)
     return s
 

@@ -8,7 +8,7 @@ import math
 import os
 import re
 
-from scraper.base import proxies
+from scraper.base import endpoints, proxies
 from scraper.base.config import read_toml
 from scraper.base.errors import ConfigError
 
@@ -25,7 +25,8 @@ _STR_LISTS = ("sitemaps", "include", "exclude", "required", "volatile", "allow_d
 _KIND_KEYS = {
     "n8n": ("api_url", "site_url"),
     "catalogue": ("site", "sitemaps", "include", "exclude", "type", "required", "fields", "volatile", "fetcher",
-                  "allow_domains", "settle"),
+                  "allow_domains", "settle", "browser_endpoint", "browser_sessions", "browser_session_pages",
+                  "browser_session_timeout", "browserbase_url"),
 }
 FETCHERS = ("http", "browser", "auto")  # scraper.policy.fetchmode.MODES (base imports nothing of ours)
 _DOMAIN = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?")
@@ -119,7 +120,7 @@ def _source(t, path, number):
 
     def bad(key, allowed):
         value = t.get(key)
-        shown = "missing" if key not in t else f"{value!r}"
+        shown = "missing" if key not in t else repr(endpoints.shown(value)) if isinstance(value, str) else f"{value!r}"
         return ConfigError(f"{path}: source {label}: key {key!r} is {shown}; {allowed}.")
 
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -194,8 +195,33 @@ def _check_kind(kind, o, bad):
     for domain in o.get("allow_domains", ()):
         if not _DOMAIN.fullmatch(domain):
             raise bad("allow_domains", "every entry must be a lower-case host name such as cdn.example.org")
+    _check_browser(o, bad)
     if "settle" in o and not (isinstance(o["settle"], str) and o["settle"].strip()):
         raise bad("settle", "it must be a CSS selector that is present once the page has rendered")
+
+
+def _check_browser(o, bad):
+    """A catalogue's own browser keys (base/endpoints), the endpoint parsed in place; one the code cannot
+    honour yet is refused, as the run's is."""
+    if "browser_endpoint" in o:
+        try:
+            o["browser_endpoint"] = endpoints.parse(o["browser_endpoint"])
+        except ValueError as e:
+            raise bad("browser_endpoint", str(e)) from None
+        refused = endpoints.unsupported(o["browser_endpoint"])
+        if refused:
+            raise bad("browser_endpoint", refused)
+    for key in ("browser_sessions", "browser_session_pages"):
+        if key in o and (isinstance(o[key], bool) or not isinstance(o[key], int) or o[key] < 1):
+            raise bad(key, "it must be a whole number, 1 or more")
+    timeout = o.get("browser_session_timeout")
+    if "browser_session_timeout" in o and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                           or not math.isfinite(timeout) or timeout <= 0):
+        raise bad("browser_session_timeout", "it must be a number of seconds above 0")
+    if "browser_session_timeout" in o:
+        o["browser_session_timeout"] = float(timeout)
+    if "browserbase_url" in o:
+        raise bad("browserbase_url", "it serves browser_endpoint 'browserbase', which is not supported yet")
 
 
 def _is_url(value):

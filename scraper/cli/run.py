@@ -19,7 +19,8 @@ SHOWN = ("workers", "rate", "burst", "timeout", "max_attempts", "memory_limit", 
 HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worker", "breaker_failures", "breaker_open",
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
-          "etl_key", "revalidate", "revalidate_sample")
+          "etl_key", "revalidate", "revalidate_sample", "browser_endpoint", "browser_sessions",
+          "browser_session_pages", "browser_session_timeout", "browserbase_url", "browserbase_key")
 
 
 @click.command("run")
@@ -67,6 +68,10 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         if not db_exists(s):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
         check_source(s, adopt_urls)
+        try:
+            _ = s.browser   # the sources this run renders agree on one browser (a worker drives one)
+        except ConfigError as e:
+            raise Failure(str(e)) from None
         # a source that needs a browser none can start is not worked: its jobs wait for the next run
         browserless = without_browser(s)
         if browserless:

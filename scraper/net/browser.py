@@ -1,7 +1,13 @@
-"""The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one).
+"""The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one), or a
+Chromium elsewhere attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`).
 
-One `BrowserFetcher` per worker process, opened after the fork. It holds at most one browser, gives each
-page a fresh context that is closed afterwards, and retires the browser after `PAGES_PER_BROWSER` pages.
+One `BrowserFetcher` per worker process, opened after the fork. It holds at most one browser (a local one,
+or a session: one connection to the remote one), gives each page a fresh context that is closed afterwards,
+and retires the browser after `pages_per_browser` pages (or once older than `session_timeout_s`). A remote
+browser launches nothing here: its slots are the run's sessions, not the local browser slots; at its end
+only the connection is dropped (Playwright's driver stopped), never the remote browser itself. An endpoint
+that refuses or cannot be reached is a capacity wait, like a slot held by others: the caller's `wait()` runs
+(it hands the job back, uncharged) and the connection is tried again, never counted against the site.
 Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
 unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
 robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
@@ -21,6 +27,7 @@ import subprocess
 import time
 from urllib.parse import urljoin
 
+from scraper.base import endpoints
 from scraper.base.errors import FetchError, JobInvalid
 from scraper.base.urls import domain_of
 from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
@@ -40,7 +47,8 @@ log = logging.getLogger(__name__)
 
 MAX_REDIRECTS = 5               # as plain HTTP's
 PAGES_PER_BROWSER = 100         # a browser is retired (closed, a fresh one launched) after this many pages
-LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started by then is not going to
+LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started (or a remote one not answered) by then is not going to
+CONNECT_RETRY_S = 1.0           # a remote endpoint that refused is tried again after this (the job waits, or goes back)
 SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
 BLOCKED_TYPES = frozenset({"image", "font", "media"})
 # Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
@@ -69,8 +77,11 @@ class BrowserFetcher:
     worker shares it (each page passes its source's `allow_domains`)."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
-                 lean=True, slots=None):
+                 lean=True, slots=None, endpoint=None, session_timeout_s=None):
         self.executable = executable
+        self.endpoint = endpoint    # base.endpoints.Endpoint; None or local: launch `executable` here
+        self.session_timeout_s = session_timeout_s
+        self.connected_at = None    # monotonic time the current browser was launched or connected
         self.user_agent = user_agent
         self.allow_domains = frozenset(d.lower() for d in allow_domains)
         self.pages_per_browser = pages_per_browser
@@ -104,14 +115,32 @@ class BrowserFetcher:
         if self._browser is not None and self._browser.is_connected():
             return
         self.retire()
-        self._take_slot(wait)
-        self._launch()
+        while True:
+            self._take_slot(wait)
+            if self._launch():
+                return
+            # the remote endpoint refused: its capacity, not the site's fault; the slot goes back meanwhile
+            # (the driver stays for the next try: the worker's idle close or its end stops it)
+            if self.slots is not None:
+                self.slots.release()
+            if wait is None:
+                raise FetchError("internal", f"the browser endpoint {self.endpoint} cannot be reached")
+            wait()
+            time.sleep(CONNECT_RETRY_S)
+
+    @property
+    def remote(self):
+        return self.endpoint is not None and self.endpoint.remote
 
     def _launch(self):
+        """Launch the browser, or connect to the remote one: True; False when the remote endpoint refused."""
         from playwright.sync_api import sync_playwright
         if self._pw is None:
             self._pw = sync_playwright().start()
         from playwright.sync_api import Error as PlaywrightError
+        self.connected_at = time.monotonic()
+        if self.remote:
+            return self._connect()
         before = _descendants()
         try:
             self._browser = self._pw.chromium.launch(
@@ -129,6 +158,22 @@ class BrowserFetcher:
             self._start_watchdog(os.getpgid(self.browser_pid))
         else:
             log.warning("could not find the browser's process group; it has no watchdog")
+        return True
+
+    def _connect(self):
+        """One session: a connection to the endpoint's browser (Playwright asks an http base's /json/version
+        for its websocket). False when it refuses, is full or cannot be reached."""
+        from playwright.sync_api import Error as PlaywrightError
+        try:
+            self._browser = self._pw.chromium.connect_over_cdp(self.endpoint.url, timeout=LAUNCH_TIMEOUT_S * 1000)
+        except PlaywrightError as e:
+            # the error names the URL it dialled: said only as the shown endpoint, never the token
+            log.info("the browser endpoint %s refused a session: %s", self.endpoint,
+                     endpoints.shown(_first_line(e)))
+            return False
+        self.launches += 1
+        self.pages = 0
+        return True
 
     def _start_watchdog(self, pgid):
         """`sh` blocks reading a pipe only we write to: at its end (we closed it or died) it kills the group."""
@@ -144,7 +189,9 @@ class BrowserFetcher:
         driver goes with the browser: kept in every worker that once held a browser, idle drivers (node, about
         90 MB of PSS each) held 371 MB of a 4-worker `auto` run's 754 MB peak, outside what the slots count."""
         browser, self._browser = self._browser, None
-        if browser is not None:
+        # a remote browser is left running: stopping the driver below drops the connection (and with it the
+        # contexts it made), where close() could end a browser that is not ours
+        if browser is not None and not self.remote:
             try:
                 browser.close()
             except Exception as e:  # a browser that died already: its group is killed below anyway
@@ -244,16 +291,23 @@ class BrowserFetcher:
             status = response.status if response is not None else 0
             return status, page.url, html
         except PlaywrightError as e:
-            # the browser or its page died under us: this attempt's failure, and a fresh browser next time
+            # the browser or its page died under us: this attempt's failure, and a fresh browser next time;
+            # a remote session that dropped is the provider's doing, not the site's (`internal`: no breaker)
+            lost = self.remote and (self._browser is None or not self._browser.is_connected())
             self.retire()
-            raise FetchError("network", f"the browser failed: {_first_line(e)}", url) from None
+            said = _first_line(e)
+            if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
+                said = endpoints.shown(said)
+            raise FetchError("internal" if lost else "network", f"the browser failed: {said}", url) from None
         finally:
             try:
                 context.close()
             except Exception as e:
                 log.debug("closing a context: %s", e)
             self.pages += 1
-            if self.pages >= self.pages_per_browser or (self.slots is not None and self.slots.wanted()):
+            old = self.session_timeout_s is not None and self.connected_at is not None \
+                and time.monotonic() - self.connected_at >= self.session_timeout_s
+            if self.pages >= self.pages_per_browser or old or (self.slots is not None and self.slots.wanted()):
                 self.retire()
 
     def pids(self):

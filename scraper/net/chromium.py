@@ -169,7 +169,9 @@ def sources_without_browser(settings, sources):
     """(sentence, names): when some of `sources` (scraper.base.sources.Source) use fetcher browser or auto and
     no browser can be started, the one sentence `seed` and `run` print before any work, and the names of
     those sources (their jobs stay pending, the run exits 3); (None, ()) otherwise."""
-    names = tuple(s.name for s in sources if s.opt("fetcher", "http") in ("browser", "auto"))
+    # a source rendered elsewhere (a remote browser_endpoint) needs no Chromium here
+    names = tuple(s.name for s in sources if s.opt("fetcher", "http") in ("browser", "auto")
+                  and not settings.browser_of(s).endpoint.remote)
     sentence = problem(settings.browser_path) if names else None
     if sentence is None:
         return None, ()

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from scraper.base.clock import SYSTEM, Clock, DatabaseClock
+from scraper.base.endpoints import Plan
 from scraper.base.errors import DomainResting, FetchError, RobotsUnavailable
 from scraper.base.proxies import ProxyUrl
 from scraper.base.urls import domain_of
@@ -268,11 +269,14 @@ class Client:
         self.proxy_usable(errand, polite, pool, url)
         return self.proxies.choose(polite.domain, pool) or errand.no_proxy(polite, pool, frozenset(), url)
 
-    def open_browser(self, slots: Any) -> BrowserFetcher:
-        """The process's browser (launched on its first page, within the pool's browser `slots`)."""
+    def open_browser(self, slots: Any, plan: Plan) -> BrowserFetcher:
+        """The process's browser as `plan` says (launched, or connected to a remote endpoint, on its first
+        page, within `slots`: the pool's local browser slots, or the run's remote sessions)."""
         from scraper.net import browser
-        return browser.BrowserFetcher(browser.require(self.s.browser_path), user_agent=self.s.user_agent,
-                                      slots=slots)
+        executable = None if plan.endpoint.remote else browser.require(self.s.browser_path)
+        return browser.BrowserFetcher(executable, user_agent=self.s.user_agent, slots=slots,
+                                      endpoint=plan.endpoint, pages_per_browser=plan.session_pages,
+                                      session_timeout_s=plan.session_timeout_s)
 
     def close(self) -> None:
         """Write what the proxy pool still holds (the caller closes the session and limiter it gave)."""

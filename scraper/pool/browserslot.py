@@ -1,4 +1,5 @@
-"""A worker's browser: at most one, made on the first page a job renders, within the pool's browser slots.
+"""A worker's browser: at most one, made on the first page a job renders, within the pool's browser slots (a
+remote endpoint's sessions instead: `browser_sessions` across the pool, and the local slots stay free).
 
 A job that needs a page waits for a slot; when every slot stays held by workers that keep rendering, the
 job goes back to the queue for a slot holder rather than keep this worker idle (`slot_wait`). A worker
@@ -46,11 +47,17 @@ class BrowserSlot:
             self.fetcher = None
 
     def _browser(self):
-        """The worker's BrowserFetcher (at most one per worker, within the pool's browser slots), made on first use."""
+        """The worker's BrowserFetcher (at most one per worker), made on first use: a local browser within the
+        pool's browser slots, or a session of the remote endpoint within the run's `browser_sessions`."""
         from scraper.net import browser
         if self.fetcher is None:
-            slots = chromium.slots_for(self.s.memory_limit_mb, self.s.workers)
-            self.fetcher = self.client.open_browser(browser.BrowserSlots(self.s.browser_lock_path, slots))
+            plan = self.s.browser
+            if plan.endpoint.remote:
+                slots = browser.BrowserSlots(self.s.sessions_lock_path, plan.sessions)
+            else:
+                slots = browser.BrowserSlots(self.s.browser_lock_path,
+                                             chromium.slots_for(self.s.memory_limit_mb, self.s.workers))
+            self.fetcher = self.client.open_browser(slots, plan)
         return self.fetcher
 
     def slot_wait(self, jc):

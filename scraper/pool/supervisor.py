@@ -377,7 +377,7 @@ class Supervisor:
         self.started_at = self.clock()
         # a ping URL's path is its secret: kept out of the runs row, like the contact in the user agent and the keys
         settings = {k: v for k, v in dataclasses.asdict(self.s).items()
-                    if k not in ("user_agent", "ping_url", "notify_url", "webhooks", "etl_key")}
+                    if k not in ("user_agent", "ping_url", "notify_url", "webhooks", "etl_key", "browserbase_key")}
         settings["db_path"] = self.s.db_shown     # never a password
         return runrecord.start_run(conn, os.getpid(), self.started_at, self.s.workers, json.dumps(settings),
                                    runstate.host(), [src.name for src in self.s.working_sources])
