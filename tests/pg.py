@@ -51,7 +51,10 @@ def _free_port():
 class Server:
     """One running cluster; `new_url()` creates an empty database on it and returns its URL."""
 
-    def __init__(self):
+    def __init__(self, durable=False):
+        """`durable`: commits survive a crash of the server (synchronous_commit on), as the fault tests need:
+        the other tests trade that for speed."""
+        self.durable = durable
         self.bin = bin_dir()
         self.root = tempfile.mkdtemp(prefix="scraper-pg-")
         self.data = os.path.join(self.root, "data")
@@ -73,12 +76,29 @@ class Server:
     def start(self):
         self._as_user(os.path.join(self.bin, "initdb"), "-D", self.data, "-U", self.user, "--auth=trust",
                       "-E", "UTF8", "--locale=C.UTF-8" if _has_c_utf8() else "--locale=C")
+        return self.boot()
+
+    def boot(self):
+        """Start the cluster (again, after `shut_down`)."""
         options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
-                   "-c shared_buffers=32MB")
+                   "-c fsync=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=32MB "
+                   f"-c synchronous_commit={'on' if self.durable else 'off'}")
         self._as_user(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l", os.path.join(self.root, "log"),
                       "-o", options, "-w", "-t", str(START_TIMEOUT_S), "start")
         return self
+
+    def shut_down(self, mode="fast"):
+        """Stop the cluster as an upgrade (`fast`: sessions ended, a checkpoint) or a crash (`immediate`: no
+        checkpoint, recovery at the next start) stops it; `boot()` starts it again."""
+        self._as_user(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", mode, "-w", "stop")
+
+    def restart(self, mode="fast"):
+        """`shut_down(mode)` then `boot()`: the seconds the database was unreachable."""
+        import time
+        began = time.monotonic()
+        self.shut_down(mode)
+        self.boot()
+        return time.monotonic() - began
 
     def stop(self):
         try:

@@ -99,18 +99,20 @@ def _next_step(s, code, browserless):
     from scraper.db.queue import Queue
     from scraper.policy import outcome
     incomplete = scripted = 0
-    try:
-        conn = store.connect(s.db_path)
+    counts, stuck = {}, {}
+    if code != exitcodes.DB_DOWN:       # after exit 69 there is nothing to read: the database is what is missing
         try:
-            queue = Queue(conn)
-            counts, now = queue.counts(), time.time()
-            stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
-            if counts.get("failed"):
-                incomplete, scripted = sources_report.failed_incomplete(conn)
-        finally:
-            conn.close()
-    except (DatabaseError, ConfigError):
-        counts, stuck = {}, {}
+            conn = store.connect(s.db_path)
+            try:
+                queue = Queue(conn)
+                counts, now = queue.counts(), time.time()
+                stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
+                if counts.get("failed"):
+                    incomplete, scripted = sources_report.failed_incomplete(conn)
+            finally:
+                conn.close()
+        except (DatabaseError, ConfigError):
+            counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
                              kinds=[src.kind for src in s.working_sources], browserless=browserless,
                              incomplete=incomplete, scripted=scripted), counts

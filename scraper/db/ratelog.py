@@ -33,6 +33,12 @@ def take(conn: sqlite3.Connection, domain: str, now: float, interval: float, tol
     """Take the domain's slot at `now` (GCRA, `db/slots`): 0.0 when taken, else the seconds until one may be
     free. The caller holds the file's lock, so the read and the move are one step."""
     row = conn.execute("SELECT slot_at FROM slots WHERE domain = ?", (domain,)).fetchone()
+    if row is not None and row[0] - now > tolerance + interval + 1e-9:
+        # only a clock stepped back leaves a slot further ahead than a whole interval past the tolerance: the
+        # schedule starts again from now instead of waiting out the step
+        conn.execute("UPDATE slots SET slot_at = ? WHERE domain = ?", (now + tolerance + interval, domain))
+        conn.commit()
+        return interval
     slot_at = max(row[0], now) if row is not None else now
     if slot_at - now > tolerance + 1e-9:      # not a float's rounding: a wake-up on time is on time
         return max(0.001, slot_at - now - tolerance)

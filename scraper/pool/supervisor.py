@@ -12,7 +12,8 @@ import time
 
 from scraper import sites
 from scraper.base import exitcodes
-from scraper.base.clock import SYSTEM, DatabaseClock
+from scraper.base.clock import SYSTEM, DatabaseClock, SteadyClock
+from scraper.base.errors import ConfigError, DatabaseDown, DatabaseUnavailable
 from scraper.base.settings import PROGRESS_EVERY_S
 from scraper.db import runrecord, runstate, store
 from scraper.db.queue import Queue
@@ -20,6 +21,7 @@ from scraper.mirror import record, source
 from scraper.policy import progress
 from scraper.politeness import proxypool
 from scraper.pool import memory, orphans, pacing, worker
+from scraper.pool.outage import Outage
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,7 @@ class Supervisor:
         self.started_at = None      # wall clock, for the rate window
         self.errors_seen = {}       # error counters at the last summary
         self.run_id = None          # our row of `runs`; the workers record what they finish under it
+        self.calm_until = 0.0       # after the database's outage: workers renew or hand back before one counts as stuck
 
     # --- the run ---------------------------------------------------------------------
 
@@ -69,7 +72,11 @@ class Supervisor:
         work it together: each has its `runs` row and heartbeat, and the clock is the database's."""
         lock = None if self.s.postgres else runstate.RunLock(self.s.lock_path).acquire()
         try:
-            conn = store.open_db(self.s.db_path)
+            conn = store.open_db(self.s.db_path, store.run_link(self.s))
+        except DatabaseUnavailable as e:    # at the start, as any command: one sentence, exit 2
+            if lock is not None:
+                lock.release()
+            raise ConfigError(str(e)) from None
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -80,6 +87,12 @@ class Supervisor:
         self.conn = conn
         if self.s.postgres:
             self.clock = DatabaseClock(conn.clock)
+            skew = conn.skew()
+            if abs(skew) >= 1.0:
+                log.warning("this machine's clock is %.1f s %s the database's; the run decides on the database's "
+                            "(leases, pauses, rate slots)", abs(skew), "ahead of" if skew > 0 else "behind")
+        elif self.clock is SYSTEM:
+            self.clock = SteadyClock()      # the run's one timeline, whatever the wall clock does meanwhile
         try:
             self._note_unfinished_run(conn)
             if self.s.postgres:
@@ -101,7 +114,8 @@ class Supervisor:
             self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
             self.pacing.start()
             code = self._loop()
-            self._finish_run(conn, self.run_id, code)
+            if code != exitcodes.DB_DOWN:
+                self._finish_run(conn, self.run_id, code)
             return code
         finally:
             self._kill_all()
@@ -123,8 +137,38 @@ class Supervisor:
         self.signals.append(signum)       # only a flag: the loop acts on it
 
     def _work(self):
+        """The loop, lived through the database's outages: each is waited out (`pool.outage`) while the
+        workers wait out their own; one past db_down_after ends the run with exit 69."""
+        while True:
+            try:
+                return self._work_until_outage()
+            except DatabaseUnavailable as e:
+                code = self._outage(e)
+                if code is not None:
+                    return code
+
+    def _outage(self, error):
+        """Wait for the database; None when it answers again, else the run's exit code."""
+        outage = Outage(self.s, "the supervisor", lambda: store.ping(self.conn), lambda: bool(self.signals))
+        try:
+            if not self.signals and outage.wait(error):
+                # leases ran out meanwhile: the workers hand back or renew before any counts as stuck
+                self.calm_until = self.clock.monotonic() + self.s.lease_s
+                return None
+        except DatabaseDown as down:
+            log.error("%s", down)
+            self._signal_all(signal.SIGTERM)
+            self._join_all(self.s.stop_grace_s)
+            return exitcodes.DB_DOWN
+        log.info("stopping while the database is unreachable: the unfinished jobs come back as their leases expire")
+        self._signal_all(signal.SIGTERM)
+        self._join_all(self.s.stop_grace_s)
+        return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
+
+    def _work_until_outage(self):
         for slot in self.slots:
-            self._start(slot)
+            if slot.process is None:
+                self._start(slot)
         next_sample = next_show = next_beat = 0.0
         next_progress = self.clock.monotonic() + runrecord.PROGRESS_EVENT_S     # `run.started` said the rest
         next_summary = self.clock.monotonic() + PROGRESS_EVERY_S
@@ -210,7 +254,9 @@ class Supervisor:
     # --- workers -------------------------------------------------------------------------
 
     def _start(self, slot):
-        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id),
+        # on SQLite the workers keep the run's clock (on PostgreSQL each measures the database's)
+        steady = None if self.s.postgres else self.clock
+        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id, steady),
                              name=f"worker-{slot.index}")
         # a signal that came between fork and the child's handlers would kill the child or be lost:
         # blocked here, it waits (in both processes) until each has its handler
@@ -230,7 +276,7 @@ class Supervisor:
                 continue
             p.join()
             code = p.exitcode
-            if code in (exitcodes.WORKER_RECYCLE, exitcodes.WORKER_STOPPED):
+            if code in (exitcodes.WORKER_RECYCLE, exitcodes.WORKER_STOPPED, exitcodes.WORKER_DB_DOWN):
                 self.queue.requeue(self.clock(), workers=[slot.name])    # a clean hand-back is free
                 self.recycles += code == exitcodes.WORKER_RECYCLE
             else:
@@ -273,12 +319,17 @@ class Supervisor:
                 killed.append(slot.name)
                 slot.process = None
         if killed and getattr(self, "queue", None) is not None:
-            self.queue.requeue(self.clock(), workers=killed)
+            try:
+                self.queue.requeue(self.clock(), workers=killed)
+            except DatabaseUnavailable:     # their leases run out instead
+                pass
 
     def _kill_stuck(self):
         """Kill a live worker whose job's lease ran out: it renews the lease before every request and
         while it waits, and a request ends within --timeout, so it hangs somewhere no deadline reaches
         (a server trickling its headers, a stuck C call). The reaper then charges the job (abandoned)."""
+        if self.clock.monotonic() < self.calm_until:
+            return
         live = {s.name: s for s in self.slots if s.process is not None and s.process.is_alive()}
         stuck = [live[name] for name in self.queue.expired_holders(self.clock()) if name in live]
         for slot in stuck:

@@ -65,7 +65,23 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "n8n": scope.n8n, "items": scope.items,
         "proxies": proxies(queue.conn, now, settings),
         "endpoints": endpoints(queue.conn, now, settings),
+        "clock_skew_s": clock_skew_s(queue.conn),
     }
+
+
+def clock_skew_s(conn):
+    """How far this machine's wall clock is ahead of the database's (PostgreSQL; None on SQLite, whose one
+    machine has one clock). The run decides on the database's clock, so a skew is shown, not suffered."""
+    return round(conn.skew(), 1) if store.is_postgres(conn) else None
+
+
+def skew_line(skew_s):
+    """The `clock` line of a PostgreSQL database's status."""
+    if abs(skew_s) < 1.0:
+        return "clock     this machine's clock agrees with the database's (within 1 s)"
+    way = "ahead of" if skew_s > 0 else "behind"
+    return (f"clock     this machine's clock is {progress.format_duration(abs(skew_s))} {way} the database's; "
+            f"leases, pauses and rate slots follow the database's")
 
 
 def endpoints(conn, now, settings=None):
@@ -170,6 +186,8 @@ def render(r):
         lines.append(f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
                      + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed")
     n = r.get("last_notification")
+    if r.get("clock_skew_s") is not None:
+        lines.append(skew_line(r["clock_skew_s"]))
     lines.append("notified  " + ("none sent" if n is None else
                                  f"{n['kind']} at {_when(n['at'])}, {'delivered' if n['ok'] else 'FAILED'}"))
     for name, c in r["sites"].items():
