@@ -51,10 +51,7 @@ def _free_port():
 class Server:
     """One running cluster; `new_url()` creates an empty database on it and returns its URL."""
 
-    def __init__(self, durable=False):
-        """`durable`: commits survive a crash of the server (synchronous_commit on), as the fault tests need:
-        the other tests trade that for speed."""
-        self.durable = durable
+    def __init__(self):
         self.bin = bin_dir()
         self.root = tempfile.mkdtemp(prefix="scraper-pg-")
         self.data = os.path.join(self.root, "data")
@@ -81,8 +78,8 @@ class Server:
     def boot(self):
         """Start the cluster (again, after `shut_down`)."""
         options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
-                   "-c fsync=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=32MB "
-                   f"-c synchronous_commit={'on' if self.durable else 'off'}")
+                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+                   "-c shared_buffers=32MB")
         self._as_user(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l", os.path.join(self.root, "log"),
                       "-o", options, "-w", "-t", str(START_TIMEOUT_S), "start")
         return self
@@ -99,6 +96,15 @@ class Server:
         self.shut_down(mode)
         self.boot()
         return time.monotonic() - began
+
+    def durable_url(self):
+        """`migrated_url()` whose commits survive a crash of the server (synchronous_commit on for that
+        database: the cluster trades it for speed), for the tests that crash it."""
+        import psycopg
+        url = self.migrated_url()
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET synchronous_commit = on")
+        return url
 
     def stop(self):
         try:

@@ -45,11 +45,12 @@ class SteadyClock(Clock):
     time elapsed since, so the wall clock stepped back (or forward) during the run stalls no lease, backoff,
     pause or rate slot. Made by the supervisor before it forks, it is the same clock in every worker."""
 
-    def __init__(self) -> None:
-        self._wall0, self._boot0 = time.time(), _since_boot()
+    def __init__(self, wall: Callable[[], float] = time.time, since_boot: Callable[[], float] = _since_boot):
+        self._since_boot = since_boot
+        self._wall0, self._boot0 = wall(), since_boot()
 
     def now(self) -> float:
-        return self._wall0 + (_since_boot() - self._boot0)
+        return self._wall0 + (self._since_boot() - self._boot0)
 
 
 class DatabaseClock(Clock):

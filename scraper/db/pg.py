@@ -103,6 +103,9 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+# how many times a run's connection of this process was found lost: a restart or a silent network takes all
+# of a process's sessions at once, so each made before the last loss is made again before its next statement
+_LOSSES = [0]
 
 
 class Row(tuple[Any, ...]):
@@ -225,6 +228,7 @@ class Connection:
         # statements run last in the transaction, right before its COMMIT (db/events.py: the outbox's rows)
         self.at_commit: list[tuple[str | dialect.Sql, Sequence[Any]]] = []
         self._raw = self._open()
+        self._made_after = _LOSSES[0]
         if link is not None:
             _WATCHDOG.watch(self)
 
@@ -278,7 +282,10 @@ class Connection:
         DatabaseUnavailable while the database cannot be reached."""
         self._pipe = self._pipe_cm = None
         self.at_commit = []
+        if self.lost:
+            _LOSSES[0] += 1
         old, self._raw = self._raw, self._open()
+        self._made_after = _LOSSES[0]
         try:
             old.close()
         except Exception:       # a broken session's close has nothing to say
@@ -297,7 +304,9 @@ class Connection:
                 self._raw.pgconn.consume_input()
             except Exception:       # psycopg.OperationalError: the session is gone (`lost` says so now)
                 pass
-        if self.lost:
+        if self._pipe is None and self._made_after < _LOSSES[0]:
+            self.reconnect()        # another session of this process was lost: this one likely went with it
+        elif self.lost:
             if self._pipe is not None:
                 raise DatabaseUnavailable("the connection was lost during the transaction")
             self.reconnect()

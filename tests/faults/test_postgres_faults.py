@@ -1,8 +1,10 @@
-"""Faults of PostgreSQL a run lives through (issue 44), in real processes against a real server of its own
-(restarted here, so no other test shares it) and the n8n stand-in: a fast and an immediate restart
-mid-run, the database down past `db_down_after` (exit 69), a silent network (tests/faults/relay.py).
+"""Faults of PostgreSQL a run lives through (issue 44), in real processes against the test process's server
+(tests/pg.py; restarted here: the tests of one process run one at a time) and the n8n stand-in: a fast and
+an immediate restart mid-run, the database down past `db_down_after` (exit 69), a silent network
+(tests/faults/relay.py), a run group's clock ten minutes ahead (faketime).
 Each test prints what it measured. Skipped with the reason where PostgreSQL is not installed."""
 
+import shutil
 import subprocess
 import sys
 import time
@@ -12,39 +14,15 @@ import pytest
 from tests import warm
 from tests.faults.relay import SilentRelay
 from tests.helpers import check_every_row, in_process, rows, scraper_env, wait_until
-from tests.pg import Server, why_not
 
 pytestmark = [pytest.mark.faults, pytest.mark.slow]
 
-RATE, BURST = 60, 5
-
-
-@pytest.fixture(scope="module")
-def own_server():
-    """A server only these tests use: they stop and restart it."""
-    reason = why_not()
-    if reason:
-        pytest.skip(reason)
-    server = Server(durable=True)
-    try:
-        server.start()
-    except subprocess.CalledProcessError as e:
-        server.stop()
-        pytest.skip(f"PostgreSQL did not start: {(e.stderr or e.stdout or '').strip()[:300]}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def own_url(own_server):
-    return own_server.migrated_url()
+RATE, BURST = 100, 5
 
 
 def start_run(site, url, *extra, env=None):
     return warm.Popen([sys.executable, "-m", "scraper", "run", "--workers", "2", "--rate", str(RATE), "--burst",
-                       str(BURST), "--lease", "6", "--timeout", "5", *extra],
+                       str(BURST), "--lease", "3", "--timeout", "2", *extra],
                       env={**scraper_env(site, url), **(env or {})}, stdout=subprocess.DEVNULL,
                       stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -59,74 +37,59 @@ def check_once(site, url):
     assert rows(url, "SELECT template_id FROM answers GROUP BY template_id, kind HAVING COUNT(*) > 1") == []
     assert rows(url, "SELECT key, attempts FROM jobs WHERE attempts > 1") == []
     assert rows(url, "SELECT domain FROM domains WHERE state <> 'closed' OR failures > 0") == []
-    stats = site.stats()
-    assert stats["http_429"] == 0
+    assert site.stats()["http_429"] == 0
 
 
-def test_a_fast_and_an_immediate_restart_mid_run_lose_nothing_and_charge_nobody(standin, own_server, own_url):
-    site = standin(templates=240, rate=RATE, burst=BURST)
-    in_process(site, own_url, "seed", "--from-search", "--rate", str(RATE), check=0)
-    began = time.monotonic()
-    run = start_run(site, own_url)
+def test_restarts_mid_run_cost_nothing_and_a_database_gone_for_good_ends_it_with_69(standin, pg_server):
+    """A fast restart (an upgrade) and an immediate one (a crash) mid-run, then the database down past
+    db_down_after: exit 69 with its sentence, and a second run finishes everything, nothing done twice,
+    no attempt spent."""
+    url = pg_server.durable_url()       # a crash must not take back what was acknowledged
+    site = standin(templates=120, rate=RATE, burst=BURST)
+    in_process(site, url, "seed", "--from-search", "--rate", str(RATE), check=0)
+    run = start_run(site, url, env={"SCRAPER_DB_DOWN_AFTER": "2"})
     try:
         downs = []
-        for mode, at in (("fast", 60), ("immediate", 140)):
-            wait_until(lambda at=at: done(own_url) >= at, timeout=60)
-            downs.append((mode, own_server.restart(mode)))
-        code = run.wait(120)
-        stderr = run.stderr.read()
-    finally:
-        if run.poll() is None:
-            run.kill()
-    wall = time.monotonic() - began
-    print(f"restarts {', '.join(f'{m} {s:.1f} s down' for m, s in downs)}; 240 templates at {RATE}/s in "
-          f"{wall:.1f} s (without faults {240 / RATE:.1f} s of rate); exit {code}")
-    assert code == 0, stderr[-3000:]
-    assert "Traceback" not in stderr, stderr[-3000:]
-    assert "the database is unreachable" in stderr and "answers again" in stderr
-    check_once(site, own_url)
-
-
-def test_a_database_down_past_db_down_after_ends_the_run_with_69_and_loses_nothing(standin, own_server, own_url):
-    site = standin(templates=150, rate=RATE, burst=BURST)
-    in_process(site, own_url, "seed", "--from-search", "--rate", str(RATE), check=0)
-    run = start_run(site, own_url, env={"SCRAPER_DB_DOWN_AFTER": "2"})
-    try:
-        wait_until(lambda: done(own_url) >= 30, timeout=60)
-        own_server.shut_down("fast")
-        stopped = time.monotonic()
+        for mode, at in (("fast", 25), ("immediate", 55)):
+            wait_until(lambda at=at: done(url) >= at, timeout=60)
+            downs.append((mode, pg_server.restart(mode)))
+        wait_until(lambda: done(url) >= 85, timeout=60)
+        pg_server.shut_down("fast")
+        gone = time.monotonic()
         code = run.wait(60)
-        took = time.monotonic() - stopped
+        took = time.monotonic() - gone
         stderr = run.stderr.read()
     finally:
         if run.poll() is None:
             run.kill()
-        own_server.boot()
-    print(f"the database down: the run ended {took:.1f} s later (db_down_after 2 s), exit {code}")
+        pg_server.boot()
+    print(f"restarts: {', '.join(f'{m} {s:.1f} s down' for m, s in downs)}, the run went on; then the database "
+          f"gone: the run ended {took:.1f} s later (db_down_after 2 s), exit {code}")
     assert code == 69, stderr[-3000:]
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert stderr.count("answers again") >= 2        # every process came back after each restart
     errors = [line for line in stderr.splitlines() if "stayed unreachable" in line]
     assert errors and all("db_down_after" in line for line in errors)
     assert stderr.strip().splitlines()[-1].split(" ", 3)[-1].startswith("next: bring the database back")
-    # everything still there: a second run finishes every job, none done twice
-    again = start_run(site, own_url)
+    # everything still there: the next run finishes every job (those left running come back uncharged)
+    again = start_run(site, url)
     assert again.wait(120) == 0, again.stderr.read()[-3000:]
-    check_every_row(site, own_url)
-    assert rows(own_url, "SELECT template_id FROM answers GROUP BY template_id, kind HAVING COUNT(*) > 1") == []
+    check_once(site, url)
 
 
-def test_a_silent_network_is_noticed_and_the_run_goes_on(standin, own_server, own_url):
-    relay = SilentRelay(own_server.port).start()
-    via = own_url.replace(f":{own_server.port}/", f":{relay.port}/")
-    site = standin(templates=200, rate=RATE, burst=BURST)
+def test_a_silent_network_is_noticed_and_the_run_goes_on(standin, pg_server, pg_migrated_url):
+    own_url = pg_migrated_url
+    relay = SilentRelay(pg_server.port).start()
+    via = own_url.replace(f":{pg_server.port}/", f":{relay.port}/")
+    site = standin(templates=90, rate=RATE, burst=BURST)
     in_process(site, own_url, "seed", "--from-search", "--rate", str(RATE), check=0)
     # a round trip unanswered for 1 + 1 s counts as lost
     env = {"SCRAPER_DB_KEEPALIVE": "1", "SCRAPER_DB_STATEMENT_TIMEOUT": "1", "SCRAPER_DB_CONNECT_TIMEOUT": "2"}
     run = start_run(site, via, env=env)
     try:
-        wait_until(lambda: done(own_url) >= 50, timeout=60)
+        wait_until(lambda: done(own_url) >= 20, timeout=60)
         relay.silence()
-        time.sleep(4)
+        time.sleep(2)
         before = done(own_url)
         relay.resume()
         resumed = time.monotonic()
@@ -138,9 +101,71 @@ def test_a_silent_network_is_noticed_and_the_run_goes_on(standin, own_server, ow
         if run.poll() is None:
             run.kill()
         relay.stop()
-    print(f"the network silent 4 s: jobs finished again {back:.1f} s after it spoke (bound 2 s a round trip); "
+    print(f"the network silent 2 s: jobs finished again {back:.1f} s after it spoke (bound 2 s a round trip); "
           f"exit {code}")
     assert code == 0, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "counts as lost" in stderr
     check_once(site, own_url)
+
+
+# --- clocks ------------------------------------------------------------------------------------------
+
+def faketime(offset):
+    """The argv prefix that runs a command with its clock `offset` ahead (Debian's faketime: libfaketime
+    preloaded, inherited by every process the command forks), or the test skipped with the reason."""
+    if shutil.which("faketime") is None:
+        pytest.skip("faketime is not installed (apt-get install faketime)")
+    return ["faketime", "-f", offset]
+
+
+@pytest.mark.timing
+def test_a_run_group_ten_minutes_ahead_holds_the_rate_and_takes_no_lease_early(standin, pg_migrated_url):
+    own_url = pg_migrated_url
+    site = standin(templates=80, rate=40, burst=BURST, latency_ms=5)
+    in_process(site, own_url, "seed", "--from-search", "--rate", "40", check=0)
+    argv = [sys.executable, "-m", "scraper", "run", "--workers", "2", "--rate", "40", "--burst", str(BURST),
+            "--lease", "3", "--timeout", "2"]
+    env = scraper_env(site, own_url)
+    # the group ahead is a new interpreter under libfaketime (the warm starter's fork would not preload it)
+    ahead = subprocess.Popen(faketime("+10m") + argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    plain = warm.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       start_new_session=True)
+    try:
+        status = subprocess.run(faketime("+10m") + [sys.executable, "-m", "scraper", "status"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        codes = (ahead.wait(120), plain.wait(120))
+        errors = ahead.stderr.read()
+    finally:
+        for group in (ahead, plain):
+            if group.poll() is None:
+                group.kill()
+    stats = site.stats()
+    skew = next(line for line in status.stdout.splitlines() if line.startswith("clock"))
+    print(f"one group 10 min ahead: max {stats['max_in_1s']} requests in a second (rate 40 + burst {BURST}), "
+          f"429s {stats['http_429']}; status: {skew!r}; exits {codes}")
+    assert codes == (0, 0), errors[-3000:]
+    assert "10m00s ahead of the database's" in skew
+    assert "ahead of the database's" in errors      # the run said so at its start
+    assert stats["max_in_1s"] <= 40 + BURST
+    per_run = rows(own_url, "SELECT run_id, COUNT(*) AS n FROM run_jobs GROUP BY run_id")
+    assert len(per_run) == 2 and all(r["n"] > 0 for r in per_run), per_run     # both groups worked
+    check_once(site, own_url)
+
+
+def test_a_rate_slot_left_an_hour_ahead_by_a_clock_stepped_back_costs_one_interval(pg_migrated_url):
+    from scraper.db import slots, store
+    conn = store.open_postgres(pg_migrated_url)
+    try:
+        slots.ensure(conn, "example.org")
+        interval, tolerance = slots.gcra(10.0, 2)
+        conn.raw("UPDATE domains SET slot_at = extract(epoch FROM clock_timestamp()) + 3600 WHERE domain = %s",
+                 ("example.org",))
+        first = slots.take(conn, "example.org", interval, tolerance)
+        time.sleep(first)
+        second = slots.take(conn, "example.org", interval, tolerance)
+    finally:
+        conn.close()
+    print(f"a slot an hour ahead: waited {first:.2f} s, then {second:.2f} s")
+    assert first == interval and second == 0.0
