@@ -19,7 +19,8 @@ SHOWN = ("workers", "rate", "burst", "timeout", "max_attempts", "memory_limit", 
 HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worker", "breaker_failures", "breaker_open",
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
-          "etl_key")
+          "etl_key",
+          "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout")
 
 
 @click.command("run")
