@@ -115,7 +115,10 @@ class Supervisor:
             self.pacing.start()
             code = self._loop()
             if code != exitcodes.DB_DOWN:
-                self._finish_run(conn, self.run_id, code)
+                try:
+                    self._finish_run(conn, self.run_id, code)
+                except DatabaseUnavailable as e:    # stopped while the database was away: its row stays open
+                    log.warning("the run's end could not be recorded (%s); the next run notes it", e)
             return code
         finally:
             self._kill_all()
