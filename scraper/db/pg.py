@@ -81,14 +81,19 @@ class _Watchdog:
     `net/http` does to a trickling answer)."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Nothing watched, no thread: a process's start, and a forked child's (the parent's thread is not in
+        it, and a lock it held at the fork would stay held)."""
         self.conns: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.lock = threading.Lock()
-        self.pid = 0
+        self.started = False
 
     def watch(self, conn: Connection) -> None:
         with self.lock:
-            if self.pid != os.getpid():      # a forked child has no thread: start its own
-                self.pid, self.conns = os.getpid(), weakref.WeakSet()
+            if not self.started:
+                self.started = True
                 threading.Thread(target=self._loop, name="pg-watchdog", daemon=True).start()
             self.conns.add(conn)
 
@@ -103,6 +108,7 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+os.register_at_fork(after_in_child=_WATCHDOG.reset)
 # how many times a run's connection of this process was found lost: a restart or a silent network takes all
 # of a process's sessions at once, so each made before the last loss is made again before its next statement
 _LOSSES = [0]
