@@ -4,6 +4,7 @@ an immediate restart mid-run, the database down past `db_down_after` (exit 69), 
 (tests/faults/relay.py), a run group's clock ten minutes ahead (faketime).
 Each test prints what it measured. Skipped with the reason where PostgreSQL is not installed."""
 
+import base64
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 
 import pytest
 
+from scripts.standin import client
 from tests import warm
 from tests.faults.relay import SilentRelay
 from tests.helpers import check_every_row, in_process, rows, scraper_env, wait_until
@@ -77,14 +79,19 @@ def test_restarts_mid_run_cost_nothing_and_a_database_gone_for_good_ends_it_with
     check_once(site, url)
 
 
-def test_a_silent_network_is_noticed_and_the_run_goes_on(standin, pg_server, pg_migrated_url):
+def test_a_silent_network_is_noticed_and_the_run_goes_on(standin, pg_server, pg_migrated_url, tmp_path):
+    """Every process goes on: the supervisor, the workers and the webhook relay (every event delivered)."""
     own_url = pg_migrated_url
+    hook = client.start(kind="receiver", host="127.0.0.1")
+    config = tmp_path / "scraper.toml"
+    config.write_text(f'[[webhook]]\nurl = "{hook.url}/in"\nsecret = "${{HOOK_SECRET}}"\n')
     relay = SilentRelay(pg_server.port).start()
     via = own_url.replace(f":{pg_server.port}/", f":{relay.port}/")
     site = standin(templates=90, rate=RATE, burst=BURST)
     in_process(site, own_url, "seed", "--from-search", "--rate", str(RATE), check=0)
     # a round trip unanswered for 1 + 1 s counts as lost
-    env = {"SCRAPER_DB_KEEPALIVE": "1", "SCRAPER_DB_STATEMENT_TIMEOUT": "1", "SCRAPER_DB_CONNECT_TIMEOUT": "2"}
+    env = {"SCRAPER_DB_KEEPALIVE": "1", "SCRAPER_DB_STATEMENT_TIMEOUT": "1", "SCRAPER_DB_CONNECT_TIMEOUT": "2",
+           "SCRAPER_CONFIG": str(config), "HOOK_SECRET": "whsec_" + base64.b64encode(b"k" * 32).decode()}
     run = start_run(site, via, env=env)
     try:
         wait_until(lambda: done(own_url) >= 20, timeout=60)
@@ -101,12 +108,17 @@ def test_a_silent_network_is_noticed_and_the_run_goes_on(standin, pg_server, pg_
         if run.poll() is None:
             run.kill()
         relay.stop()
+        received = len(hook.received())
+        hook.stop()
     print(f"the network silent 2 s: jobs finished again {back:.1f} s after it spoke (bound 2 s a round trip); "
           f"exit {code}")
     assert code == 0, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "counts as lost" in stderr
+    assert "webhook delivery: the database answers again" in stderr      # the relay went on too
     check_once(site, own_url)
+    events = rows(own_url, "SELECT MAX(seq) AS head FROM events")[0]["head"]
+    assert rows(own_url, "SELECT cursor FROM webhook_endpoints")[0]["cursor"] == events and received > 0
 
 
 # --- clocks ------------------------------------------------------------------------------------------
