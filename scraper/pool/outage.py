@@ -36,7 +36,7 @@ class Outage:
         self.stopping = stopping
         self.clock = clock
         self.rng = rng
-        self.outages = 0            # how many this process lived through (the acceptance script counts them)
+        self.last_s = 0.0           # how long the last outage lasted, once it is over
 
     def wait(self, error):
         """Wait until `reconnect()` succeeds (True), `stopping()` turns true (False) or `db_down_after` has
@@ -52,9 +52,8 @@ class Outage:
             except DatabaseUnavailable as e:
                 why = str(e) or why
             else:
-                self.outages += 1
-                log.warning("%s: the database answers again after %.1f s", self.name,
-                            self.clock.monotonic() - began)
+                self.last_s = self.clock.monotonic() - began
+                log.warning("%s: the database answers again after %.1f s", self.name, self.last_s)
                 return True
             waited = self.clock.monotonic() - began
             if waited >= self.s.db_down_after_s:

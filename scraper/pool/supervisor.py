@@ -15,7 +15,7 @@ from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM, DatabaseClock, SteadyClock
 from scraper.base.errors import ConfigError, DatabaseDown, DatabaseUnavailable
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import runrecord, runstate, store
+from scraper.db import counters, runrecord, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
@@ -61,6 +61,7 @@ class Supervisor:
         self.errors_seen = {}       # error counters at the last summary
         self.run_id = None          # our row of `runs`; the workers record what they finish under it
         self.calm_until = 0.0       # after the database's outage: workers renew or hand back before one counts as stuck
+        self.outage_s = None        # the outage just lived through, for the counters (`status` shows them)
 
     # --- the run ---------------------------------------------------------------------
 
@@ -157,6 +158,7 @@ class Supervisor:
             if not self.signals and outage.wait(error):
                 # leases ran out meanwhile: the workers hand back or renew before any counts as stuck
                 self.calm_until = self.clock.monotonic() + self.s.lease_s
+                self.outage_s = outage.last_s
                 return None
         except DatabaseDown as down:
             log.error("%s", down)
@@ -169,6 +171,11 @@ class Supervisor:
         return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
 
     def _work_until_outage(self):
+        if self.outage_s is not None:
+            with store.transaction(self.conn) as c:
+                counters.bump(c, "db_outages")
+                counters.bump(c, "db_outage_s", round(self.outage_s))
+            self.outage_s = None
         for slot in self.slots:
             if slot.process is None:
                 self._start(slot)

@@ -28,7 +28,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
     floor = progress.eta_floor_s(sources_report.remaining_by_domain(queue.conn),
                                  sources_report.rates_by_domain(queue.conn), requests_per_job) if alive else 0.0
     p = progress.from_counts(counts, recent, window, floor)
-    errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
+    every = queue.counters()
+    errors = {name.split(":", 1)[1]: n for name, n in sorted(every.items()) if name.startswith("error:")}
     from scraper.db import runrecord, sources_report
     latest = runrecord.latest_id(queue.conn)
     errors_run = sources_report.run_errors(queue.conn, latest) if latest is not None else {}
@@ -66,6 +67,7 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "proxies": proxies(queue.conn, now, settings),
         "endpoints": endpoints(queue.conn, now, settings),
         "clock_skew_s": clock_skew_s(queue.conn),
+        "db_outages": every.get("db_outages", 0), "db_outage_s": every.get("db_outage_s", 0),
     }
 
 
@@ -188,6 +190,10 @@ def render(r):
     n = r.get("last_notification")
     if r.get("clock_skew_s") is not None:
         lines.append(skew_line(r["clock_skew_s"]))
+    if r.get("db_outages"):
+        lines.append(f"database  {r['db_outages']} outage(s) of the database lived through by runs, "
+                     f"{progress.format_duration(r['db_outage_s'])} in all (restarts, failovers, a silent network: "
+                     f"see the run's log)")
     lines.append("notified  " + ("none sent" if n is None else
                                  f"{n['kind']} at {_when(n['at'])}, {'delivered' if n['ok'] else 'FAILED'}"))
     for name, c in r["sites"].items():

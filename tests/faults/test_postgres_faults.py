@@ -77,6 +77,8 @@ def test_restarts_mid_run_cost_nothing_and_a_database_gone_for_good_ends_it_with
     again = start_run(site, url)
     assert again.wait(120) == 0, again.stderr.read()[-3000:]
     check_once(site, url)
+    status = in_process(site, url, "status", check=0).stdout
+    assert "2 outage(s) of the database lived through by runs" in status, status
 
 
 def test_a_silent_network_is_noticed_and_the_run_goes_on(standin, pg_server, pg_migrated_url, tmp_path):
