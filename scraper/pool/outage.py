@@ -22,7 +22,7 @@ def down_sentence(settings, why, seconds):
     """The run's one sentence when the database stayed unreachable past `db_down_after`."""
     return (f"the database {settings.db_shown} stayed unreachable for {seconds:.0f} s (db_down_after is "
             f"{settings.db_down_after_s:g} s; last error: {why}); every job is as it was, the unfinished ones come "
-            f"back when their leases expire")
+            f"back when their leases expire.")
 
 
 class Outage:
