@@ -52,8 +52,11 @@ def _main(settings, parent):
                     break
         if stopping:
             delivery.deliver(conn, settings.webhooks, etl=to_etl)
-    except (DatabaseDown, DatabaseUnavailable) as e:
-        log.error("webhook delivery stopped: %s; `scraper deliver` goes on from each endpoint's cursor", e)
+    except DatabaseDown:
+        log.warning("webhook delivery stops: the database stayed unreachable past db_down_after; `scraper deliver` "
+                    "goes on from each endpoint's cursor")
+    except DatabaseUnavailable as e:    # its last pass, after the run, while the database is away
+        log.warning("webhook delivery stopped: %s; `scraper deliver` goes on from each endpoint's cursor", e)
     except Exception:
         log.exception("webhook delivery stopped; `scraper deliver` goes on from each endpoint's cursor")
     finally:

@@ -355,8 +355,9 @@ def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, 
 def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock=None):
     try:
         conn, limiter = _open(settings, name, flags, parent_pid)
-    except DatabaseDown as e:
-        log.error("%s: %s", name, e)
+    except DatabaseDown:
+        # the supervisor's outage ends the run with the one sentence; a worker says only that it stops
+        log.warning("%s stops: the database stayed unreachable past db_down_after", name)
         return exitcodes.WORKER_DB_DOWN
     except (OSError, DatabaseError, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
@@ -371,8 +372,9 @@ def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clo
                proxies=pool, lanes=lanes, quota=quota)
     try:
         return w.run()
-    except DatabaseDown as e:
-        log.error("%s: %s", name, e)
+    except DatabaseDown:
+        # the supervisor's outage ends the run with the one sentence; a worker says only that it stops
+        log.warning("%s stops: the database stayed unreachable past db_down_after", name)
         return exitcodes.WORKER_DB_DOWN
     except Exception:
         log.exception("%s crashed", name)
