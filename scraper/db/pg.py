@@ -155,6 +155,18 @@ def error(e: Exception) -> DatabaseError:
     return kind(_first_line(e))
 
 
+def _server_went(e: BaseException | None) -> bool:
+    """Whether `e` or what it was raised from says the server went (a shutdown, a crash, the connection
+    broken) or cut the statement by the run's timeouts: psycopg's "cannot exit pipeline mode" is raised from
+    the shutdown that caused it."""
+    while e is not None:
+        state = str(getattr(e, "sqlstate", None) or "")
+        if state in UNAVAILABLE or state.startswith("08"):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _readable(fd: int) -> bool:
     import select
     try:
@@ -272,9 +284,7 @@ class Connection:
         """The project's exception for psycopg's `e`: DatabaseUnavailable when the session is lost or the
         server says it is going (or cut a statement by the run's timeouts)."""
         import psycopg
-        if isinstance(e, psycopg.OperationalError) and (self._raw.broken or self._raw.closed
-                                                        or getattr(e, "sqlstate", None) in UNAVAILABLE
-                                                        or str(getattr(e, "sqlstate", None) or "").startswith("08")):
+        if isinstance(e, psycopg.OperationalError) and (self.lost or _server_went(e)):
             return DatabaseUnavailable(_first_line(e))
         return error(e)
 
@@ -454,7 +464,8 @@ class Connection:
             try:
                 cm.__exit__(None, None, None)
             except (psycopg.Error, OSError):
-                pass
+                if self._raw.pgconn.pipeline_status:    # a pipeline that cannot be left: the session is done
+                    self._raw.close()                   # (ending it rolls back; a run's is made again)
         if self.lost:           # the transaction went with the session
             return
         if self._raw.info.transaction_status != 0:      # not IDLE
