@@ -354,28 +354,31 @@ def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, 
 
 def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock=None):
     try:
-        conn, limiter = _open(settings, name, flags, parent_pid)
+        return _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock)
     except DatabaseDown:
         # the supervisor's outage ends the run with the one sentence; a worker says only that it stops
         log.warning("%s stops: the database stayed unreachable past db_down_after", name)
         return exitcodes.WORKER_DB_DOWN
+
+
+def _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock):
+    try:
+        conn, limiter = _open(settings, name, flags, parent_pid)
     except (OSError, DatabaseError, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
         return exitcodes.WORKER_CRASHED
     if conn is None:
         return exitcodes.WORKER_STOPPED
     session = polite_client.open_session(settings)
-    if clock is None or settings.postgres:
-        clock = polite_client.clock_of(conn)     # the database's decides on PostgreSQL
+    if clock is None:           # the database's decides on PostgreSQL (the supervisor passes the run's on SQLite)
+        clock = polite_client.clock_of(conn)
     pool = proxypool.Pool(settings, conn, session, name, clock, start=slot) if settings.uses_proxies else None
     w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid,
                proxies=pool, lanes=lanes, quota=quota)
     try:
         return w.run()
     except DatabaseDown:
-        # the supervisor's outage ends the run with the one sentence; a worker says only that it stops
-        log.warning("%s stops: the database stayed unreachable past db_down_after", name)
-        return exitcodes.WORKER_DB_DOWN
+        raise
     except Exception:
         log.exception("%s crashed", name)
         return exitcodes.WORKER_CRASHED
