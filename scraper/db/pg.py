@@ -247,6 +247,7 @@ class Connection:
         self.at_commit: list[tuple[str | dialect.Sql, Sequence[Any]]] = []
         self._raw = self._open()
         self._made_after = _LOSSES[0]
+        self.losses = 0         # lost sessions made again (`status` counts the database's outages by them)
         if link is not None:
             _WATCHDOG.watch(self)
 
@@ -298,10 +299,12 @@ class Connection:
         DatabaseUnavailable while the database cannot be reached."""
         self._pipe = self._pipe_cm = None
         self.at_commit = []
-        if self.lost:
+        was_lost = self.lost
+        if was_lost:
             _LOSSES[0] += 1
         old, self._raw = self._raw, self._open()
         self._made_after = _LOSSES[0]
+        self.losses += was_lost
         try:
             old.close()
         except Exception:       # a broken session's close has nothing to say

@@ -61,7 +61,8 @@ class Supervisor:
         self.errors_seen = {}       # error counters at the last summary
         self.run_id = None          # our row of `runs`; the workers record what they finish under it
         self.calm_until = 0.0       # after the database's outage: workers renew or hand back before one counts as stuck
-        self.outage_s = None        # the outage just lived through, for the counters (`status` shows them)
+        self.outage_s = 0.0         # the outages lived through and not yet counted (`status` shows them)
+        self.losses_seen = 0
 
     # --- the run ---------------------------------------------------------------------
 
@@ -117,6 +118,7 @@ class Supervisor:
             code = self._loop()
             if code != exitcodes.DB_DOWN:
                 try:
+                    self._count_outages()
                     self._finish_run(conn, self.run_id, code)
                 except DatabaseUnavailable as e:    # stopped while the database was away: its row stays open
                     log.warning("the run's end could not be recorded (%s); the next run notes it", e)
@@ -158,7 +160,7 @@ class Supervisor:
             if not self.signals and outage.wait(error):
                 # leases ran out meanwhile: the workers hand back or renew before any counts as stuck
                 self.calm_until = self.clock.monotonic() + self.s.lease_s
-                self.outage_s = outage.last_s
+                self.outage_s += outage.last_s
                 return None
         except DatabaseDown as down:
             log.error("%s", down)
@@ -170,12 +172,18 @@ class Supervisor:
         self._join_all(self.s.stop_grace_s)
         return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
 
-    def _work_until_outage(self):
-        if self.outage_s is not None:
+    def _count_outages(self):
+        """The database's outages the supervisor's session lived through since the last count (one each time
+        it was made again, waited for or not), into the counters `status` reads."""
+        lost = getattr(self.conn, "losses", 0) - self.losses_seen
+        if lost:
             with store.transaction(self.conn) as c:
-                counters.bump(c, "db_outages")
+                counters.bump(c, "db_outages", lost)
                 counters.bump(c, "db_outage_s", round(self.outage_s))
-            self.outage_s = None
+            self.losses_seen += lost
+            self.outage_s = 0.0
+
+    def _work_until_outage(self):
         for slot in self.slots:
             if slot.process is None:
                 self._start(slot)
@@ -219,6 +227,7 @@ class Supervisor:
                 next_sample = mono + SAMPLE_EVERY_S
                 orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
                 self._check_memory()
+                self._count_outages()
                 self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
