@@ -73,12 +73,38 @@ class Server:
     def start(self):
         self._as_user(os.path.join(self.bin, "initdb"), "-D", self.data, "-U", self.user, "--auth=trust",
                       "-E", "UTF8", "--locale=C.UTF-8" if _has_c_utf8() else "--locale=C")
+        return self.boot()
+
+    def boot(self):
+        """Start the cluster (again, after `shut_down`)."""
         options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
                    "-c shared_buffers=32MB")
         self._as_user(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l", os.path.join(self.root, "log"),
                       "-o", options, "-w", "-t", str(START_TIMEOUT_S), "start")
         return self
+
+    def shut_down(self, mode="fast"):
+        """Stop the cluster as an upgrade (`fast`: sessions ended, a checkpoint) or a crash (`immediate`: no
+        checkpoint, recovery at the next start) stops it; `boot()` starts it again."""
+        self._as_user(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", mode, "-w", "stop")
+
+    def restart(self, mode="fast"):
+        """`shut_down(mode)` then `boot()`: the seconds the database was unreachable."""
+        import time
+        began = time.monotonic()
+        self.shut_down(mode)
+        self.boot()
+        return time.monotonic() - began
+
+    def durable_url(self):
+        """`migrated_url()` whose commits survive a crash of the server (synchronous_commit on for that
+        database: the cluster trades it for speed), for the tests that crash it."""
+        import psycopg
+        url = self.migrated_url()
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} SET synchronous_commit = on")
+        return url
 
     def stop(self):
         try:

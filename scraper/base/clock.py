@@ -35,6 +35,24 @@ class Clock:
 SYSTEM = Clock()
 
 
+def _since_boot() -> float:
+    """Seconds since the machine booted: never steps, and (unlike CLOCK_MONOTONIC) counts a suspension."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic()
+
+
+class SteadyClock(Clock):
+    """A run's clock on one machine (SQLite): the wall clock as it read when the run began, moved on by the
+    time elapsed since, so the wall clock stepped back (or forward) during the run stalls no lease, backoff,
+    pause or rate slot. Made by the supervisor before it forks, it is the same clock in every worker."""
+
+    def __init__(self, wall: Callable[[], float] = time.time, since_boot: Callable[[], float] = _since_boot):
+        self._since_boot = since_boot
+        self._wall0, self._boot0 = wall(), since_boot()
+
+    def now(self) -> float:
+        return self._wall0 + (self._since_boot() - self._boot0)
+
+
 class DatabaseClock(Clock):
     """Wall time from the database (PostgreSQL: every machine decides on one clock); intervals and
     waits stay local."""

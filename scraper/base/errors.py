@@ -65,6 +65,11 @@ class OperationalError(DatabaseError):
     """The database could not run a statement: locked or busy, interrupted, read-only, refused as written."""
 
 
+class DatabaseUnavailable(OperationalError):
+    """The connection to the database was lost or could not be made (a restart, a silent network): the
+    database's outage, never a job's or a site's; the connection makes a new one at its next statement."""
+
+
 class IntegrityError(DatabaseError):
     """A constraint refused a row (a duplicate key, a missing parent)."""
 
@@ -100,6 +105,11 @@ class RobotsUnavailable(ScraperError):
 class DomainResting(ScraperError):
     """The domain's breaker is open (its requests kept failing, or it blocks us): a request with no job to
     hand back (a walk's) is refused, nothing sent. The message is the operator's one sentence."""
+
+
+class DatabaseDown(ScraperError):
+    """The database stayed unreachable past `db_down_after` (exit code 69). The message is the operator's one
+    sentence."""
 
 
 class BudgetSpent(ScraperError):

@@ -7,6 +7,7 @@ USAGE = 2           # usage or configuration error (click's own usage errors exi
 
 # `scraper run` only
 GAVE_UP = 3         # some jobs were left pending because their domain kept failing
+DB_DOWN = 69        # EX_UNAVAILABLE: the database stayed unreachable past db_down_after; nothing was lost
 CRASHING = 70       # EX_SOFTWARE: workers keep dying at start; restarting them would spin
 LOCKED = 75         # EX_TEMPFAIL: another run holds the database; cron may simply try again later
 SIGINT = 130        # stopped by Ctrl-C (128 + the signal's number, as a shell reports it)
@@ -16,3 +17,4 @@ SIGTERM = 143       # stopped by SIGTERM
 WORKER_STOPPED = 0  # asked to stop (signal, or the supervisor went away): its job is handed back for free
 WORKER_CRASHED = 1  # could not start, or died on an error: the job it held is charged
 WORKER_RECYCLE = 3  # finished its quota of jobs or was over its memory share: start a fresh one
+WORKER_DB_DOWN = 4  # the database stayed unreachable past db_down_after: its jobs come back, nothing charged

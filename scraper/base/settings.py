@@ -63,6 +63,11 @@ REFRESH_DAYS = 30           # `refresh`: re-fetch templates not fetched for this
 PROXY_QUARANTINE_S = 60.0    # a failed proxy's first quarantine (then 120 s, 240 s ... at most 1 h)
 DISCOVER_RATE_PER_S = 1.0   # `discover`'s own pace: a guest's, one request a second (robots.txt may lower it)
 DISCOVER_TIMEOUT_S = 30.0   # `discover`: one answer, or one rendered page
+# PostgreSQL's connection (issue 44): a restart or a silent network is the database's outage, never a site's
+DB_DOWN_AFTER_S = 180.0     # a restart takes seconds, a failover a minute or two; past this the run ends (exit 69)
+DB_CONNECT_TIMEOUT_S = 10.0
+DB_KEEPALIVE_S = 10.0       # TCP keepalives and tcp_user_timeout: a dead peer noticed within about this long
+DB_STATEMENT_TIMEOUT_S = 15.0   # a run's statements take milliseconds; a silent round trip is cut after this
 RETRY_AFTER_H = 24          # `update`: retry a failed job only a day after it failed (a 403 stays a 403)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -221,6 +226,18 @@ class Settings:
     proxy_quarantine_s: float = setting(PROXY_QUARANTINE_S, "proxy_quarantine", "float", "First quarantine of a "
                                         "failed proxy; it doubles while it keeps failing, at most 1 h, with "
                                         "jitter.", unit="s", above=0)
+    db_down_after_s: float = setting(DB_DOWN_AFTER_S, "db_down_after", "float", "PostgreSQL: time the database may "
+                                     "stay unreachable (a restart, a failover, a silent network) while the run "
+                                     "reconnects; past it the run ends with exit 69, nothing lost.", unit="s", above=0)
+    db_connect_timeout_s: float = setting(DB_CONNECT_TIMEOUT_S, "db_connect_timeout", "float", "PostgreSQL: time "
+                                          "one connection attempt may take.", unit="s", above=0)
+    db_keepalive_s: float = setting(DB_KEEPALIVE_S, "db_keepalive", "float", "PostgreSQL: idle time before TCP "
+                                    "keepalives probe the connection, and time sent data may stay unacknowledged "
+                                    "(tcp_user_timeout) before the connection counts as lost.", unit="s", above=0)
+    db_statement_timeout_s: float = setting(DB_STATEMENT_TIMEOUT_S, "db_statement_timeout", "float", "PostgreSQL: "
+                                            "a run's statement (and a transaction left idle) is cancelled by the "
+                                            "server after this long; a round trip unanswered for this long plus "
+                                            "db_keepalive counts as a lost connection.", unit="s", above=0)
     etl_url: str | None = setting(None, "etl_url", "url", "The ETL API each run reports to (created with its items, "
                                   "item updates in batches, finalized with its counts; fed from the outbox).",
                                   optional=True)

@@ -20,7 +20,8 @@ HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worke
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
           "etl_key", "revalidate", "revalidate_sample", "browser_endpoint", "browser_sessions",
-          "browser_session_pages", "browser_session_timeout", "browserbase_url", "browserbase_key")
+          "browser_session_pages", "browser_session_timeout", "browserbase_url", "browserbase_key",
+          "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout")
 
 
 @click.command("run")
@@ -104,18 +105,20 @@ def _next_step(s, code, browserless):
     from scraper.db.queue import Queue
     from scraper.policy import outcome
     incomplete = scripted = 0
-    try:
-        conn = store.connect(s.db_path)
+    counts, stuck = {}, {}
+    if code != exitcodes.DB_DOWN:       # after exit 69 there is nothing to read: the database is what is missing
         try:
-            queue = Queue(conn)
-            counts, now = queue.counts(), time.time()
-            stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
-            if counts.get("failed"):
-                incomplete, scripted = sources_report.failed_incomplete(conn)
-        finally:
-            conn.close()
-    except (DatabaseError, ConfigError):
-        counts, stuck = {}, {}
+            conn = store.connect(s.db_path)
+            try:
+                queue = Queue(conn)
+                counts, now = queue.counts(), time.time()
+                stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
+                if counts.get("failed"):
+                    incomplete, scripted = sources_report.failed_incomplete(conn)
+            finally:
+                conn.close()
+        except (DatabaseError, ConfigError):
+            counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
                              kinds=[src.kind for src in s.working_sources], browserless=browserless,
                              incomplete=incomplete, scripted=scripted), counts

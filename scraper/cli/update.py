@@ -21,8 +21,9 @@ from scraper.cli.common import (
 from scraper.cli.run import HEALTH_OWNED, run_cmd, run_settings
 from scraper.cli.seed import check_source, seed_cmd
 
-# most serious first: a crashing pool, failed rows, a domain given up, a held lock, success
-SERIOUSNESS = (exitcodes.CRASHING, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED, exitcodes.OK)
+# most serious first: a crashing pool, the database gone, failed rows, a domain given up, a held lock, success
+SERIOUSNESS = (exitcodes.CRASHING, exitcodes.DB_DOWN, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED,
+               exitcodes.OK)
 WALK = "the walk (seed)"
 RETRY = "retry --failed"
 RUN = "the run"

@@ -14,13 +14,19 @@ psycopg (3) is imported only here, only when a URL is opened: SQLite users need 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
+import os
+import socket
+import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from scraper.base.errors import ConfigError, DatabaseError, IntegrityError, OperationalError
+from scraper.base.errors import DatabaseError, DatabaseUnavailable, IntegrityError, OperationalError
 from scraper.base.urls import redact_db_url
 from scraper.db import backend, dialect, migrations
 
@@ -30,6 +36,82 @@ WRITE_LOCK = 0x5C4A9E01      # the advisory lock that stands for SQLite's one wr
 MIGRATE_LOCK = 0x5C4A9E02
 CONNECT_TIMEOUT_S = 10
 CLOCK_RESYNC_S = 5.0         # how often the offset to the database's clock is measured again
+WATCH_EVERY_S = 0.5          # how often the watchdog looks for a round trip nobody answers
+# SQLSTATEs that say the database (not the statement) failed: connection exceptions (class 08), a shutdown or
+# a crash of the server, one still starting, a statement or an idle transaction cut by the run's timeouts
+UNAVAILABLE = ("57P01", "57P02", "57P03", "57014", "25P03")
+
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """How a run's process holds its connection (issue 44): connect within `connect_timeout_s`; TCP keepalives
+    after `keepalive_s` idle and `tcp_user_timeout` of as long, so a dead peer is noticed; the server cancels a
+    statement (or an idle transaction, which would hold its locks) after `statement_timeout_s`; a round trip
+    unanswered for `statement_timeout_s + keepalive_s` is cut by the process's watchdog (a silent network acks
+    what it swallows, so only the client can tell); a lost connection is made again at the next statement."""
+
+    connect_timeout_s: float
+    keepalive_s: float
+    statement_timeout_s: float
+
+    @classmethod
+    def of(cls, settings: Any) -> Link:
+        return cls(settings.db_connect_timeout_s, settings.db_keepalive_s, settings.db_statement_timeout_s)
+
+    @property
+    def bound_s(self) -> float:
+        """How long a round trip may go unanswered before the connection counts as lost."""
+        return self.statement_timeout_s + self.keepalive_s
+
+    def params(self, url: str) -> dict[str, Any]:
+        """libpq's connection parameters for this link (the URL's own `options` kept)."""
+        from psycopg.conninfo import conninfo_to_dict
+        keep = math.ceil(self.keepalive_s)
+        ms = max(1, int(self.statement_timeout_s * 1000))
+        options = f"-c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms}"
+        own = conninfo_to_dict(url).get("options")
+        return {"connect_timeout": max(2, math.ceil(self.connect_timeout_s)), "keepalives": 1,
+                "keepalives_idle": keep, "keepalives_interval": max(1, math.ceil(keep / 3)), "keepalives_count": 3,
+                "tcp_user_timeout": int(self.keepalive_s * 1000), "options": f"{own} {options}" if own else options}
+
+
+class _Watchdog:
+    """One thread per process: a connection whose round trip has waited past its link's bound has its socket
+    shut, so the wait ends with an error instead of lasting as long as the network stays silent (what
+    `net/http` does to a trickling answer)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Nothing watched, no thread: a process's start, and a forked child's (the parent's thread is not in
+        it, and a lock it held at the fork would stay held)."""
+        self.conns: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.lock = threading.Lock()
+        self.started = False
+
+    def watch(self, conn: Connection) -> None:
+        with self.lock:
+            if not self.started:
+                self.started = True
+                threading.Thread(target=self._loop, name="pg-watchdog", daemon=True).start()
+            self.conns.add(conn)
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(WATCH_EVERY_S)
+            now = time.monotonic()
+            with self.lock:
+                conns = list(self.conns)
+            for conn in conns:
+                conn.cut_if_silent(now)
+
+
+_WATCHDOG = _Watchdog()
+os.register_at_fork(after_in_child=_WATCHDOG.reset)
+# how many times a run's connection of this process was found lost: a restart or a silent network takes all
+# of a process's sessions at once, so each made before the last loss is made again before its next statement
+_LOSSES = [0]
 
 
 class Row(tuple[Any, ...]):
@@ -70,7 +152,31 @@ def error(e: Exception) -> DatabaseError:
     """The project's exception for psycopg's `e` (the first line of its message kept)."""
     import psycopg
     kind = IntegrityError if isinstance(e, psycopg.IntegrityError) else OperationalError
-    return kind(str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__)
+    return kind(_first_line(e))
+
+
+def _server_went(e: BaseException | None) -> bool:
+    """Whether `e` or what it was raised from says the server went (a shutdown, a crash, the connection
+    broken) or cut the statement by the run's timeouts: psycopg's "cannot exit pipeline mode" is raised from
+    the shutdown that caused it."""
+    while e is not None:
+        state = str(getattr(e, "sqlstate", None) or "")
+        if state in UNAVAILABLE or state.startswith("08"):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _readable(fd: int) -> bool:
+    import select
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 class Cursor:
@@ -91,7 +197,7 @@ class Cursor:
         try:
             return getattr(self._cur, how)(*args) if self._rows() else None
         except psycopg.Error as e:
-            raise error(e) from e
+            raise self._conn.error(e) from e
 
     def fetchone(self) -> backend.Row | None:
         row: backend.Row | None = self._fetch("fetchone")
@@ -130,7 +236,23 @@ class Connection:
 
     is_postgres = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, link: Link | None = None) -> None:
+        self.url = redact_db_url(url)
+        self._url, self.link = url, link
+        self._busy_since: float | None = None    # when the round trip under way began (the watchdog reads it)
+        self._pipe: Any = None               # the pipeline of the transaction under way
+        self._pipe_cm: Any = None            # (and its context)
+        self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
+        # statements run last in the transaction, right before its COMMIT (db/events.py: the outbox's rows)
+        self.at_commit: list[tuple[str | dialect.Sql, Sequence[Any]]] = []
+        self._raw = self._open()
+        self._made_after = _LOSSES[0]
+        self.losses = 0         # lost sessions made again (`status` counts the database's outages by them)
+        if link is not None:
+            _WATCHDOG.watch(self)
+
+    def _open(self) -> Any:
+        """A new session: DatabaseUnavailable (the sentence of `unreachable`) when it cannot be made."""
         import psycopg
         from psycopg.adapt import Loader
 
@@ -149,20 +271,77 @@ class Connection:
             def load(self, data: Any) -> str:
                 return bytes(data).decode()
 
-        self.url = redact_db_url(url)
+        params = {"connect_timeout": CONNECT_TIMEOUT_S} if self.link is None else self.link.params(self._url)
         try:
             # server-side binding: a statement run five times is prepared once and planned no more
-            self._raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                                        row_factory=_row_factory)
+            raw = psycopg.connect(self._url, autocommit=True, row_factory=_row_factory, **params)
         except psycopg.Error as e:
-            raise ConfigError(unreachable(url, e)) from None
+            raise DatabaseUnavailable(unreachable(self._url, e)) from None
         for name, loader in (("numeric", _Number), ("bool", _Bool), ("json", _Text), ("jsonb", _Text)):
-            self._raw.adapters.register_loader(name, loader)
-        self._pipe: Any = None               # the pipeline of the transaction under way
-        self._pipe_cm: Any = None            # (and its context)
-        self._offset, self._synced = 0.0, -CLOCK_RESYNC_S
-        # statements run last in the transaction, right before its COMMIT (db/events.py: the outbox's rows)
-        self.at_commit: list[tuple[str | dialect.Sql, Sequence[Any]]] = []
+            raw.adapters.register_loader(name, loader)
+        return raw
+
+    def error(self, e: Exception) -> DatabaseError:
+        """The project's exception for psycopg's `e`: DatabaseUnavailable when the session is lost or the
+        server says it is going (or cut a statement by the run's timeouts)."""
+        import psycopg
+        if isinstance(e, psycopg.OperationalError) and (self.lost or _server_went(e)):
+            return DatabaseUnavailable(_first_line(e))
+        return error(e)
+
+    @property
+    def lost(self) -> bool:
+        """The session is gone (a restart, a cut round trip): the next statement makes a new one."""
+        return bool(self._raw.broken or self._raw.closed)
+
+    def reconnect(self) -> None:
+        """Make a new session in place of a lost one (everything holding this Connection keeps it); raises
+        DatabaseUnavailable while the database cannot be reached."""
+        self._pipe = self._pipe_cm = None
+        self.at_commit = []
+        was_lost = self.lost
+        if was_lost:
+            _LOSSES[0] += 1
+        old, self._raw = self._raw, self._open()
+        self._made_after = _LOSSES[0]
+        self.losses += was_lost
+        try:
+            old.close()
+        except Exception:       # a broken session's close has nothing to say
+            pass
+        log.info("reconnected to %s", self.url)
+
+    def ensure(self) -> None:
+        """Before a statement: a lost session of a run's connection is made again, outside a transaction (in
+        one, the transaction went with the session: its caller rolls back). An idle session with something to
+        read was ended by the server (a shutdown's last message, or the end of the stream): read it first, so
+        that a restart costs no statement that was bound to fail."""
+        if self.link is None:
+            return
+        if self._pipe is None and not self.lost and _readable(self._raw.fileno()):
+            try:
+                self._raw.pgconn.consume_input()
+            except Exception:       # psycopg.OperationalError: the session is gone (`lost` says so now)
+                pass
+        if self._pipe is None and self._made_after < _LOSSES[0]:
+            self.reconnect()        # another session of this process was lost: this one likely went with it
+        elif self.lost:
+            if self._pipe is not None:
+                raise DatabaseUnavailable("the connection was lost during the transaction")
+            self.reconnect()
+
+    def cut_if_silent(self, now: float) -> None:
+        """The watchdog's check: shut the socket of a round trip unanswered past the link's bound."""
+        since, link = self._busy_since, self.link
+        if since is None or link is None or now - since < link.bound_s:
+            return
+        self._busy_since = None
+        log.warning("%s: no answer for %.0f s; the connection counts as lost", self.url, now - since)
+        try:
+            with socket.socket(fileno=os.dup(self._raw.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, ValueError, Exception):     # already closed: nothing to cut
+            pass
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -187,33 +366,43 @@ class Connection:
         someone asks for it, or at COMMIT, so a transaction costs a round trip per answer awaited, not per
         statement."""
         import psycopg
-        cur = self._raw.cursor()
+        self.ensure()
+        self._busy_since = time.monotonic()
         try:
+            cur = self._raw.cursor()
             (cur.executemany if many else cur.execute)(sql, params)
         except psycopg.Error as e:
-            raise error(e) from e
+            raise self.error(e) from e
+        finally:
+            self._busy_since = None
         return Cursor(self, cur)
 
     def settle(self) -> None:
         """Wait for the answers of the statements sent in the pipeline so far (their errors raised here)."""
         import psycopg
         if self._pipe is not None:
+            self._busy_since = time.monotonic()
             try:
                 self._pipe.sync()
             except psycopg.Error as e:
-                raise error(e) from e
+                raise self.error(e) from e
+            finally:
+                self._busy_since = None
 
     def _leave_pipeline(self) -> None:
         """Settle and leave the pipeline; the transaction goes on without it (COPY, a named cursor)."""
         if self._pipe is not None:
             cm, self._pipe = self._pipe_cm, None
+            self._busy_since = time.monotonic()
             try:
                 cm.__exit__(None, None, None)
             except Exception as e:
                 import psycopg
                 if isinstance(e, psycopg.Error):
-                    raise error(e) from e
+                    raise self.error(e) from e
                 raise
+            finally:
+                self._busy_since = None
             self.settle()
 
     def copy(self, sql: str) -> Any:
@@ -234,16 +423,21 @@ class Connection:
                 for row in cur:
                     yield dict(zip(row.keys(), row, strict=True))
         except psycopg.Error as e:
-            raise error(e) from e
+            raise self.error(e) from e
 
     def begin(self, shared: bool = False) -> None:
         """BEGIN; unless `shared`, wait for the write lock first (SQLite's BEGIN IMMEDIATE). The transaction
         runs in a pipeline (`_send`): BEGIN goes with its first statement, COMMIT with its last."""
+        self.ensure()
         self._pipe_cm = self._raw.pipeline()
         self._pipe = self._pipe_cm.__enter__()
-        self.raw("BEGIN")
-        if not shared:
-            self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        try:
+            self.raw("BEGIN")
+            if not shared:
+                self.raw("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        except DatabaseError:
+            self.rollback()     # no transaction to leave behind: the caller's `with` never began
+            raise
 
     # --- the session ---------------------------------------------------------------------------
 
@@ -255,10 +449,14 @@ class Connection:
     def commit(self) -> None:
         if self.in_transaction:
             held, self.at_commit = self.at_commit, []
-            for sql, params in held:
-                self.execute(sql, params)
-            self.raw("COMMIT")
-            self._leave_pipeline()
+            try:
+                for sql, params in held:
+                    self.execute(sql, params)
+                self.raw("COMMIT")
+                self._leave_pipeline()
+            except DatabaseError:
+                self.rollback()     # a COMMIT refused (a timeout, a conflict) leaves the session usable
+                raise
 
     def rollback(self) -> None:
         """Undo the transaction; an error still waiting in the pipeline is the reason, not news."""
@@ -268,8 +466,11 @@ class Connection:
             cm, self._pipe = self._pipe_cm, None
             try:
                 cm.__exit__(None, None, None)
-            except psycopg.Error:
-                pass
+            except (psycopg.Error, OSError):
+                if self._raw.pgconn.pipeline_status:    # a pipeline that cannot be left: the session is done
+                    self._raw.close()                   # (ending it rolls back; a run's is made again)
+        if self.lost:           # the transaction went with the session
+            return
         if self._raw.info.transaction_status != 0:      # not IDLE
             self.raw("ROLLBACK")
 
@@ -284,16 +485,23 @@ class Connection:
         return False
 
     def clock(self) -> float:
-        """Seconds since the epoch on the database's clock: the local clock plus its measured offset to
-        `clock_timestamp()` (taken again every CLOCK_RESYNC_S), so machines whose clocks or time zones
-        differ agree, at one round trip every few seconds."""
+        """Seconds since the epoch on the database's clock: this machine's monotonic clock plus its measured
+        offset to `clock_timestamp()` (taken again every CLOCK_RESYNC_S), so machines whose clocks or time
+        zones differ agree, and a step of this machine's wall clock changes nothing, at one round trip every
+        few seconds."""
         mono = time.monotonic()
         if mono - self._synced >= CLOCK_RESYNC_S:
-            before = time.time()
+            before = time.monotonic()
             db_now = self.raw("SELECT extract(epoch FROM clock_timestamp())::float8").one()[0]
-            after = time.time()
-            self._offset, self._synced = db_now - (before + after) / 2, mono
-        return time.time() + self._offset
+            after = time.monotonic()
+            self._offset, self._synced = db_now - (before + after) / 2, after
+        return time.monotonic() + self._offset
+
+    def skew(self) -> float:
+        """How far this machine's wall clock is ahead of the database's, in seconds (`status` shows it)."""
+        before = time.time()
+        db_now = self.raw("SELECT extract(epoch FROM clock_timestamp())::float8").one()[0]
+        return (before + time.time()) / 2 - db_now
 
 
 def unreachable(url: str, error: BaseException) -> str:

@@ -316,13 +316,18 @@ class Queue:
         return [r[0] for r in self.conn.execute(
             same("SELECT DISTINCT worker FROM jobs WHERE status = 'running' AND lease_until < ?"), (now,))]
 
-    def requeue(self, now: float, workers: Sequence[str] | None = None, expired: bool = False) -> int:
-        """Take back running rows: those of `workers` (names), those with an expired lease, or (neither
-        given) every running row. Their attempt is not counted: a clean hand-back (stop, recycle)."""
+    def requeue(self, now: float, workers: Sequence[str] | None = None, expired: bool = False,
+                keep: Sequence[int] = ()) -> int:
+        """Take back running rows: those of `workers` (names) but the ids in `keep`, those with an expired
+        lease, or (neither given) every running row. Their attempt is not counted: a clean hand-back (stop,
+        recycle, a claim whose answer a lost connection swallowed)."""
         args: list[Any]
         if workers is not None:
             marks = ",".join("?" * len(workers))
             where, args = f"worker IN ({marks})", list(workers)
+            if keep:
+                where += f" AND id NOT IN ({','.join('?' * len(keep))})"
+                args += list(keep)
         elif expired:
             where, args = "lease_until < ?", [now]
         else:

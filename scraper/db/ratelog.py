@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from scraper.db import sqlite
+from scraper.policy import margin
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -33,6 +34,12 @@ def take(conn: sqlite3.Connection, domain: str, now: float, interval: float, tol
     """Take the domain's slot at `now` (GCRA, `db/slots`): 0.0 when taken, else the seconds until one may be
     free. The caller holds the file's lock, so the read and the move are one step."""
     row = conn.execute("SELECT slot_at FROM slots WHERE domain = ?", (domain,)).fetchone()
+    if row is not None and row[0] - now > tolerance + interval + margin.CLOCK_STEP_S:
+        # only a clock stepped back leaves a slot that far ahead (a slower rate's wait, before a change of
+        # rate, is less): the schedule starts again from now instead of waiting out the step
+        conn.execute("UPDATE slots SET slot_at = ? WHERE domain = ?", (now + tolerance + interval, domain))
+        conn.commit()
+        return interval
     slot_at = max(row[0], now) if row is not None else now
     if slot_at - now > tolerance + 1e-9:      # not a float's rounding: a wake-up on time is on time
         return max(0.001, slot_at - now - tolerance)

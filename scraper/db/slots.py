@@ -30,6 +30,12 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM up) THEN 0.0
 
 WAIT = f"SELECT GREATEST(0.0, slot_at - {_NOW} - %(tolerance)s) FROM domains WHERE domain = %(domain)s"
 
+# only a clock stepped back (the database's) leaves a slot more than `margin.CLOCK_STEP_S` past a whole
+# interval and the tolerance (a slower rate's wait, before a change of rate, is less): the schedule starts
+# again from now instead of waiting out the step
+CLAMP = f"""UPDATE domains SET slot_at = {_NOW} + %(tolerance)s + %(interval)s
+            WHERE domain = %(domain)s AND slot_at - {_NOW} > %(tolerance)s + %(interval)s + %(step)s"""
+
 ENSURE = "INSERT INTO domains (domain, updated_at) VALUES (%(domain)s, 0) ON CONFLICT (domain) DO NOTHING"
 
 
@@ -46,7 +52,11 @@ def ensure(conn: Connection, domain: str) -> None:
 
 def take(conn: Connection, domain: str, interval: float, tolerance: float) -> float:
     """Take the domain's slot now: 0.0 when taken, else the seconds until one may be free."""
-    wait = conn.raw(TAKE, {"domain": domain, "interval": interval, "tolerance": tolerance}).one()[0]
+    params = {"domain": domain, "interval": interval, "tolerance": tolerance}
+    wait = conn.raw(TAKE, params).one()[0]
+    if wait is not None and wait > interval + margin.CLOCK_STEP_S:
+        conn.raw(CLAMP, {**params, "step": margin.CLOCK_STEP_S})
+        return interval
     return 0.0 if wait is None else float(wait)
 
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
-from scraper.base.errors import ConfigError, OperationalError
+from scraper.base.errors import ConfigError, DatabaseUnavailable, OperationalError
 from scraper.base.urls import is_db_url
 from scraper.db import migrations, sqlite
 from scraper.db.backend import Conn
@@ -35,11 +35,12 @@ def clock(conn: Conn) -> float:
     return conn.clock() if is_postgres(conn) else time.time()
 
 
-def connect(path: str) -> Conn:
+def connect(path: str, link: pg.Link | None = None) -> Conn:
     """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout
-    (`scraper.db.sqlite`); a database URL gives a PostgreSQL connection (`scraper.db.pg`)."""
+    (`scraper.db.sqlite`); a database URL gives a PostgreSQL connection (`scraper.db.pg`), held as `link`
+    says (a run's processes: keepalives, timeouts, made again when lost; `run_link()`)."""
     if is_db_url(path):
-        return postgres(path)
+        return postgres(path, link)
     try:
         conn = sqlite.connect(path, timeout_s=BUSY_TIMEOUT_MS / 1000)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -52,20 +53,39 @@ def connect(path: str) -> Conn:
     return conn
 
 
-def open_postgres(url: str) -> pg.Connection:
+def open_postgres(url: str, link: pg.Link | None = None) -> pg.Connection:
     """`open_db` for a database URL, typed as PostgreSQL's (for the modules that run only there)."""
-    conn = postgres(url)
+    conn = postgres(url, link)
     migrate(conn)
     return conn
 
 
-def postgres(url: str) -> pg.Connection:
-    """A connection to the PostgreSQL database at `url`."""
-    from scraper.db import pg
+def postgres(url: str, link: pg.Link | None = None) -> pg.Connection:
+    """A connection to the PostgreSQL database at `url`. One that cannot be made is a ConfigError (one
+    sentence) for a command, DatabaseUnavailable for a run's process given its `link` (it waits for the
+    database, `pool/outage`)."""
     try:
-        return pg.Connection(url)
+        from scraper.db import pg
+        return pg.Connection(url, link)
     except ImportError:
         raise ConfigError("a PostgreSQL database URL needs psycopg: pip install 'scraper[postgres]'.") from None
+    except DatabaseUnavailable as e:
+        if link is not None:
+            raise
+        raise ConfigError(str(e)) from None
+
+
+def run_link(settings: Any) -> pg.Link | None:
+    """How a run's processes hold a PostgreSQL connection (`settings`' db_* settings); None on SQLite."""
+    if not is_db_url(settings.db_path):
+        return None
+    from scraper.db import pg
+    return pg.Link.of(settings)
+
+
+def ping(conn: Conn) -> None:
+    """One round trip (a lost PostgreSQL session of a run's connection is made again first)."""
+    conn.execute(same("SELECT 1")).one()
 
 
 def unopenable(path: str, error: BaseException) -> ConfigError:
@@ -96,9 +116,9 @@ def read_only(path: str, time_limit_s: float) -> Conn:
     return conn
 
 
-def open_db(path: str) -> Conn:
+def open_db(path: str, link: pg.Link | None = None) -> Conn:
     """Connect and bring the schema up to date."""
-    conn = connect(path)
+    conn = connect(path, link)
     migrate(conn)
     return conn
 

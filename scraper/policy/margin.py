@@ -19,6 +19,10 @@ far more than the margin (`test_properties`: a slot stream arriving up to the ma
 """
 
 ARRIVAL_JITTER_S = 0.2   # slot-to-arrival delay absorbed; measured up to ~120 ms for a run's first requests
+# how far past a whole interval and the tolerance a rate slot may lie before it counts as left there by a clock
+# stepped back (then the schedule starts again from now): more than any wait a slower rate leaves before a
+# change of rate (a 5-minute Crawl-delay), far less than an hour's step
+CLOCK_STEP_S = 300.0
 
 
 def tolerance_s(rate_per_s: float, burst: int) -> float:

@@ -5,6 +5,7 @@ from collections.abc import Callable
 
 from scraper.base.clock import SYSTEM, Clock
 from scraper.db import slots, store
+from scraper.db.pg import Link
 from scraper.politeness.budget import RateOf, RateReads, wait_for_slot
 
 
@@ -13,10 +14,11 @@ class GcraLimiter:
     its own connection, so a slot is never taken inside another transaction."""
 
     def __init__(self, db_url: str, rate_per_s: float, burst: int, rate_of: RateOf | None = None,
-                 clock: Clock = SYSTEM) -> None:
+                 clock: Clock = SYSTEM, link: Link | None = None) -> None:
         """`rate_of(domain) -> (rate_per_s, burst)` is read again every RATE_TTL_S (`RateReads`), as in `DomainLimiter`
-        (robots.txt and the adaptive slow-down change a domain's rate during a run)."""
-        self._conn = store.open_postgres(db_url)    # the schema first: a first seed walks before it stores
+        (robots.txt and the adaptive slow-down change a domain's rate during a run); `link`: a run's
+        connection (made again when lost, `db/pg.Link`)."""
+        self._conn = store.open_postgres(db_url, link)    # the schema first: a first seed walks before it stores
         self._default = slots.gcra(rate_per_s, burst)
         self._reads = RateReads(rate_of, clock)
         self._known: dict[str, tuple[float, float]] = {}

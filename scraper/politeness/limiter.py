@@ -103,8 +103,10 @@ def open_limiter(settings: Any, rate_of: RateOf | None = None) -> Any:
     if settings.no_limit:
         return NoLimiter()
     if settings.postgres:
+        from scraper.db import store
         from scraper.politeness.gcra import GcraLimiter
-        return GcraLimiter(settings.db_path, settings.rate_per_s, settings.burst, rate_of=rate_of)
+        return GcraLimiter(settings.db_path, settings.rate_per_s, settings.burst, rate_of=rate_of,
+                           link=store.run_link(settings))
     return DomainLimiter(settings.limiter_path, settings.rate_per_s, settings.burst, rate_of=rate_of)
 
 

@@ -31,14 +31,32 @@ def _main(settings, parent):
     def stop():
         return bool(stopping) or os.getppid() != parent
 
-    conn = store.connect(settings.db_path)
+    from scraper.base.errors import DatabaseDown, DatabaseUnavailable
+    from scraper.pool.outage import Outage
+    try:
+        conn = store.connect(settings.db_path, store.run_link(settings))
+    except DatabaseUnavailable as e:
+        log.error("webhook delivery did not start (%s); `scraper deliver` goes on from each endpoint's cursor", e)
+        return
+    outage = Outage(settings, "webhook delivery", lambda: store.ping(conn), stop)
     try:
         reporter = etl.Reporter.of(conn, settings)
         to_etl = None if reporter is None else (etl.endpoint(settings), reporter)
-        delivery.deliver(conn, settings.webhooks, follow=True, stop=stop, etl=to_etl,
-                         sleep=lambda s: _nap(s, stop))
+        while True:
+            try:
+                delivery.deliver(conn, settings.webhooks, follow=True, stop=stop, etl=to_etl,
+                                 sleep=lambda s: _nap(s, stop))
+                break
+            except DatabaseUnavailable as e:    # the database's outage: wait for it, then go on from the cursors
+                if not outage.wait(e):
+                    break
         if stopping:
             delivery.deliver(conn, settings.webhooks, etl=to_etl)
+    except DatabaseDown:
+        log.warning("webhook delivery stops: the database stayed unreachable past db_down_after; `scraper deliver` "
+                    "goes on from each endpoint's cursor")
+    except DatabaseUnavailable as e:    # its last pass, after the run, while the database is away
+        log.warning("webhook delivery stopped: %s; `scraper deliver` goes on from each endpoint's cursor", e)
     except Exception:
         log.exception("webhook delivery stopped; `scraper deliver` goes on from each endpoint's cursor")
     finally:

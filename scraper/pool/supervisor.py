@@ -12,14 +12,16 @@ import time
 
 from scraper import sites
 from scraper.base import exitcodes
-from scraper.base.clock import SYSTEM, DatabaseClock
+from scraper.base.clock import SYSTEM, DatabaseClock, SteadyClock
+from scraper.base.errors import ConfigError, DatabaseDown, DatabaseUnavailable
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import runrecord, runstate, store
+from scraper.db import counters, runrecord, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
 from scraper.politeness import proxypool
 from scraper.pool import memory, orphans, pacing, worker
+from scraper.pool.outage import Outage
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,9 @@ class Supervisor:
         self.errors_seen = {}       # error counters at the last summary
         self.run_id = None          # our row of `runs`; the workers record what they finish under it
         self.pool_mb = None         # the pool's PSS in MB as last sampled (None before the first sample)
+        self.calm_until = 0.0       # after the database's outage: workers renew or hand back before one counts as stuck
+        self.outage_s = 0.0         # the outages lived through and not yet counted (`status` shows them)
+        self.losses_seen = 0
 
     # --- the run ---------------------------------------------------------------------
 
@@ -70,7 +75,11 @@ class Supervisor:
         work it together: each has its `runs` row and heartbeat, and the clock is the database's."""
         lock = None if self.s.postgres else runstate.RunLock(self.s.lock_path).acquire()
         try:
-            conn = store.open_db(self.s.db_path)
+            conn = store.open_db(self.s.db_path, store.run_link(self.s))
+        except DatabaseUnavailable as e:    # at the start, as any command: one sentence, exit 2
+            if lock is not None:
+                lock.release()
+            raise ConfigError(str(e)) from None
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -81,6 +90,12 @@ class Supervisor:
         self.conn = conn
         if self.s.postgres:
             self.clock = DatabaseClock(conn.clock)
+            skew = conn.skew()
+            if abs(skew) >= 1.0:
+                log.warning("this machine's clock is %.1f s %s the database's; the run decides on the database's "
+                            "(leases, pauses, rate slots)", abs(skew), "ahead of" if skew > 0 else "behind")
+        elif self.clock is SYSTEM:
+            self.clock = SteadyClock()      # the run's one timeline, whatever the wall clock does meanwhile
         try:
             self._note_unfinished_run(conn)
             if self.s.postgres:
@@ -102,7 +117,12 @@ class Supervisor:
             self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
             self.pacing.start()
             code = self._loop()
-            self._finish_run(conn, self.run_id, code)
+            if code != exitcodes.DB_DOWN:
+                try:
+                    self._count_outages()
+                    self._finish_run(conn, self.run_id, code)
+                except DatabaseUnavailable as e:    # stopped while the database was away: its row stays open
+                    log.warning("the run's end could not be recorded (%s); the next run notes it", e)
             return code
         finally:
             self._kill_all()
@@ -124,8 +144,50 @@ class Supervisor:
         self.signals.append(signum)       # only a flag: the loop acts on it
 
     def _work(self):
+        """The loop, lived through the database's outages: each is waited out (`pool.outage`) while the
+        workers wait out their own; one past db_down_after ends the run with exit 69."""
+        while True:
+            try:
+                return self._work_until_outage()
+            except DatabaseUnavailable as e:
+                code = self._outage(e)
+                if code is not None:
+                    return code
+
+    def _outage(self, error):
+        """Wait for the database; None when it answers again, else the run's exit code."""
+        outage = Outage(self.s, "the supervisor", lambda: store.ping(self.conn), lambda: bool(self.signals))
+        try:
+            if not self.signals and outage.wait(error):
+                # leases ran out meanwhile: the workers hand back or renew before any counts as stuck
+                self.calm_until = self.clock.monotonic() + self.s.lease_s
+                self.outage_s += outage.last_s
+                return None
+        except DatabaseDown as down:
+            log.error("%s", down)
+            self._signal_all(signal.SIGTERM)
+            self._join_all(self.s.stop_grace_s)
+            return exitcodes.DB_DOWN
+        log.info("stopping while the database is unreachable: the unfinished jobs come back as their leases expire")
+        self._signal_all(signal.SIGTERM)
+        self._join_all(self.s.stop_grace_s)
+        return exitcodes.SIGINT if self.signals[0] == signal.SIGINT else exitcodes.SIGTERM
+
+    def _count_outages(self):
+        """The database's outages the supervisor's session lived through since the last count (one each time
+        it was made again, waited for or not), into the counters `status` reads."""
+        lost = getattr(self.conn, "losses", 0) - self.losses_seen
+        if lost:
+            with store.transaction(self.conn) as c:
+                counters.bump(c, "db_outages", lost)
+                counters.bump(c, "db_outage_s", round(self.outage_s))
+            self.losses_seen += lost
+            self.outage_s = 0.0
+
+    def _work_until_outage(self):
         for slot in self.slots:
-            self._start(slot)
+            if slot.process is None:
+                self._start(slot)
         next_sample = next_show = next_beat = 0.0
         next_progress = self.clock.monotonic() + runrecord.PROGRESS_EVENT_S     # `run.started` said the rest
         next_summary = self.clock.monotonic() + PROGRESS_EVERY_S
@@ -166,6 +228,7 @@ class Supervisor:
                 next_sample = mono + SAMPLE_EVERY_S
                 orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
                 self._check_memory()
+                self._count_outages()
                 self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
@@ -211,7 +274,9 @@ class Supervisor:
     # --- workers -------------------------------------------------------------------------
 
     def _start(self, slot):
-        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id),
+        # on SQLite the workers keep the run's clock (on PostgreSQL each measures the database's)
+        steady = None if self.s.postgres else self.clock
+        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id, steady),
                              name=f"worker-{slot.index}")
         # a signal that came between fork and the child's handlers would kill the child or be lost:
         # blocked here, it waits (in both processes) until each has its handler
@@ -231,7 +296,7 @@ class Supervisor:
                 continue
             p.join()
             code = p.exitcode
-            if code in (exitcodes.WORKER_RECYCLE, exitcodes.WORKER_STOPPED):
+            if code in (exitcodes.WORKER_RECYCLE, exitcodes.WORKER_STOPPED, exitcodes.WORKER_DB_DOWN):
                 self.queue.requeue(self.clock(), workers=[slot.name])    # a clean hand-back is free
                 self.recycles += code == exitcodes.WORKER_RECYCLE
             else:
@@ -274,12 +339,17 @@ class Supervisor:
                 killed.append(slot.name)
                 slot.process = None
         if killed and getattr(self, "queue", None) is not None:
-            self.queue.requeue(self.clock(), workers=killed)
+            try:
+                self.queue.requeue(self.clock(), workers=killed)
+            except DatabaseUnavailable:     # their leases run out instead
+                pass
 
     def _kill_stuck(self):
         """Kill a live worker whose job's lease ran out: it renews the lease before every request and
         while it waits, and a request ends within --timeout, so it hangs somewhere no deadline reaches
         (a server trickling its headers, a stuck C call). The reaper then charges the job (abandoned)."""
+        if self.clock.monotonic() < self.calm_until:
+            return
         live = {s.name: s for s in self.slots if s.process is not None and s.process.is_alive()}
         stuck = [live[name] for name in self.queue.expired_holders(self.clock()) if name in live]
         for slot in stuck:

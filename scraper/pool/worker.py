@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM
-from scraper.base.errors import ConfigError, DatabaseError, FetchError, HandedBack, JobInvalid, ParseError
+from scraper.base.errors import (
+    ConfigError,
+    DatabaseDown,
+    DatabaseError,
+    DatabaseUnavailable,
+    FetchError,
+    HandedBack,
+    JobInvalid,
+    ParseError,
+)
 from scraper.db import runstate, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
@@ -31,6 +40,7 @@ from scraper.politeness import proxypool, rates
 from scraper.politeness.limiter import open_limiter
 from scraper.pool.browserslot import BrowserSlot
 from scraper.pool.jobclient import JobClient, iso
+from scraper.pool.outage import Outage
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +62,8 @@ class Quota:
 
     def __init__(self, jobs):
         self.jobs, self.taken = jobs, 0
+        self.held = set()       # ids of the jobs the process's lanes work on (what an outage must not hand back)
+        self.claiming = threading.Lock()    # a claim and its entry in `held` are one step for the other lanes
         self._lock = threading.Lock()
 
     def take(self):
@@ -89,6 +101,9 @@ class Worker:
         # every request of every job leaves through this one client (proxies: a proxypool.Pool, or None)
         self.client = polite_client.Client(settings, queue, limiter, session, name, clock, self.stopping, proxies)
         self.browser_slot = BrowserSlot(settings, self.client, name)
+        self.outage = Outage(settings, name, lambda: store.ping(queue.conn), self.stopping)
+        self.held = None        # the job in flight when the database went away: handed back once it answers
+        self.claim_lost = False     # a claim's answer was lost with the connection
 
     @property
     def robots(self):
@@ -121,7 +136,14 @@ class Worker:
                     self.flags.recycle = True
                     log.info("%s recycling after %d jobs", self.name, self.quota.taken)
                 return exitcodes.WORKER_RECYCLE
-            if not self.step():
+            try:
+                stepped = self.step()
+            except DatabaseUnavailable as e:
+                # the database's outage: nothing is charged to the job or its site (DatabaseDown ends the lane)
+                if not self._outage(e):
+                    return exitcodes.WORKER_STOPPED
+                stepped = True
+            if not stepped:
                 self.quota.give_back()
                 # the lanes of a process poll as often together as one lane alone (claims take the write lock)
                 self.clock.sleep(IDLE_S * min(self.lanes, 4))
@@ -129,15 +151,50 @@ class Worker:
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
         now = self.clock() if now is None else now
-        job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=self._demands(),
-                               workers=self.s.workers * self.lanes, sources=self.levels,
-                               skip_keys=self.browser_slot.skip_keys())
+        demands = self._demands()
+        with self.quota.claiming:
+            try:
+                job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=demands,
+                                       workers=self.s.workers * self.lanes, sources=self.levels,
+                                       skip_keys=self.browser_slot.skip_keys())
+            except DatabaseUnavailable:
+                self.claim_lost = True  # it may have committed unheard: `_outage` hands back what it took
+                raise
+            if job is not None:
+                self.quota.held.add(job.id)
         if job is None:
             self._idle(now)
             return False
         self.idle_since = None
-        self.process(job)
+        try:
+            self.process(job)
+        finally:
+            self.quota.held.discard(job.id)
         return True
+
+    def _outage(self, error):
+        """Wait for the database (`pool.outage`); then hand back, for free, the job in flight and any job a
+        lost answer left running under this process's name (a claim that committed unheard). False when
+        asked to stop first."""
+        while self.outage.wait(error):
+            try:
+                self._hand_back()
+                return True
+            except DatabaseUnavailable as e:    # gone again at once (a session made during a shutdown)
+                error = e
+        return False
+
+    def _hand_back(self):
+        now = self.clock()
+        if self.held is not None and self.queue.release(self.held, self.name, now):
+            log.info("%s handed back %s after the outage; its attempt is not counted", self.name, self.held.key)
+        self.held = None
+        if self.claim_lost:
+            with self.quota.claiming:
+                n = self.queue.requeue(now, workers=[self.name], keep=sorted(self.quota.held))
+            self.claim_lost = False
+            if n:
+                log.info("%s handed back %d job(s) claimed while the connection was lost", self.name, n)
 
     def _idle(self, now):
         """Nothing to claim: after BROWSER_IDLE_S, close the worker's browser (`BrowserSlot.idle_for`)."""
@@ -158,6 +215,9 @@ class Worker:
         started = self.clock.monotonic()
         try:
             self._process(job, started)
+        except DatabaseUnavailable:
+            self.held = job     # the outage is the database's: the job goes back once it answers, uncharged
+            raise
         except Exception as e:
             # fetching, decoding, parsing, extracting, storing: a bug or an answer nobody foresaw
             log.exception("%s %s: unexpected %s while processing it", self.name, job.key, type(e).__name__)
@@ -244,8 +304,9 @@ class Worker:
                 f" in {outcome.delay_s:.1f} s" if available_at else "")
 
 
-def main(settings, slot, parent_pid, run_id=None):
-    """Entry point of a worker process: its lanes, each opened in its own thread, after the fork."""
+def main(settings, slot, parent_pid, run_id=None, clock=None):
+    """Entry point of a worker process: its lanes, each opened in its own thread, after the fork; `clock`: the
+    run's (`base.clock.SteadyClock` on SQLite), else the database's or the system's."""
     flags = Flags()
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
@@ -257,7 +318,7 @@ def main(settings, slot, parent_pid, run_id=None):
     codes = [exitcodes.WORKER_CRASHED] * n
     quota = Quota(settings.max_jobs_per_worker)
     threads = [threading.Thread(target=_lane, name=f"{name}/{i}", daemon=True,
-                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes))
+                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes, clock))
                for i in range(n)]
     for t in threads:
         t.start()
@@ -279,32 +340,45 @@ def lanes_of(settings):
     return inflight.lanes(total, settings.workers)
 
 
-def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, codes):
+def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, codes, clock=None):
     """One lane of a worker process: its own connection, limiter, session and Worker loop; its exit code in
     `codes[index]`. A lane that ends for another reason than a stop or a recycle stops the others."""
     code = exitcodes.WORKER_CRASHED
     try:
-        code = _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes)
+        code = _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock)
     finally:
         codes[index] = code
         if code not in (exitcodes.WORKER_STOPPED, exitcodes.WORKER_RECYCLE):
             flags.stop = True
 
 
-def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
+def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock=None):
     try:
-        conn = store.connect(settings.db_path)
-        limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
+        return _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock)
+    except DatabaseDown:
+        # the supervisor's outage ends the run with the one sentence; a worker says only that it stops
+        log.warning("%s stops: the database stayed unreachable past db_down_after", name)
+        return exitcodes.WORKER_DB_DOWN
+
+
+def _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock):
+    try:
+        conn, limiter = _open(settings, name, flags, parent_pid)
     except (OSError, DatabaseError, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)
         return exitcodes.WORKER_CRASHED
+    if conn is None:
+        return exitcodes.WORKER_STOPPED
     session = polite_client.open_session(settings)
-    clock = polite_client.clock_of(conn)     # the database's decides on PostgreSQL
+    if clock is None:           # the database's decides on PostgreSQL (the supervisor passes the run's on SQLite)
+        clock = polite_client.clock_of(conn)
     pool = proxypool.Pool(settings, conn, session, name, clock, start=slot) if settings.uses_proxies else None
     w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid,
                proxies=pool, lanes=lanes, quota=quota)
     try:
         return w.run()
+    except DatabaseDown:
+        raise
     except Exception:
         log.exception("%s crashed", name)
         return exitcodes.WORKER_CRASHED
@@ -315,10 +389,34 @@ def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
         conn.close()
 
 
+def _open(settings, name, flags, parent_pid):
+    """(connection, limiter) of a lane; a database that does not answer yet (a worker started during an
+    outage) is waited for as an outage is; (None, None) when asked to stop meanwhile."""
+    link = store.run_link(settings)
+
+    def attempt():
+        conn = store.connect(settings.db_path, link)
+        try:
+            return conn, open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
+        except BaseException:
+            conn.close()
+            raise
+
+    try:
+        return attempt()
+    except DatabaseUnavailable as e:
+        opened = []
+        if not Outage(settings, name, lambda: opened.append(attempt()),
+                      lambda: flags.stop or os.getppid() != parent_pid).wait(e):
+            return None, None
+        return opened[0]
+
+
 def _process_code(codes):
-    """The process's exit code from its lanes': a crash wins, then a recycle, then a stop."""
-    return next((c for c in (exitcodes.WORKER_CRASHED, exitcodes.WORKER_RECYCLE) if c in codes),
-                exitcodes.WORKER_STOPPED)
+    """The process's exit code from its lanes': a crash wins, then the database's outage, then a recycle,
+    then a stop."""
+    return next((c for c in (exitcodes.WORKER_CRASHED, exitcodes.WORKER_DB_DOWN, exitcodes.WORKER_RECYCLE)
+                 if c in codes), exitcodes.WORKER_STOPPED)
 
 
 def _storable_text(text):

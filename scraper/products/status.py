@@ -29,7 +29,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
     floor = progress.eta_floor_s(sources_report.remaining_by_domain(queue.conn),
                                  sources_report.rates_by_domain(queue.conn), requests_per_job) if alive else 0.0
     p = progress.from_counts(counts, recent, window, floor)
-    errors = {name.split(":", 1)[1]: n for name, n in sorted(queue.counters().items()) if name.startswith("error:")}
+    every = queue.counters()
+    errors = {name.split(":", 1)[1]: n for name, n in sorted(every.items()) if name.startswith("error:")}
     from scraper.db import runrecord, sources_report
     latest = runrecord.latest_id(queue.conn)
     errors_run = sources_report.run_errors(queue.conn, latest) if latest is not None else {}
@@ -68,6 +69,8 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "endpoints": endpoints(queue.conn, now, settings),
         # per source: what validators earned, as `sources --json` shows it
         "validators": sources_mod.revalidation(queue.conn)[0],
+        "clock_skew_s": clock_skew_s(queue.conn),
+        "db_outages": every.get("db_outages", 0), "db_outage_s": every.get("db_outage_s", 0),
     }
 
 
@@ -78,6 +81,21 @@ def of_database(conn, now, settings):
     from scraper.db.queue import Queue
     return report(Queue(conn), now, runstate.current(conn, settings.lock_path, now),
                   runstate.runs(conn, settings.lock_path, now), settings=settings)
+
+
+def clock_skew_s(conn):
+    """How far this machine's wall clock is ahead of the database's (PostgreSQL; None on SQLite, whose one
+    machine has one clock). The run decides on the database's clock, so a skew is shown, not suffered."""
+    return round(conn.skew(), 1) if store.is_postgres(conn) else None
+
+
+def skew_line(skew_s):
+    """The `clock` line of a PostgreSQL database's status."""
+    if abs(skew_s) < 1.0:
+        return "clock     this machine's clock agrees with the database's (within 1 s)"
+    way = "ahead of" if skew_s > 0 else "behind"
+    return (f"clock     this machine's clock is {progress.format_duration(abs(skew_s))} {way} the database's; "
+            f"leases, pauses and rate slots follow the database's")
 
 
 def endpoints(conn, now, settings=None):
@@ -182,6 +200,12 @@ def render(r):
         lines.append(f"listing   last complete walk {r['last_complete_walk'] or 'never'}"
                      + (f" ({r['listed']} templates)" if r["listed"] is not None else "") + f"; {r['removed']} removed")
     n = r.get("last_notification")
+    if r.get("clock_skew_s") is not None:
+        lines.append(skew_line(r["clock_skew_s"]))
+    if r.get("db_outages"):
+        lines.append(f"database  {r['db_outages']} outage(s) of the database lived through by runs, "
+                     f"{progress.format_duration(r['db_outage_s'])} in all (restarts, failovers, a silent network: "
+                     f"see the run's log)")
     lines.append("notified  " + ("none sent" if n is None else
                                  f"{n['kind']} at {_when(n['at'])}, {'delivered' if n['ok'] else 'FAILED'}"))
     for name, c in r["sites"].items():
