@@ -65,6 +65,10 @@ class OperationalError(DatabaseError):
     """The database could not run a statement: locked or busy, interrupted, read-only, refused as written."""
 
 
+class DiskFull(OperationalError):
+    """The disk under the database is full (SQLite's SQLITE_FULL): nothing more can be written there."""
+
+
 class IntegrityError(DatabaseError):
     """A constraint refused a row (a duplicate key, a missing parent)."""
 

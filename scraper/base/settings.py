@@ -39,6 +39,9 @@ PAUSE_MAX_S = 300.0
 BREAKER_FAILURES = 10       # consecutive failed requests that open a domain's breaker
 BREAKER_OPEN_S = 60.0
 MAX_JOBS_PER_WORKER = 500   # recycle a worker after this many jobs (bounds slow leaks)
+# SQLite: a run stops taking jobs when the disk under the database has less free (exit 74): enough for the WAL
+# of a reader's long read transaction and the last results (Heritrix pauses a crawl under 500 MB)
+MIN_FREE_MB = 200
 STOP_GRACE_S = 5.0          # after Ctrl-C/SIGTERM, time a worker gets to finish before it is killed
 PROGRESS_EVERY_S = 10.0     # log line interval when stderr is not a terminal
 YOUTUBE_URL = "https://www.youtube.com"
@@ -138,6 +141,10 @@ class Settings:
     lease_s: float = setting(LEASE_S, "lease", "float", "Time a claimed job stays a worker's between renewals "
                              "(longer than timeout); on PostgreSQL also how soon the jobs of a run that died on "
                              "another machine come back.", unit="s", above=0)
+    min_free_mb: int = setting(MIN_FREE_MB, "min_free_mb", "int", "SQLite: free space the disk under the "
+                               "database's folder must keep; under it a run stops taking jobs, hands back those in "
+                               "flight and exits 74 (0: only when SQLite says the disk is full).", unit="MB",
+                               at_least=0)
     with_page: bool = setting(False, "with_page", "bool", "Also fetch each template's n8n.io page (og:* tags).")
     breaker_failures: int = setting(BREAKER_FAILURES, "breaker_failures", "int", "Consecutive failed requests "
                                     "that open a domain's circuit breaker.", at_least=1)

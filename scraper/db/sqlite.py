@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from scraper.base.errors import DatabaseError, IntegrityError, OperationalError
+from scraper.base.errors import DatabaseError, DiskFull, IntegrityError, OperationalError
 from scraper.db.backend import Row
 from scraper.db.dialect import Sql
 
@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 
 def error(e: sqlite3.Error) -> DatabaseError:
-    """The project's exception for sqlite3's `e` (the message kept)."""
+    """The project's exception for sqlite3's `e` (the message kept); a full disk is `DiskFull`."""
+    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return DiskFull(str(e))
     kind = (IntegrityError if isinstance(e, sqlite3.IntegrityError)
             else OperationalError if isinstance(e, sqlite3.OperationalError) else DatabaseError)
     return kind(str(e))

@@ -31,6 +31,7 @@ _HAPPENED = {
     exitcodes.USAGE: "the command line or configuration was refused",
     exitcodes.GAVE_UP: "a domain kept failing, so its jobs were left pending",
     exitcodes.CRASHING: "workers kept crashing at start",
+    exitcodes.DISK_FULL: "the disk under the database filled up",
     exitcodes.SIGINT: "stopped by Ctrl-C",
     exitcodes.SIGTERM: "stopped by SIGTERM",
 }

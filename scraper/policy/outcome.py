@@ -1,6 +1,6 @@
 """What the last line of a run tells the operator to do next, for each way a run can end."""
 
-from scraper.base.exitcodes import CRASHING, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
+from scraper.base.exitcodes import CRASHING, DISK_FULL, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
 from scraper.policy.progress import format_duration
 
 
@@ -43,6 +43,9 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
                 f"(cron's next run will), and check `scraper status` for its breaker.")
     if code == CRASHING:
         return "next: workers died right after they started; fix the cause in the errors above, then run again."
+    if code == DISK_FULL:
+        return ("next: free space on the disk the error above names (or lower min_free_mb), then run again; "
+                "every unfinished job went back to pending.")
     if code == LOCKED:
         return ("next: let the run that holds it finish (`scraper status` shows its pid); "
                 "cron's next run tries again.")

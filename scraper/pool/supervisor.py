@@ -13,8 +13,9 @@ import time
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM, DatabaseClock
+from scraper.base.errors import DatabaseError, DiskFull
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import runrecord, runstate, store
+from scraper.db import disk, runrecord, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
@@ -58,6 +59,7 @@ class Supervisor:
         self.started_at = None      # wall clock, for the rate window
         self.errors_seen = {}       # error counters at the last summary
         self.run_id = None          # our row of `runs`; the workers record what they finish under it
+        self.disk_full = None       # why the run stops for want of disk space (one sentence), once it must
 
     # --- the run ---------------------------------------------------------------------
 
@@ -101,7 +103,10 @@ class Supervisor:
             self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
             self.pacing.start()
             code = self._loop()
-            self._finish_run(conn, self.run_id, code)
+            try:
+                self._finish_run(conn, self.run_id, code)
+            except DiskFull:
+                log.warning("the run's end could not be recorded: the disk under the database is full")
             return code
         finally:
             self._kill_all()
@@ -115,6 +120,9 @@ class Supervisor:
         prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             return self._work()
+        except DiskFull as e:    # one of our own writes (a heartbeat, a hand-back) met the full disk
+            self.disk_full = self.disk_full or self._full_disk(e)
+            return self._stop_for_disk()
         finally:
             for sig, handler in prev_handlers.items():
                 signal.signal(sig, handler)
@@ -123,6 +131,9 @@ class Supervisor:
         self.signals.append(signum)       # only a flag: the loop acts on it
 
     def _work(self):
+        self.disk_full = self._under_floor()
+        if self.disk_full:
+            return self._stop_for_disk()
         for slot in self.slots:
             self._start(slot)
         next_sample = next_show = next_beat = 0.0
@@ -143,6 +154,8 @@ class Supervisor:
             if len(self.signals) > 1 or (stop_deadline is not None and mono > stop_deadline):
                 self._kill_all()
             self._reap(restart=stop_deadline is None)
+            if self.disk_full:
+                return self._stop_for_disk()
             if self.quick_deaths >= MAX_QUICK_DEATHS:
                 log.error("workers keep dying right after they start (see the errors above); giving up")
                 self._kill_all()
@@ -164,6 +177,9 @@ class Supervisor:
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
                 orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
+                self.disk_full = self._under_floor()
+                if self.disk_full:
+                    return self._stop_for_disk()
                 self._check_memory()
                 self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
@@ -230,6 +246,12 @@ class Supervisor:
                 continue
             p.join()
             code = p.exitcode
+            if code == exitcodes.WORKER_DISK_FULL:
+                # SQLite said the disk is full: its job goes back for free, and the run stops (no restart)
+                self.disk_full = self.disk_full or self._full_disk("database or disk is full")
+                slot.process = None
+                self.queue.requeue(self.clock(), workers=[slot.name])
+                continue
             if code in (exitcodes.WORKER_RECYCLE, exitcodes.WORKER_STOPPED):
                 self.queue.requeue(self.clock(), workers=[slot.name])    # a clean hand-back is free
                 self.recycles += code == exitcodes.WORKER_RECYCLE
@@ -273,7 +295,36 @@ class Supervisor:
                 killed.append(slot.name)
                 slot.process = None
         if killed and getattr(self, "queue", None) is not None:
-            self.queue.requeue(self.clock(), workers=killed)
+            try:
+                self.queue.requeue(self.clock(), workers=killed)
+            except DatabaseError as e:     # a full disk: the next run takes every running row back at its start
+                log.warning("the jobs of %s stay running until the next run takes them back: %s",
+                            ", ".join(killed), e)
+
+    # --- the disk under the database (SQLite) -----------------------------------------------
+
+    def _under_floor(self):
+        """The sentence saying the disk under the database is below `min_free_mb`, else None (PostgreSQL's disk
+        is its server's)."""
+        return None if self.s.postgres else disk.under_floor(self.s.db_path, self.s.min_free_mb)
+
+    def _full_disk(self, error):
+        return (f"SQLite says the disk under {disk.folder(self.s.db_path)} is full ({error}; "
+                f"{disk.free_mb(self.s.db_path):.0f} MB free)")
+
+    def _stop_for_disk(self):
+        """Stop for want of space: no job is taken any more, the workers finish or hand back theirs, every
+        running row goes back to pending (when even that cannot be written, the next run's start does it);
+        exit 74."""
+        log.error("stopping: %s; the jobs in flight finish or go back to pending", self.disk_full)
+        self._signal_all(signal.SIGTERM)
+        self._join_all(self.s.stop_grace_s)
+        try:
+            self.queue.requeue(self.clock())
+            self._show(final=True)
+        except DatabaseError as e:
+            log.warning("the jobs still running go back to pending at the next run's start: %s", e)
+        return exitcodes.DISK_FULL
 
     def _kill_stuck(self):
         """Kill a live worker whose job's lease ran out: it renews the lease before every request and

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM
-from scraper.base.errors import ConfigError, DatabaseError, FetchError, HandedBack, JobInvalid, ParseError
+from scraper.base.errors import ConfigError, DatabaseError, DiskFull, FetchError, HandedBack, JobInvalid, ParseError
 from scraper.db import runstate, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
@@ -158,6 +158,9 @@ class Worker:
         started = self.clock.monotonic()
         try:
             self._process(job, started)
+        except DiskFull as e:
+            self._disk_full(job, e)
+            raise       # the lane ends: no job can be written until space is freed (the supervisor stops the run)
         except Exception as e:
             # fetching, decoding, parsing, extracting, storing: a bug or an answer nobody foresaw
             log.exception("%s %s: unexpected %s while processing it", self.name, job.key, type(e).__name__)
@@ -190,6 +193,16 @@ class Worker:
                 log.warning("%s lost the lease of %s; its result was not written", self.name, job.key)
             else:
                 log.debug("%s done %s in %d ms", self.name, job.key, ms)
+
+    def _disk_full(self, job, error):
+        """SQLite said the disk is full while this job was written: hand it back for free (an UPDATE in place
+        may still fit; if not, the supervisor takes it back). The supervisor says the one sentence of the fault."""
+        try:
+            self.queue.release(job, self.name, self.clock())
+        except DatabaseError:
+            pass
+        log.debug("%s %s: the disk under the database is full (%s); the job goes back to pending", self.name,
+                  job.key, error)
 
     def _fetcher(self, site):
         """The site's per-process side, opened on its first job (after the fork)."""
@@ -305,6 +318,8 @@ def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
                proxies=pool, lanes=lanes, quota=quota)
     try:
         return w.run()
+    except DiskFull:
+        return exitcodes.WORKER_DISK_FULL      # the supervisor says why, once, and stops the run
     except Exception:
         log.exception("%s crashed", name)
         return exitcodes.WORKER_CRASHED
@@ -316,8 +331,10 @@ def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
 
 
 def _process_code(codes):
-    """The process's exit code from its lanes': a crash wins, then a recycle, then a stop."""
-    return next((c for c in (exitcodes.WORKER_CRASHED, exitcodes.WORKER_RECYCLE) if c in codes),
+    """The process's exit code from its lanes': a full disk wins (it stops the run), then a crash, then a
+    recycle, then a stop."""
+    return next((c for c in (exitcodes.WORKER_DISK_FULL, exitcodes.WORKER_CRASHED, exitcodes.WORKER_RECYCLE)
+                 if c in codes),
                 exitcodes.WORKER_STOPPED)
 
 
