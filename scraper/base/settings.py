@@ -42,6 +42,7 @@ MAX_JOBS_PER_WORKER = 500   # recycle a worker after this many jobs (bounds slow
 # SQLite: a run stops taking jobs when the disk under the database has less free (exit 74): enough for the WAL
 # of a reader's long read transaction and the last results (Heritrix pauses a crawl under 500 MB)
 MIN_FREE_MB = 200
+LOCK_REPORT_AFTER_S = 30.0  # SQLite: a writer kept from the database this long says who holds it, and waits on
 STOP_GRACE_S = 5.0          # after Ctrl-C/SIGTERM, time a worker gets to finish before it is killed
 PROGRESS_EVERY_S = 10.0     # log line interval when stderr is not a terminal
 YOUTUBE_URL = "https://www.youtube.com"
@@ -145,6 +146,10 @@ class Settings:
                                "database's folder must keep; under it a run stops taking jobs, hands back those in "
                                "flight and exits 74 (0: only when SQLite says the disk is full).", unit="MB",
                                at_least=0)
+    lock_report_after_s: float = setting(LOCK_REPORT_AFTER_S, "lock_report_after", "float", "SQLite: time a run's "
+                                         "writer waits for a lock another process holds (an analyst's BEGIN "
+                                         "EXCLUSIVE) before it says who holds it; it keeps waiting, and says so "
+                                         "again each time as long.", unit="s", above=0)
     with_page: bool = setting(False, "with_page", "bool", "Also fetch each template's n8n.io page (og:* tags).")
     breaker_failures: int = setting(BREAKER_FAILURES, "breaker_failures", "int", "Consecutive failed requests "
                                     "that open a domain's circuit breaker.", at_least=1)

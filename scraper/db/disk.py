@@ -24,4 +24,4 @@ def under_floor(db_path: str, floor_mb: float) -> str | None:
     free = free_mb(db_path)
     if free >= floor_mb:
         return None
-    return (f"the disk under {folder(db_path)} has {free:.0f} MB free, under min_free_mb ({floor_mb:g} MB)")
+    return (f"the disk under {folder(db_path)} has {free:.1f} MB free, under min_free_mb ({floor_mb:g} MB)")

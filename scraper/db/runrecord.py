@@ -108,7 +108,8 @@ def finish_run(conn: Conn, run_id: int, finished_at: float, counts: dict[str, in
 
 def heartbeat_run(conn: Conn, run_id: int, now: float) -> None:
     """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S)."""
-    conn.execute(same("UPDATE runs SET heartbeat_at = ? WHERE id = ?"), (now, run_id))
+    with transaction(conn, shared=True) as c:     # on SQLite a transaction waits out an outsider's lock
+        c.execute(same("UPDATE runs SET heartbeat_at = ? WHERE id = ?"), (now, run_id))
 
 
 def last_run(conn: Conn) -> Row | None:

@@ -5,13 +5,18 @@ Python call per statement (scripts/bench.py's queue figures do not move), and sq
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
+import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from scraper.base.errors import DatabaseError, DiskFull, IntegrityError, OperationalError
 from scraper.db.backend import Row
 from scraper.db.dialect import Sql
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from _typeshed import SupportsLenAndGetItem
@@ -77,6 +82,9 @@ class Connection(sqlite3.Connection):
     """A connection in autocommit mode (`isolation_level=None`): transactions are `begin`/`commit`."""
 
     is_postgres = False
+    # a run's connection (`store.connect(lock_report_s=)`): its busy timeout; `begin` then waits for the write
+    # lock as long as it takes, saying who holds it after each such wait (None: BUSY after the timeout)
+    lock_report_s: float | None = None
 
     def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor:
         cur = self.cursor(Cursor)
@@ -96,8 +104,27 @@ class Connection(sqlite3.Connection):
 
     def begin(self, shared: bool = False) -> None:
         """BEGIN IMMEDIATE: the write lock now, not at the first write (SQLite has one writer; `shared` is
-        PostgreSQL's business)."""
-        self.execute("BEGIN IMMEDIATE")
+        PostgreSQL's business). With `lock_report_s`, an outsider's lock (an analyst's `BEGIN EXCLUSIVE`) is
+        waited out, however long: a job is never failed for it; the wait is said, with the holder, each time."""
+        if self.lock_report_s is None:
+            self.execute("BEGIN IMMEDIATE")
+            return
+        waited = 0.0
+        while True:
+            started = time.monotonic()
+            try:
+                sqlite3.Connection.execute(self, "BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as e:
+                if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                    raise error(e) from e
+            waited += time.monotonic() - started
+            from scraper.db import holders
+            database = self.execute("PRAGMA database_list").fetchall()[0]["file"]
+            log.warning("the database %s has been locked for %.1f s%s; waiting for it", database, waited,
+                        holders.described(database, exclude={os.getpid()}))
+        if waited:
+            log.warning("the database's lock is free again after %.1f s; going on", waited)
 
     def commit(self) -> None:
         try:

@@ -71,7 +71,7 @@ class Supervisor:
         work it together: each has its `runs` row and heartbeat, and the clock is the database's."""
         lock = None if self.s.postgres else runstate.RunLock(self.s.lock_path).acquire()
         try:
-            conn = store.open_db(self.s.db_path)
+            conn = store.open_db(self.s.db_path, self.s.lock_report_after_s)
         except BaseException:
             if lock is not None:
                 lock.release()

@@ -306,7 +306,7 @@ def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, 
 
 def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
     try:
-        conn = store.connect(settings.db_path)
+        conn = store.connect(settings.db_path, settings.lock_report_after_s)
         limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
     except (OSError, DatabaseError, ConfigError) as e:
         log.error("%s cannot start: %s", name, e)

@@ -6,6 +6,7 @@ import time
 from scraper.db import domains as domain_rows
 from scraper.db import jobcounts, requestlog, store
 from scraper.policy import breaker, progress
+from scraper.products import dbstate
 
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
 
@@ -65,6 +66,7 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "n8n": scope.n8n, "items": scope.items,
         "proxies": proxies(queue.conn, now, settings),
         "endpoints": endpoints(queue.conn, now, settings),
+        "database": dbstate.report(queue, now, settings, run),
     }
 
 
@@ -212,6 +214,7 @@ def render(r):
                 f" ({d['rate_reason']}; configured {d['configured_rate_per_s']:.3g}/s)" if d["rate_reason"] else "")
         lines.append(f"domain    {name}: {d['in_flight']} in flight, {d['slot_wait_s']:g} s waiting for its slot in "
                      f"the last minute; breaker {d['state']} ({d['failures']} consecutive failures){extra}")
+    lines += dbstate.lines(r.get("database"))
     return "\n".join(lines)
 
 
