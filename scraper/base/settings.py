@@ -309,7 +309,12 @@ class Settings:
             return ()
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
-                limiter + ".lock", self.lock_path, self.browser_lock_path, db + "-robots.lock")
+                limiter + ".lock", self.lock_path, self.browser_lock_path, db + "-robots.lock", self.reserve_path)
+
+    @property
+    def reserve_path(self):
+        """The space a run keeps beside a SQLite database for its last writes when the disk fills (`db/disk`)."""
+        return self.db_path + "-reserve"
 
     @property
     def worker_share_mb(self):

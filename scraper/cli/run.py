@@ -7,7 +7,7 @@ import time
 import click
 
 from scraper.base import exitcodes
-from scraper.base.errors import ConfigError, DatabaseError, RunLocked
+from scraper.base.errors import ConfigError, DatabaseError, DiskFull, RunLocked
 from scraper.cli.common import Failure, command_settings, db_exists, health, log, setting_options
 from scraper.cli.seed import check_source, without_browser
 
@@ -66,7 +66,13 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
     with health(s, "run") if not ctx.meta.get(HEALTH_OWNED) else contextlib.nullcontext() as pings:
         if not db_exists(s):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
-        check_source(s, adopt_urls)
+        try:
+            check_source(s, adopt_urls)
+        except DiskFull as e:       # the run's first write, before the supervisor (which says it itself)
+            from scraper.db import disk
+            step = outcome.next_step(exitcodes.DISK_FULL).removeprefix("next: ")
+            raise Failure(f"SQLite says the disk under {disk.folder(s.db_path)} is full ({e}); {step}",
+                          exitcodes.DISK_FULL) from None
         # a source that needs a browser none can start is not worked: its jobs wait for the next run
         browserless = without_browser(s)
         if browserless:

@@ -119,8 +119,8 @@ class Connection(sqlite3.Connection):
                 if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
                     raise error(e) from e
             waited += time.monotonic() - started
-            from scraper.db import holders
-            database = self.execute("PRAGMA database_list").fetchall()[0]["file"]
+            from scraper.db import holders, store
+            database = store.path_of(self)
             log.warning("the database %s has been locked for %.1f s%s; waiting for it", database, waited,
                         holders.described(database, exclude={os.getpid()}))
         if waited:

@@ -60,6 +60,11 @@ def connect(path: str, lock_report_s: float | None = None) -> Conn:
     return conn
 
 
+def path_of(conn: Conn) -> str:
+    """The file of a SQLite connection's main database."""
+    return str(conn.execute("PRAGMA database_list").fetchall()[0]["file"])
+
+
 def open_postgres(url: str) -> pg.Connection:
     """`open_db` for a database URL, typed as PostgreSQL's (for the modules that run only there)."""
     conn = postgres(url)

@@ -10,6 +10,8 @@ import signal
 import sys
 import time
 
+import psutil
+
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM, DatabaseClock
@@ -40,6 +42,17 @@ class Slot:
     name: str = ""
     recycle_asked_at: float = None
     started_at: float = 0.0
+    beat: object = None         # a shared double the worker sets to its monotonic time every worker.JOIN_S
+
+
+@dataclasses.dataclass
+class Retired:
+    """A worker replaced because it stopped beating while stopped by a signal (SIGSTOP, Ctrl-Z of it alone):
+    told to stop (SIGTERM, delivered when it wakes), its jobs already back; `woke_at`: when it ran again."""
+
+    process: multiprocessing.Process
+    name: str
+    woke_at: float = None
 
 
 class Supervisor:
@@ -51,6 +64,7 @@ class Supervisor:
         self.clock = clock
         self.signals = []
         self.slots = [Slot(i) for i in range(settings.workers)]
+        self.retired = []           # frozen workers replaced, until they end (`_check_beats`)
         self.ctx = multiprocessing.get_context("fork")   # fast start; each child opens its own resources
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.recycles = 0
@@ -83,25 +97,12 @@ class Supervisor:
         if self.s.postgres:
             self.clock = DatabaseClock(conn.clock)
         try:
-            self._note_unfinished_run(conn)
-            if self.s.postgres:
-                # other runs may hold running rows: only expired leases are orphans (a dead run's come back
-                # as their leases run out)
-                taken = self.queue.requeue(self.clock(), expired=True)
-            else:
-                taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
-            if taken:
-                log.info("took back %d jobs of workers that no longer run", taken)
-            self._resume_sites(conn)
-            for domain in self.queue.new_run(self.clock()):
-                log.info("trying %s again: a previous run gave it up", domain)
-            proxypool.check_all(self.s, conn, self.clock)      # with proxy_check_url: each proxy, once
-            if not sum(self.queue.counts().values()):
-                log.warning("the database has no jobs; run `scraper seed` first")
-            self.errors_seen = self._errors()
-            self.run_id = self._start_run(conn)
-            self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
-            self.pacing.start()
+            try:
+                self._prepare(conn)
+            except DiskFull as e:   # the run's own first writes: no worker started, no job taken
+                log.error("stopping: %s; no job was taken", self._full_disk(e))
+                disk.let_go(self.s.reserve_path)
+                return exitcodes.DISK_FULL
             code = self._loop()
             try:
                 self._finish_run(conn, self.run_id, code)
@@ -115,6 +116,31 @@ class Supervisor:
             conn.close()
             if lock is not None:
                 lock.release()
+
+    def _prepare(self, conn):
+        """What comes before the workers: orphans taken back, sites resumed, domains given another chance,
+        proxies probed, the `runs` row and the pacing."""
+        if not self.s.postgres:
+            disk.reserve(self.s.reserve_path)       # the space of this run's last writes, should the disk fill
+        self._note_unfinished_run(conn)
+        if self.s.postgres:
+            # other runs may hold running rows: only expired leases are orphans (a dead run's come back
+            # as their leases run out)
+            taken = self.queue.requeue(self.clock(), expired=True)
+        else:
+            taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
+        if taken:
+            log.info("took back %d jobs of workers that no longer run", taken)
+        self._resume_sites(conn)
+        for domain in self.queue.new_run(self.clock()):
+            log.info("trying %s again: a previous run gave it up", domain)
+        proxypool.check_all(self.s, conn, self.clock)      # with proxy_check_url: each proxy, once
+        if not sum(self.queue.counts().values()):
+            log.warning("the database has no jobs; run `scraper seed` first")
+        self.errors_seen = self._errors()
+        self.run_id = self._start_run(conn)
+        self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
+        self.pacing.start()
 
     def _loop(self):
         prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -154,6 +180,7 @@ class Supervisor:
             if len(self.signals) > 1 or (stop_deadline is not None and mono > stop_deadline):
                 self._kill_all()
             self._reap(restart=stop_deadline is None)
+            self.disk_full = self.disk_full or self._under_floor()     # 4 us a tick: `db/disk`
             if self.disk_full:
                 return self._stop_for_disk()
             if self.quick_deaths >= MAX_QUICK_DEATHS:
@@ -176,11 +203,10 @@ class Supervisor:
                     runrecord.progress(c, self.run_id, self.clock())
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
-                orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
-                self.disk_full = self._under_floor()
-                if self.disk_full:
-                    return self._stop_for_disk()
+                orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None}
+                             | {r.process.pid for r in self.retired})
                 self._check_memory()
+                self._check_beats()
                 self._kill_stuck()
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
@@ -226,7 +252,8 @@ class Supervisor:
     # --- workers -------------------------------------------------------------------------
 
     def _start(self, slot):
-        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id),
+        slot.beat = self.ctx.Value("d", time.monotonic(), lock=False)   # one writer: no lock needed
+        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id, slot.beat),
                              name=f"worker-{slot.index}")
         # a signal that came between fork and the child's handlers would kill the child or be lost:
         # blocked here, it waits (in both processes) until each has its handler
@@ -287,6 +314,11 @@ class Supervisor:
 
     def _kill_all(self):
         killed = []
+        for r in self.retired:
+            r.process.kill()        # a stopped process dies of SIGKILL too
+            r.process.join()
+            killed.append(r.name)
+        self.retired = []
         for slot in self.slots:
             if slot.process is not None:
                 if slot.process.is_alive():
@@ -319,6 +351,7 @@ class Supervisor:
         log.error("stopping: %s; the jobs in flight finish or go back to pending", self.disk_full)
         self._signal_all(signal.SIGTERM)
         self._join_all(self.s.stop_grace_s)
+        disk.let_go(self.s.reserve_path)       # the room of the hand-back below and of the run's end
         try:
             self.queue.requeue(self.clock())
             self._show(final=True)
@@ -330,7 +363,10 @@ class Supervisor:
         """Kill a live worker whose job's lease ran out: it renews the lease before every request and
         while it waits, and a request ends within --timeout, so it hangs somewhere no deadline reaches
         (a server trickling its headers, a stuck C call). The reaper then charges the job (abandoned)."""
-        live = {s.name: s for s in self.slots if s.process is not None and s.process.is_alive()}
+        # a worker stopped by a signal is frozen, not stuck: its job goes back with the lease sweep, and
+        # `_check_beats` replaces it once it has been silent for a lease
+        live = {s.name: s for s in self.slots
+                if s.process is not None and s.process.is_alive() and not _stopped(s.process.pid)}
         stuck = [live[name] for name in self.queue.expired_holders(self.clock()) if name in live]
         for slot in stuck:
             log.warning("%s held its job past the lease: stuck; killed", slot.name)
@@ -338,6 +374,44 @@ class Supervisor:
             slot.process.join()
         if stuck:
             self._reap(restart=True)    # before the lease sweep, which would hand the job back for free
+
+    def _check_beats(self):
+        """Replace a worker that stopped beating (`worker.main` beats every JOIN_S) for longer than a lease.
+        Stopped by a signal (SIGSTOP; state T), it is frozen: its jobs go back for free, SIGTERM waits for it
+        to wake (it then finishes what it was doing, its late write refused by the fence of every job write:
+        the row is no longer its), and a new worker takes its slot at once. One silent but not stopped (a C
+        call holding the GIL, swapped out) is left to `_kill_stuck`, as before: killed once its lease runs out."""
+        now = time.monotonic()     # the workers beat on the system's clock, whatever clock the run reads
+        for slot in self.slots:
+            p = slot.process
+            if p is None or slot.beat is None or not p.is_alive():
+                continue
+            silent = now - slot.beat.value
+            if silent <= self.s.lease_s:
+                continue
+            if not _stopped(p.pid):
+                continue        # busy or swapped out, not frozen: `_kill_stuck` kills it if its lease runs out
+            back = self.queue.requeue(self.clock(), workers=[slot.name])
+            os.kill(p.pid, signal.SIGTERM)      # delivered when it wakes: it stops after its current attempt
+            self.retired.append(Retired(p, slot.name))
+            self.restarts += 1
+            old, slot.process = slot.name, None
+            if self._work_left():
+                self._start(slot)
+            log.warning("%s stopped beating %.0f s ago (stopped by a signal, or its machine paused): %d job(s) "
+                        "it held went back, %s takes its place; told to stop when it wakes", old, silent, back,
+                        slot.name if slot.process is not None else "no worker")
+        for r in list(self.retired):
+            if not r.process.is_alive():
+                r.process.join()
+                self.retired.remove(r)
+                self.queue.requeue(self.clock(), workers=[r.name])   # what it may have claimed as it woke
+                log.info("%s, replaced while frozen, woke and stopped (exit code %s)", r.name, r.process.exitcode)
+            elif not _stopped(r.process.pid):
+                r.woke_at = r.woke_at or now
+                if now - r.woke_at > self.s.stop_grace_s + max(self.s.timeout_s, self.s.browser_deadline_s):
+                    log.warning("%s, replaced while frozen, did not stop after it woke; killed", r.name)
+                    r.process.kill()
 
     def _check_memory(self):
         """Keep the pool under --memory-limit, measured as PSS of the whole process tree (`pool.memory`:
@@ -464,6 +538,14 @@ class Supervisor:
             self.out.flush()
         else:
             log.info("progress %s%s", progress.line(p, width=0), note)
+
+
+def _stopped(pid):
+    """Whether the process is stopped by a signal (SIGSTOP, SIGTSTP) or traced: frozen, not stuck."""
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
+        return False
 
 
 def run(settings, browserless=()):

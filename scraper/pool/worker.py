@@ -15,13 +15,14 @@ import random
 import signal
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM
 from scraper.base.errors import ConfigError, DatabaseError, DiskFull, FetchError, HandedBack, JobInvalid, ParseError
-from scraper.db import runstate, store
+from scraper.db import disk, runstate, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
@@ -158,10 +159,13 @@ class Worker:
         started = self.clock.monotonic()
         try:
             self._process(job, started)
-        except DiskFull as e:
-            self._disk_full(job, e)
-            raise       # the lane ends: no job can be written until space is freed (the supervisor stops the run)
         except Exception as e:
+            if disk.exhausted(self.s.db_path, e):
+                self._disk_full(job, e)
+                # the lane ends: no job can be written until space is freed (the supervisor stops the run)
+                if isinstance(e, DiskFull):
+                    raise
+                raise DiskFull(str(e)) from e
             # fetching, decoding, parsing, extracting, storing: a bug or an answer nobody foresaw
             log.exception("%s %s: unexpected %s while processing it", self.name, job.key, type(e).__name__)
             self._failed(job, retry.INTERNAL, f"{type(e).__name__}: {e}", None, None, started)
@@ -257,8 +261,10 @@ class Worker:
                 f" in {outcome.delay_s:.1f} s" if available_at else "")
 
 
-def main(settings, slot, parent_pid, run_id=None):
-    """Entry point of a worker process: its lanes, each opened in its own thread, after the fork."""
+def main(settings, slot, parent_pid, run_id=None, beat=None):
+    """Entry point of a worker process: its lanes, each opened in its own thread, after the fork. `beat` (a
+    shared double, the supervisor's) is set to this process's monotonic time every JOIN_S: a process that
+    stops beating is frozen (SIGSTOP, a paused machine), and the supervisor replaces it."""
     flags = Flags()
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
@@ -276,6 +282,8 @@ def main(settings, slot, parent_pid, run_id=None):
         t.start()
     for t in threads:
         while t.is_alive():
+            if beat is not None:
+                beat.value = time.monotonic()
             t.join(JOIN_S)     # in slices: the signal handlers run in this thread, between them
     sys.exit(_process_code(codes))
 
@@ -309,6 +317,8 @@ def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes):
         conn = store.connect(settings.db_path, settings.lock_report_after_s)
         limiter = open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
     except (OSError, DatabaseError, ConfigError) as e:
+        if disk.exhausted(settings.db_path, e):
+            return exitcodes.WORKER_DISK_FULL      # the supervisor says why, once, and stops the run
         log.error("%s cannot start: %s", name, e)
         return exitcodes.WORKER_CRASHED
     session = polite_client.open_session(settings)

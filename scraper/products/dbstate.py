@@ -6,14 +6,14 @@ the run takes those jobs back). Nothing on PostgreSQL, whose disk and locks are 
 import os
 
 from scraper.base.settings import MIN_FREE_MB
-from scraper.db import disk, holders
+from scraper.db import disk, holders, store
 
 
 def report(queue, now, settings=None, run=None):
     """The `database` object of `status --json` (None on PostgreSQL)."""
     if queue.conn.is_postgres:
         return None
-    path = queue.conn.execute("PRAGMA database_list").fetchall()[0]["file"]
+    path = store.path_of(queue.conn)
     floor = settings.min_free_mb if settings is not None else MIN_FREE_MB
     free = disk.free_mb(path)
     try:
