@@ -19,7 +19,7 @@ SHOWN = ("workers", "rate", "burst", "timeout", "max_attempts", "memory_limit", 
 HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worker", "breaker_failures", "breaker_open",
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
-          "etl_key")
+          "etl_key", "min_free_mb", "lock_report_after")
 
 
 @click.command("run")
@@ -46,8 +46,8 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
 
     Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
     error; 3 some jobs were left pending because their domain kept failing; 70 workers kept crashing at
-    start; 75 another run holds this database; 130/143 stopped by Ctrl-C/SIGTERM. The last line says
-    what to do next.
+    start; 74 the disk under the database is full or under min_free_mb; 75 another run holds this
+    database; 130/143 stopped by Ctrl-C/SIGTERM. The last line says what to do next.
 
     With --ping-url (and notify_url) the run tells your monitoring how it ended; those calls are bounded
     (5 s, 2 tries), never change the exit code, and skip robots.txt and the rate limit (they go to your

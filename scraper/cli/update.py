@@ -21,8 +21,8 @@ from scraper.cli.common import (
 from scraper.cli.run import HEALTH_OWNED, run_cmd, run_settings
 from scraper.cli.seed import check_source, seed_cmd
 
-# most serious first: a crashing pool, failed rows, a domain given up, a held lock, success
-SERIOUSNESS = (exitcodes.CRASHING, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED, exitcodes.OK)
+# most serious first: a crashing pool, a full disk, failed rows, a domain given up, a held lock, success
+SERIOUSNESS = (exitcodes.CRASHING, exitcodes.DISK_FULL, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED, exitcodes.OK)
 WALK = "the walk (seed)"
 RETRY = "retry --failed"
 RUN = "the run"
@@ -83,7 +83,7 @@ def update_cmd(ctx, **run_options):
     """The walk (new, changed and removed templates), then `retry --failed` for failures older than
     retry_after hours, then `run`, in one process: the command for cron. It takes every option of `run`.
 
-    Exit code: the most serious of its steps, in this order: 70, 1, 3, 75, 0. A usage error (2) stops it
+    Exit code: the most serious of its steps, in this order: 70, 74, 1, 3, 75, 0. A usage error (2) stops it
     before anything runs; Ctrl-C/SIGTERM stop it at once (130/143). When the walk fails on a database that
     does not exist yet nothing else runs. The last line names the step that set the code (or says that every
     step succeeded).

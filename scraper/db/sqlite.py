@@ -18,6 +18,10 @@ from scraper.db.dialect import Sql
 
 log = logging.getLogger(__name__)
 
+# SQLite's primary result codes (sqlite3 names them from Python 3.11; the lowest byte of an extended code)
+SQLITE_BUSY = 5
+SQLITE_FULL = 13
+
 if TYPE_CHECKING:
     from _typeshed import SupportsLenAndGetItem
 
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
 
 def error(e: sqlite3.Error) -> DatabaseError:
     """The project's exception for sqlite3's `e` (the message kept); a full disk is `DiskFull`."""
-    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+    if getattr(e, "sqlite_errorcode", 0) & 0xFF == SQLITE_FULL:
         return DiskFull(str(e))
     kind = (IntegrityError if isinstance(e, sqlite3.IntegrityError)
             else OperationalError if isinstance(e, sqlite3.OperationalError) else DatabaseError)
@@ -116,7 +120,7 @@ class Connection(sqlite3.Connection):
                 sqlite3.Connection.execute(self, "BEGIN IMMEDIATE")
                 break
             except sqlite3.OperationalError as e:
-                if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                if getattr(e, "sqlite_errorcode", 0) & 0xFF != SQLITE_BUSY:
                     raise error(e) from e
             waited += time.monotonic() - started
             from scraper.db import holders, store

@@ -17,7 +17,7 @@ from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM, DatabaseClock
 from scraper.base.errors import DatabaseError, DiskFull
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import disk, runrecord, runstate, store
+from scraper.db import disk, holders, runrecord, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 TICK_S = 0.05               # the loop wakes at least this often, and at once when a worker dies
 SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
+# a WAL this large has not been reset for a while: a reader's long transaction keeps checkpoints from passing it
+# (the file shrinks back to store.WAL_KEPT_MB once they do); said once, with the reader's name, until it shrinks
+WAL_WARN_MB = 256
 QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start, holding no job, counts towards a crash loop
 MAX_QUICK_DEATHS = 5
 
@@ -74,6 +77,7 @@ class Supervisor:
         self.errors_seen = {}       # error counters at the last summary
         self.run_id = None          # our row of `runs`; the workers record what they finish under it
         self.disk_full = None       # why the run stops for want of disk space (one sentence), once it must
+        self.wal_warned = False     # the WAL's growth past WAL_WARN_MB said, until it shrinks back
 
     # --- the run ---------------------------------------------------------------------
 
@@ -208,6 +212,7 @@ class Supervisor:
                 self._check_memory()
                 self._check_beats()
                 self._kill_stuck()
+                self._watch_wal()
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
                     log.warning("took back %d jobs whose lease expired", n)
@@ -343,6 +348,23 @@ class Supervisor:
     def _full_disk(self, error):
         return (f"SQLite says the disk under {disk.folder(self.s.db_path)} is full ({error}; "
                 f"{disk.free_mb(self.s.db_path):.0f} MB free)")
+
+    def _watch_wal(self):
+        """Say once when the WAL has grown past WAL_WARN_MB, and who keeps checkpoints from resetting it."""
+        if self.s.postgres:
+            return
+        try:
+            mb = os.stat(self.s.db_path + "-wal").st_size / 2**20
+        except OSError:
+            return
+        if mb < store.WAL_KEPT_MB:
+            self.wal_warned = False
+        elif mb > WAL_WARN_MB and not self.wal_warned:
+            self.wal_warned = True
+            own = {os.getpid()} | {s.process.pid for s in self.slots if s.process is not None}
+            log.warning("the database's WAL has grown to %.0f MB: a checkpoint cannot pass a reader's transaction "
+                        "(held%s); the run goes on at its rate, and the WAL shrinks back once the reader lets go",
+                        mb, holders.described(self.s.db_path, own) or " by a process this machine cannot see")
 
     def _stop_for_disk(self):
         """Stop for want of space: no job is taken any more, the workers finish or hand back theirs, every

@@ -121,8 +121,9 @@ def test_a_small_filesystem_fills_the_run_stops_74_then_a_second_run_finishes(st
     for floor_mb, said in ((3, "under min_free_mb (3 MB)"), (0, f"SQLite says the disk under {small_fs} is full")):
         stopped = run(site, db, floor_mb)
         done.append(jobs_in(db, "done"))
+        said_line = [ln[24:] for ln in stopped.stderr.splitlines() if "stopping" in ln]
         print(f"min_free_mb={floor_mb}: exit {stopped.returncode}, {done[-1]} done, "
-              f"{disk.free_mb(str(db)):.2f} MB free;", [ln[24:] for ln in stopped.stderr.splitlines() if "stopping:" in ln])
+              f"{disk.free_mb(str(db)):.2f} MB free;", said_line)
         assert stopped.returncode == exitcodes.DISK_FULL, stopped.stderr[-2000:]
         assert said in stopped.stderr and f"the disk under {small_fs}" in stopped.stderr
         assert "Traceback" not in stopped.stderr

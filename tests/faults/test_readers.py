@@ -73,7 +73,7 @@ def test_the_meaning_of_each_lock_of_proc_locks(tmp_path):
         f"3: POSIX  ADVISORY  WRITE 13 {ident['-shm']} 120 120",
         f"4: POSIX  ADVISORY  WRITE 14 {ident['']} 1073741826 1073742335",
         f"5: -> POSIX  ADVISORY  WRITE 15 {ident['-shm']} 120 120",      # waiting: holds nothing
-        f"6: POSIX  ADVISORY  WRITE 16 00:00:1 120 120",                 # another file
+        "6: POSIX  ADVISORY  WRITE 16 00:00:1 120 120",                 # another file
     ])
     found = holders.holders(str(db), exclude={11}, locks=locks)
     assert [(h.pid, h.holds) for h in found] == [(14, holders.EXCLUSIVE), (13, holders.WRITER),
