@@ -66,13 +66,7 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
     with health(s, "run") if not ctx.meta.get(HEALTH_OWNED) else contextlib.nullcontext() as pings:
         if not db_exists(s):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
-        try:
-            check_source(s, adopt_urls)
-        except DiskFull as e:       # the run's first write, before the supervisor (which says it itself)
-            from scraper.db import disk
-            step = outcome.next_step(exitcodes.DISK_FULL).removeprefix("next: ")
-            raise Failure(f"SQLite says the disk under {disk.folder(s.db_path)} is full ({e}); {step}",
-                          exitcodes.DISK_FULL) from None
+        checked_source(s, adopt_urls)
         # a source that needs a browser none can start is not worked: its jobs wait for the next run
         browserless = without_browser(s)
         if browserless:
@@ -92,6 +86,19 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         if pings is not None:
             pings.finished(code, last, counts)
     ctx.exit(code)
+
+
+def checked_source(s, adopt_urls):
+    """`check_source` (the run's first write, before the supervisor, which says a full disk itself): a full
+    disk is one sentence and exit 74."""
+    from scraper.policy import outcome
+    try:
+        check_source(s, adopt_urls)
+    except DiskFull as e:
+        from scraper.db import disk
+        step = outcome.next_step(exitcodes.DISK_FULL).removeprefix("next: ")
+        raise Failure(f"SQLite says the disk under {disk.folder(s.db_path)} is full ({e}); {step}",
+                      exitcodes.DISK_FULL) from None
 
 
 def run_settings(ctx, run_sources, flags):

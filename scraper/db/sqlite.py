@@ -9,7 +9,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from scraper.base.errors import DatabaseError, DiskFull, IntegrityError, OperationalError
@@ -89,6 +89,9 @@ class Connection(sqlite3.Connection):
     # a run's connection (`store.connect(lock_report_s=)`): its busy timeout; `begin` then waits for the write
     # lock as long as it takes, saying who holds it after each such wait (None: BUSY after the timeout)
     lock_report_s: float | None = None
+    # called (with the seconds waited) each time `begin`'s wait for the lock runs out its busy timeout: the
+    # supervisor, whose busy timeout is short, frees the lock from a frozen worker of its own meanwhile
+    while_locked: Callable[[float], None] | None = None
 
     def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor:
         cur = self.cursor(Cursor)
@@ -113,7 +116,7 @@ class Connection(sqlite3.Connection):
         if self.lock_report_s is None:
             self.execute("BEGIN IMMEDIATE")
             return
-        waited = 0.0
+        waited, report_at = 0.0, self.lock_report_s
         while True:
             started = time.monotonic()
             try:
@@ -123,10 +126,14 @@ class Connection(sqlite3.Connection):
                 if getattr(e, "sqlite_errorcode", 0) & 0xFF != SQLITE_BUSY:
                     raise error(e) from e
             waited += time.monotonic() - started
-            from scraper.db import holders, store
-            database = store.path_of(self)
-            log.warning("the database %s has been locked for %.1f s%s; waiting for it", database, waited,
-                        holders.described(database, exclude={os.getpid()}))
+            if self.while_locked is not None:
+                self.while_locked(waited)
+            if waited >= report_at:
+                report_at += self.lock_report_s
+                from scraper.db import holders, store
+                database = store.path_of(self)
+                log.warning("the database %s has been locked for %.1f s%s; waiting for it", database, waited,
+                            holders.described(database, exclude={os.getpid()}))
         if waited:
             log.warning("the database's lock is free again after %.1f s; going on", waited)
 

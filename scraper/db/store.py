@@ -36,14 +36,16 @@ def clock(conn: Conn) -> float:
     return conn.clock() if is_postgres(conn) else time.time()
 
 
-def connect(path: str, lock_report_s: float | None = None) -> Conn:
+def connect(path: str, lock_report_s: float | None = None, busy_s: float | None = None) -> Conn:
     """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout
     (`scraper.db.sqlite`); a database URL gives a PostgreSQL connection (`scraper.db.pg`). `lock_report_s`
     (a run's, `lock_report_after`): the busy timeout, after which a transaction keeps waiting for the write
-    lock and says who holds it (`sqlite.Connection.begin`)."""
+    lock and says who holds it (`sqlite.Connection.begin`); `busy_s`, a shorter busy timeout (the
+    supervisor's: its wait turns every `busy_s`, calling the connection's `while_locked` each time)."""
     if is_db_url(path):
         return postgres(path)
-    timeout_ms = BUSY_TIMEOUT_MS if lock_report_s is None else int(lock_report_s * 1000)
+    wait_s = None if lock_report_s is None else min(busy_s or lock_report_s, lock_report_s)
+    timeout_ms = BUSY_TIMEOUT_MS if wait_s is None else int(wait_s * 1000)
     try:
         conn = sqlite.connect(path, timeout_s=timeout_ms / 1000)
         conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
@@ -109,9 +111,9 @@ def read_only(path: str, time_limit_s: float) -> Conn:
     return conn
 
 
-def open_db(path: str, lock_report_s: float | None = None) -> Conn:
+def open_db(path: str, lock_report_s: float | None = None, busy_s: float | None = None) -> Conn:
     """Connect (`connect`) and bring the schema up to date."""
-    conn = connect(path, lock_report_s)
+    conn = connect(path, lock_report_s, busy_s)
     migrate(conn)
     return conn
 

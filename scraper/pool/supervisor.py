@@ -42,6 +42,7 @@ class Slot:
 
     index: int
     process: multiprocessing.Process = None
+    frozen: bool = False        # killed frozen (holding the write lock): its jobs go back for free
     name: str = ""
     recycle_asked_at: float = None
     started_at: float = 0.0
@@ -89,12 +90,15 @@ class Supervisor:
         work it together: each has its `runs` row and heartbeat, and the clock is the database's."""
         lock = None if self.s.postgres else runstate.RunLock(self.s.lock_path).acquire()
         try:
-            conn = store.open_db(self.s.db_path, self.s.lock_report_after_s)
+            # a short busy timeout: while one of our writes waits for the lock, `_free_the_lock` runs each second
+            conn = store.open_db(self.s.db_path, self.s.lock_report_after_s, busy_s=SAMPLE_EVERY_S)
         except BaseException:
             if lock is not None:
                 lock.release()
             raise
         self.queue = Queue(conn)
+        if not self.s.postgres:
+            conn.while_locked = self._free_the_lock
         self.known = orphans.children()     # not ours to reap: children the caller had before the run
         orphans.subreaper(True)
         self.conn = conn
@@ -278,6 +282,9 @@ class Supervisor:
                 continue
             p.join()
             code = p.exitcode
+            if slot.frozen:     # killed frozen, holding the write lock: not the job's fault
+                slot.frozen = False
+                code = exitcodes.WORKER_STOPPED
             if code == exitcodes.WORKER_DISK_FULL:
                 # SQLite said the disk is full: its job goes back for free, and the run stops (no restart)
                 self.disk_full = self.disk_full or self._full_disk("database or disk is full")
@@ -320,7 +327,11 @@ class Supervisor:
     def _kill_all(self):
         killed = []
         for r in self.retired:
-            r.process.kill()        # a stopped process dies of SIGKILL too
+            if r.process.is_alive():
+                r.process.kill()        # a stopped process dies of SIGKILL too
+                log.info("%s, replaced while frozen, killed at the run's end", r.name)
+            else:
+                log.info("%s, replaced while frozen, woke and stopped (exit code %s)", r.name, r.process.exitcode)
             r.process.join()
             killed.append(r.name)
         self.retired = []
@@ -434,6 +445,25 @@ class Supervisor:
                 if now - r.woke_at > self.s.stop_grace_s + max(self.s.timeout_s, self.s.browser_deadline_s):
                     log.warning("%s, replaced while frozen, did not stop after it woke; killed", r.name)
                     r.process.kill()
+
+    def _free_the_lock(self, waited):
+        """Called while one of our writes waits for the database's write lock (each `SAMPLE_EVERY_S`): a worker
+        of ours frozen (stopped by a signal) for a lease while it holds that lock would hold it, and stall the
+        run, for as long as it stays frozen. It is killed (its transaction rolls back, the kernel drops its
+        lock); `_reap` then hands its jobs back for free and starts a new worker. No write here: we are waiting
+        for the lock."""
+        now = time.monotonic()
+        frozen = {s.process.pid: s for s in self.slots if s.process is not None and s.beat is not None
+                  and now - s.beat.value > self.s.lease_s and _stopped(s.process.pid)}
+        if not frozen:
+            return
+        for h in holders.holders(self.s.db_path):
+            slot = frozen.get(h.pid)
+            if slot is not None and h.holds in (holders.WRITER, holders.EXCLUSIVE):
+                log.warning("%s is frozen (stopped by a signal) holding the database's write lock, which every "
+                            "writer has waited on for %.0f s: killed, its jobs go back", slot.name, waited)
+                slot.frozen = True
+                slot.process.kill()
 
     def _check_memory(self):
         """Keep the pool under --memory-limit, measured as PSS of the whole process tree (`pool.memory`:

@@ -2,10 +2,12 @@
 `max_page_count`), the `min_free_mb` floor, and a real small filesystem (a 30 MB tmpfs, where the test may
 mount one). The run stops with one sentence and exit 74, the database checks `ok`, nothing is lost."""
 
+import json
 import os
 import random
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,7 +21,7 @@ from scraper.net import http
 from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.sites import n8n
-from tests.helpers import API, DETAIL, NOW, SITE, TID, detail_body, in_process, jobs_in, rows, scraper
+from tests.helpers import API, DETAIL, DOMAIN, NOW, SITE, TID, detail_body, in_process, jobs_in, rows, scraper
 
 pytestmark = pytest.mark.faults
 
@@ -65,13 +67,22 @@ def test_the_lane_exit_code_of_a_full_disk_wins():
     assert worker._process_code(codes) == exitcodes.WORKER_DISK_FULL
 
 
-@pytest.mark.slow
-def test_a_run_under_the_floor_takes_no_job_says_where_and_exits_74(standin, tmp_path):
-    site = standin(templates=20)
+def seeded(tmp_path, n=20):
+    """A database of `n` pending n8n jobs (no stand-in: what is tested stops before any request)."""
     db = tmp_path / "jobs.db"
-    in_process(site, db, "seed", "--from-search", check=0)
+    conn = store.open_db(str(db))
+    Queue(conn).seed([(n8n.job_key(i), n8n.SITE, n8n.page_url(SITE, i), DOMAIN) for i in range(1, n + 1)], now=NOW)
+    conn.close()
+    return db
+
+
+NO_SITE = SimpleNamespace(api_url=API, url=SITE)    # no request is sent: the commands read the database only
+
+
+def test_a_run_under_the_floor_takes_no_job_says_where_and_exits_74(tmp_path):
+    db = seeded(tmp_path)
     floor = int(disk.free_mb(str(db))) + 10_000      # more than this disk has
-    done = scraper(site, db, "run", "--workers", "2", "--set", f"min_free_mb={floor}", timeout=60)
+    done = in_process(NO_SITE, db, "run", "--workers", "2", "--min-free-mb", str(floor))
     print("stderr:", done.stderr[-600:])
     assert done.returncode == exitcodes.DISK_FULL
     assert f"the disk under {tmp_path} has" in done.stderr and f"under min_free_mb ({floor} MB)" in done.stderr
@@ -138,3 +149,14 @@ def test_a_small_filesystem_fills_the_run_stops_74_then_a_second_run_finishes(st
     assert jobs_in(db, "done") == 40 and stored == {"n": 40, "ids": 40}
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE attempts != 1")[0]["n"] == 0   # none charged twice
     assert integrity(db) == "ok"
+
+
+def test_status_says_the_disk_is_under_the_floor(tmp_path):
+    db = seeded(tmp_path, 1)
+    floor = int(disk.free_mb(str(db))) + 10_000
+    env = {"SCRAPER_MIN_FREE_MB": str(floor)}
+    report = json.loads(in_process(NO_SITE, db, "status", "--json", env=env, check=0).stdout)["database"]
+    text = in_process(NO_SITE, db, "status", env=env, check=0).stdout
+    print([ln for ln in text.splitlines() if ln.startswith("disk")])
+    assert report["under_floor"] is True and report["min_free_mb"] == floor and report["folder"] == str(tmp_path)
+    assert f"MB free under {tmp_path} (min_free_mb {floor}); UNDER THE FLOOR" in text

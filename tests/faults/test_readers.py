@@ -82,15 +82,15 @@ def test_the_meaning_of_each_lock_of_proc_locks(tmp_path):
 
 @pytest.mark.slow
 def test_an_outsiders_exclusive_lock_is_waited_out_and_its_holder_named(standin, tmp_path):
-    site = standin(templates=30, latency_ms=20)
+    site = standin(templates=16, latency_ms=20)
     db = tmp_path / "jobs.db"
     in_process(site, db, "seed", "--from-search", check=0)
     run = start_scraper(site, db, "run", "--workers", "2", "--rate", "20", "--burst", "5", "--set",
-                        "lock_report_after=0.5")
+                        "lock_report_after=0.3")
     try:
-        wait_until(lambda: jobs_in(db, "done") >= 5)
-        # an analyst's `BEGIN EXCLUSIVE` mid-run, held 1.5 s: every writer waits, each says who holds it
-        outsider = holding(db, "BEGIN EXCLUSIVE", 1.5)
+        wait_until(lambda: jobs_in(db, "done") >= 3)
+        # an analyst's `BEGIN EXCLUSIVE` mid-run, held 0.8 s: every writer waits, each says who holds it
+        outsider = holding(db, "BEGIN EXCLUSIVE", 0.8)
         before = jobs_in(db, "done")
         outsider.wait()
         assert run.wait(30) == 0
@@ -101,7 +101,7 @@ def test_an_outsiders_exclusive_lock_is_waited_out_and_its_holder_named(standin,
     print(f"{before} done when the lock was taken; said {len(said)} time(s), first: {said[:1]}")
     assert said and f"by pid {outsider.pid}" in said[0] and "which holds the write lock" in said[0]
     assert "Traceback" not in stderr
-    assert jobs_in(db, "done") == 30
+    assert jobs_in(db, "done") == 16
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE attempts != 1 OR error_kind IS NOT NULL")[0]["n"] == 0
 
 
