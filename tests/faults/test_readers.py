@@ -120,3 +120,21 @@ def test_status_names_a_reader_that_holds_the_database(standin, tmp_path):
     print(report, [ln for ln in text.splitlines() if ln.startswith(("disk", "wal", "holder"))])
     assert report["holders"] == [{"pid": reader.pid, "holds": holders.READER, "command": command}]
     assert f"pid {reader.pid}" in text and "read transaction" in text
+
+
+def test_the_run_says_once_when_the_wal_outgrows_its_bound_and_who_holds_it(db, caplog):
+    from scraper.base import settings
+    from scraper.pool import supervisor
+    sup = supervisor.Supervisor(settings.build(db_path=str(db)))
+    reader = holding(db, "BEGIN", 30)
+    try:
+        with open(str(db) + "-wal", "r+b") as wal:      # a WAL past the bound (sparse: it takes no space)
+            wal.truncate((supervisor.WAL_WARN_MB + 1) * 2**20)
+        sup._watch_wal()
+        sup._watch_wal()
+    finally:
+        reader.kill()
+        reader.wait()
+    said = [r.getMessage() for r in caplog.records if "WAL has grown" in r.getMessage()]
+    print(said)
+    assert len(said) == 1 and f"{supervisor.WAL_WARN_MB + 1} MB" in said[0] and f"pid {reader.pid}" in said[0]
