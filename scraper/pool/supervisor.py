@@ -105,18 +105,37 @@ class Supervisor:
         if self.s.postgres:
             self.clock = DatabaseClock(conn.clock)
         try:
-            try:
-                self._prepare(conn)
-            except DiskFull as e:   # the run's own first writes: no worker started, no job taken
-                log.error("stopping: %s; no job was taken", self._full_disk(e))
-                disk.let_go(self.s.reserve_path)
-                return exitcodes.DISK_FULL
+            if not self.s.postgres:
+                disk.reserve(self.s.reserve_path)       # the space of this run's last writes, should the disk fill
+            self._note_unfinished_run(conn)
+            if self.s.postgres:
+                # other runs may hold running rows: only expired leases are orphans (a dead run's come back
+                # as their leases run out)
+                taken = self.queue.requeue(self.clock(), expired=True)
+            else:
+                taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
+            if taken:
+                log.info("took back %d jobs of workers that no longer run", taken)
+            self._resume_sites(conn)
+            for domain in self.queue.new_run(self.clock()):
+                log.info("trying %s again: a previous run gave it up", domain)
+            proxypool.check_all(self.s, conn, self.clock)      # with proxy_check_url: each proxy, once
+            if not sum(self.queue.counts().values()):
+                log.warning("the database has no jobs; run `scraper seed` first")
+            self.errors_seen = self._errors()
+            self.run_id = self._start_run(conn)
+            self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
+            self.pacing.start()
             code = self._loop()
             try:
                 self._finish_run(conn, self.run_id, code)
             except DiskFull:
                 log.warning("the run's end could not be recorded: the disk under the database is full")
             return code
+        except DiskFull as e:       # the run's own first writes (the loop says its own): no job was taken
+            log.error("stopping: %s; no job was taken", self._full_disk(e))
+            disk.let_go(self.s.reserve_path)
+            return exitcodes.DISK_FULL
         finally:
             self._kill_all()
             orphans.kill(self.known)        # what dead workers left (a browser whose watchdog failed)
@@ -124,31 +143,6 @@ class Supervisor:
             conn.close()
             if lock is not None:
                 lock.release()
-
-    def _prepare(self, conn):
-        """What comes before the workers: orphans taken back, sites resumed, domains given another chance,
-        proxies probed, the `runs` row and the pacing."""
-        if not self.s.postgres:
-            disk.reserve(self.s.reserve_path)       # the space of this run's last writes, should the disk fill
-        self._note_unfinished_run(conn)
-        if self.s.postgres:
-            # other runs may hold running rows: only expired leases are orphans (a dead run's come back
-            # as their leases run out)
-            taken = self.queue.requeue(self.clock(), expired=True)
-        else:
-            taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
-        if taken:
-            log.info("took back %d jobs of workers that no longer run", taken)
-        self._resume_sites(conn)
-        for domain in self.queue.new_run(self.clock()):
-            log.info("trying %s again: a previous run gave it up", domain)
-        proxypool.check_all(self.s, conn, self.clock)      # with proxy_check_url: each proxy, once
-        if not sum(self.queue.counts().values()):
-            log.warning("the database has no jobs; run `scraper seed` first")
-        self.errors_seen = self._errors()
-        self.run_id = self._start_run(conn)
-        self.pacing = pacing.Pacing(self.s, conn, self.clock, self.started_at)
-        self.pacing.start()
 
     def _loop(self):
         prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
