@@ -23,6 +23,22 @@ LEASE_S = 0.5
 NO_SITE = SimpleNamespace(api_url=API, url=SITE)     # the in-process status reads the database only
 
 
+def stop(run):
+    """The run and its workers gone, whatever the test did: a worker left frozen by a failed test would
+    outlive its supervisor (frozen, it cannot notice it is gone); SIGKILL ends a stopped process too."""
+    try:
+        workers = psutil.Process(run.pid).children()
+    except psutil.Error:
+        workers = []
+    run.kill()
+    run.wait()
+    for w in workers:
+        try:
+            w.kill()
+        except psutil.Error:
+            pass
+
+
 def integrity(db):
     return rows(db, "PRAGMA integrity_check")[0]["integrity_check"]
 
@@ -70,7 +86,7 @@ def test_a_worker_frozen_past_its_lease_is_fenced_and_replaced(standin, tmp_path
         os.kill(pid, signal.SIGCONT)
         assert run.wait(30) == 0
     finally:
-        run.kill()
+        stop(run)
     stderr = run.stderr.read()
     print(f"froze {name} holding {key} for {time.monotonic() - stopped_at:.1f} s (the lease: {LEASE_S:g} s);",
           [ln[24:] for ln in stderr.splitlines() if name in ln])
@@ -136,7 +152,7 @@ def test_a_worker_frozen_holding_the_write_lock_is_killed_and_the_run_goes_on(st
         freed = time.monotonic() - frozen_at
         assert run.wait(30) == 0
     finally:
-        run.kill()
+        stop(run)
     stderr = run.stderr.read()
     said = [ln[24:] for ln in stderr.splitlines() if "holding the database's write lock" in ln]
     print(f"a worker frozen holding the write lock was killed after {freed:.1f} s (the lease: {LEASE_S:g} s):", said)
