@@ -70,6 +70,10 @@ class DatabaseUnavailable(OperationalError):
     database's outage, never a job's or a site's; the connection makes a new one at its next statement."""
 
 
+class DiskFull(OperationalError):
+    """The disk under the database is full (SQLite's SQLITE_FULL): nothing more can be written there."""
+
+
 class IntegrityError(DatabaseError):
     """A constraint refused a row (a duplicate key, a missing parent)."""
 

@@ -39,6 +39,10 @@ PAUSE_MAX_S = 300.0
 BREAKER_FAILURES = 10       # consecutive failed requests that open a domain's breaker
 BREAKER_OPEN_S = 60.0
 MAX_JOBS_PER_WORKER = 500   # recycle a worker after this many jobs (bounds slow leaks)
+# SQLite: a run stops taking jobs when the disk under the database has less free (exit 74): enough for the WAL
+# of a reader's long read transaction and the last results (Heritrix pauses a crawl under 500 MB)
+MIN_FREE_MB = 200
+LOCK_REPORT_AFTER_S = 30.0  # SQLite: a writer kept from the database this long says who holds it, and waits on
 STOP_GRACE_S = 5.0          # after Ctrl-C/SIGTERM, time a worker gets to finish before it is killed
 PROGRESS_EVERY_S = 10.0     # log line interval when stderr is not a terminal
 YOUTUBE_URL = "https://www.youtube.com"
@@ -170,6 +174,14 @@ class Settings:
     lease_s: float = setting(LEASE_S, "lease", "float", "Time a claimed job stays a worker's between renewals "
                              "(longer than timeout); on PostgreSQL also how soon the jobs of a run that died on "
                              "another machine come back.", unit="s", above=0)
+    min_free_mb: int = setting(MIN_FREE_MB, "min_free_mb", "int", "SQLite: free space the disk under the "
+                               "database's folder must keep; under it a run stops taking jobs, hands back those in "
+                               "flight and exits 74 (0: only when SQLite says the disk is full).", unit="MB",
+                               at_least=0)
+    lock_report_after_s: float = setting(LOCK_REPORT_AFTER_S, "lock_report_after", "float", "SQLite: time a run's "
+                                         "writer waits for a lock another process holds (an analyst's BEGIN "
+                                         "EXCLUSIVE) before it says who holds it; it keeps waiting, and says so "
+                                         "again each time as long.", unit="s", above=0)
     with_page: bool = setting(False, "with_page", "bool", "Also fetch each template's n8n.io page (og:* tags).")
     breaker_failures: int = setting(BREAKER_FAILURES, "breaker_failures", "int", "Consecutive failed requests "
                                     "that open a domain's circuit breaker.", at_least=1)
@@ -378,7 +390,12 @@ class Settings:
         db, limiter = self.db_path, self.limiter_path
         return (db, db + "-wal", db + "-shm", limiter, limiter + "-wal", limiter + "-shm",
                 limiter + ".lock", self.lock_path, self.browser_lock_path, self.sessions_lock_path,
-                db + "-robots.lock")
+                db + "-robots.lock", self.reserve_path)
+
+    @property
+    def reserve_path(self):
+        """The space a run keeps beside a SQLite database for its last writes when the disk fills (`db/disk`)."""
+        return self.db_path + "-reserve"
 
     @property
     def worker_share_mb(self):

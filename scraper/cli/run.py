@@ -7,7 +7,7 @@ import time
 import click
 
 from scraper.base import exitcodes
-from scraper.base.errors import ConfigError, DatabaseError, RunLocked
+from scraper.base.errors import ConfigError, DatabaseError, DiskFull, RunLocked
 from scraper.cli.common import Failure, command_settings, db_exists, health, log, setting_options
 from scraper.cli.seed import check_source, without_browser
 
@@ -21,7 +21,8 @@ HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worke
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
           "etl_key", "revalidate", "revalidate_sample", "browser_endpoint", "browser_sessions",
           "browser_session_pages", "browser_session_timeout", "browserbase_url", "browserbase_key",
-          "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout")
+          "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout", "min_free_mb",
+          "lock_report_after")
 
 
 @click.command("run")
@@ -48,8 +49,8 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
 
     Exit codes: 0 every job done or invalid; 1 some job in the database is failed; 2 usage or configuration
     error; 3 some jobs were left pending because their domain kept failing; 70 workers kept crashing at
-    start; 75 another run holds this database; 130/143 stopped by Ctrl-C/SIGTERM. The last line says
-    what to do next.
+    start; 74 the disk under the database is full or under min_free_mb; 75 another run holds this
+    database; 130/143 stopped by Ctrl-C/SIGTERM. The last line says what to do next.
 
     With --ping-url (and notify_url) the run tells your monitoring how it ended; those calls are bounded
     (5 s, 2 tries), never change the exit code, and skip robots.txt and the rate limit (they go to your
@@ -68,7 +69,7 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
     with health(s, "run") if not ctx.meta.get(HEALTH_OWNED) else contextlib.nullcontext() as pings:
         if not db_exists(s):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
-        check_source(s, adopt_urls)
+        checked_source(s, adopt_urls)
         try:
             _ = s.browser   # the sources this run renders agree on one browser (a worker drives one)
         except ConfigError as e:
@@ -92,6 +93,19 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
         if pings is not None:
             pings.finished(code, last, counts)
     ctx.exit(code)
+
+
+def checked_source(s, adopt_urls):
+    """`check_source` (the run's first write, before the supervisor, which says a full disk itself): a full
+    disk is one sentence and exit 74."""
+    from scraper.policy import outcome
+    try:
+        check_source(s, adopt_urls)
+    except DiskFull as e:
+        from scraper.db import disk
+        step = outcome.next_step(exitcodes.DISK_FULL).removeprefix("next: ")
+        raise Failure(f"SQLite says the disk under {disk.folder(s.db_path)} is full ({e}); {step}",
+                      exitcodes.DISK_FULL) from None
 
 
 def run_settings(ctx, run_sources, flags):

@@ -18,12 +18,13 @@ from scraper.cli.common import (
     say,
     setting_options,
 )
-from scraper.cli.run import HEALTH_OWNED, run_cmd, run_settings
-from scraper.cli.seed import check_source, seed_cmd
+from scraper.cli.run import HEALTH_OWNED, checked_source, run_cmd, run_settings
+from scraper.cli.seed import seed_cmd
 
-# most serious first: a crashing pool, the database gone, failed rows, a domain given up, a held lock, success
-SERIOUSNESS = (exitcodes.CRASHING, exitcodes.DB_DOWN, exitcodes.FAILED, exitcodes.GAVE_UP, exitcodes.LOCKED,
-               exitcodes.OK)
+# most serious first: a crashing pool, a full disk, the database gone, failed rows, a domain given up, a held
+# lock, success
+SERIOUSNESS = (exitcodes.CRASHING, exitcodes.DISK_FULL, exitcodes.DB_DOWN, exitcodes.FAILED, exitcodes.GAVE_UP,
+               exitcodes.LOCKED, exitcodes.OK)
 WALK = "the walk (seed)"
 RETRY = "retry --failed"
 RUN = "the run"
@@ -84,7 +85,7 @@ def update_cmd(ctx, **run_options):
     """The walk (new, changed and removed templates), then `retry --failed` for failures older than
     retry_after hours, then `run`, in one process: the command for cron. It takes every option of `run`.
 
-    Exit code: the most serious of its steps, in this order: 70, 1, 3, 75, 0. A usage error (2) stops it
+    Exit code: the most serious of its steps, in this order: 70, 74, 1, 3, 75, 0. A usage error (2) stops it
     before anything runs; Ctrl-C/SIGTERM stop it at once (130/143). When the walk fails on a database that
     does not exist yet nothing else runs. The last line names the step that set the code (or says that every
     step succeeded).
@@ -96,7 +97,7 @@ def update_cmd(ctx, **run_options):
     flags = {k: v for k, v in run_options.items() if k not in ("run_sources", "adopt_urls")}
     s = run_settings(ctx, run_options["run_sources"], flags)     # any usage error (2) before anything runs
     if db_exists(s):
-        check_source(s, run_options["adopt_urls"])
+        checked_source(s, run_options["adopt_urls"])
     with health(s, "update") as pings:          # one start ping and one end ping for the whole update
         ctx.meta[HEALTH_OWNED] = True           # its run step sends none of its own
         code, step = _steps(ctx, s, s.retry_after_h, {k: v for k, v in run_options.items() if k != "retry_after"})

@@ -43,9 +43,13 @@ def take(conn: sqlite3.Connection, domain: str, now: float, interval: float, tol
     slot_at = max(row[0], now) if row is not None else now
     if slot_at - now > tolerance + 1e-9:      # not a float's rounding: a wake-up on time is on time
         return max(0.001, slot_at - now - tolerance)
-    conn.execute("INSERT INTO slots (domain, slot_at) VALUES (?, ?) "
-                 "ON CONFLICT (domain) DO UPDATE SET slot_at = excluded.slot_at", (domain, slot_at + interval))
-    conn.commit()
+    try:
+        conn.execute("INSERT INTO slots (domain, slot_at) VALUES (?, ?) "
+                     "ON CONFLICT (domain) DO UPDATE SET slot_at = excluded.slot_at", (domain, slot_at + interval))
+        conn.commit()
+    except sqlite3.Error as e:      # the project's error (a full disk is `DiskFull`: the worker stops cleanly)
+        conn.rollback()
+        raise sqlite.error(e) from e
     return 0.0
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Literal
 
-from scraper.base.errors import DatabaseError, FetchError
+from scraper.base.errors import DatabaseError, DiskFull, FetchError
 from scraper.db.backend import Conn
 from scraper.db.dialect import same
 
@@ -33,6 +33,8 @@ def record(conn: Conn, at: float, domain: str, kind: str, status: int | None, ms
                           "VALUES (?, ?, ?, ?, ?, ?, ?)"),
                      (at, domain, kind, status, ms, run_id, int(slot_wait_s * 1000)))
         return True
+    except DiskFull:
+        raise       # the job cannot be written either: the worker hands it back and stops
     except DatabaseError as e:
         log.warning("request log not written: %s", e)
         return False

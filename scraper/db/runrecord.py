@@ -110,9 +110,10 @@ def heartbeat_run(conn: Conn, run_id: int, now: float, memory_mb: float | None =
                   memory_limit_mb: float | None = None) -> None:
     """The run is alive at `now` (its supervisor says so every RUN_HEARTBEAT_S), its pool holding
     `memory_mb` (PSS, as last sampled; None: not yet, the last value kept) of `memory_limit_mb`."""
-    conn.execute(same("UPDATE runs SET heartbeat_at = ?, memory_mb = COALESCE(?, memory_mb), "
-                      "memory_limit_mb = COALESCE(?, memory_limit_mb) WHERE id = ?"),
-                 (now, memory_mb, memory_limit_mb, run_id))
+    with transaction(conn, shared=True) as c:     # on SQLite a transaction waits out an outsider's lock
+        c.execute(same("UPDATE runs SET heartbeat_at = ?, memory_mb = COALESCE(?, memory_mb), "
+                       "memory_limit_mb = COALESCE(?, memory_limit_mb) WHERE id = ?"),
+                  (now, memory_mb, memory_limit_mb, run_id))
 
 
 def last_run(conn: Conn) -> Row | None:

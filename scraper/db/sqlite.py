@@ -5,13 +5,22 @@ Python call per statement (scripts/bench.py's queue figures do not move), and sq
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from scraper.base.errors import DatabaseError, IntegrityError, OperationalError
+from scraper.base.errors import DatabaseError, DiskFull, IntegrityError, OperationalError
 from scraper.db.backend import Row
 from scraper.db.dialect import Sql
+
+log = logging.getLogger(__name__)
+
+# SQLite's primary result codes (sqlite3 names them from Python 3.11; the lowest byte of an extended code)
+SQLITE_BUSY = 5
+SQLITE_FULL = 13
 
 if TYPE_CHECKING:
     from _typeshed import SupportsLenAndGetItem
@@ -20,7 +29,9 @@ if TYPE_CHECKING:
 
 
 def error(e: sqlite3.Error) -> DatabaseError:
-    """The project's exception for sqlite3's `e` (the message kept)."""
+    """The project's exception for sqlite3's `e` (the message kept); a full disk is `DiskFull`."""
+    if getattr(e, "sqlite_errorcode", 0) & 0xFF == SQLITE_FULL:
+        return DiskFull(str(e))
     kind = (IntegrityError if isinstance(e, sqlite3.IntegrityError)
             else OperationalError if isinstance(e, sqlite3.OperationalError) else DatabaseError)
     return kind(str(e))
@@ -78,6 +89,12 @@ class Connection(sqlite3.Connection):
     """A connection in autocommit mode (`isolation_level=None`): transactions are `begin`/`commit`."""
 
     is_postgres = False
+    # a run's connection (`store.connect(lock_report_s=)`): its busy timeout; `begin` then waits for the write
+    # lock as long as it takes, saying who holds it after each such wait (None: BUSY after the timeout)
+    lock_report_s: float | None = None
+    # called (with the seconds waited) each time `begin`'s wait for the lock runs out its busy timeout: the
+    # supervisor, whose busy timeout is short, frees the lock from a frozen worker of its own meanwhile
+    while_locked: Callable[[float], None] | None = None
 
     def execute(self, sql: str | Sql, params: Params = (), /) -> Cursor:
         cur = self.cursor(Cursor)
@@ -97,12 +114,36 @@ class Connection(sqlite3.Connection):
 
     def begin(self, shared: bool = False) -> None:
         """BEGIN IMMEDIATE: the write lock now, not at the first write (SQLite has one writer; `shared` is
-        PostgreSQL's business). sqlite3's own execute: no row is read, so no cursor of ours is needed (a
-        claim and its completion are two transactions: every Python call here is paid twice a job)."""
-        try:
-            _execute(self, "BEGIN IMMEDIATE")
-        except sqlite3.Error as e:
-            raise error(e) from e
+        PostgreSQL's business). With `lock_report_s`, an outsider's lock (an analyst's `BEGIN EXCLUSIVE`) is
+        waited out, however long: a job is never failed for it; the wait is said, with the holder, each time.
+        sqlite3's own execute: no row is read, so no cursor of ours is needed (a claim and its completion are
+        two transactions: every Python call here is paid twice a job)."""
+        if self.lock_report_s is None:
+            try:
+                _execute(self, "BEGIN IMMEDIATE")
+            except sqlite3.Error as e:
+                raise error(e) from e
+            return
+        waited, report_at = 0.0, self.lock_report_s
+        while True:
+            started = time.monotonic()
+            try:
+                _execute(self, "BEGIN IMMEDIATE")
+                break
+            except sqlite3.Error as e:
+                if getattr(e, "sqlite_errorcode", 0) & 0xFF != SQLITE_BUSY:
+                    raise error(e) from e
+            waited += time.monotonic() - started
+            if self.while_locked is not None:
+                self.while_locked(waited)
+            if waited >= report_at:
+                report_at += self.lock_report_s
+                from scraper.db import holders, store
+                database = store.path_of(self)
+                log.warning("the database %s has been locked for %.1f s%s; waiting for it", database, waited,
+                            holders.described(database, exclude={os.getpid()}))
+        if waited:
+            log.warning("the database's lock is free again after %.1f s; going on", waited)
 
     def commit(self) -> None:
         try:

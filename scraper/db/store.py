@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from scraper.db import pg
 
 BUSY_TIMEOUT_MS = 30_000    # writers queue behind each other; a claim or a result holds the lock for < 1 ms
+WAL_KEPT_MB = 64            # the WAL file's size kept after a checkpoint resets it (SQLite's journal_size_limit)
 
 SCHEMA_VERSION = migrations.LATEST    # what `migrate` brings a database to: the last file's number
 
@@ -35,22 +36,37 @@ def clock(conn: Conn) -> float:
     return conn.clock() if is_postgres(conn) else time.time()
 
 
-def connect(path: str, link: pg.Link | None = None) -> Conn:
+def connect(path: str, link: pg.Link | None = None, lock_report_s: float | None = None,
+            busy_s: float | None = None) -> Conn:
     """A connection in autocommit mode (transactions are explicit), WAL, with a busy timeout
     (`scraper.db.sqlite`); a database URL gives a PostgreSQL connection (`scraper.db.pg`), held as `link`
-    says (a run's processes: keepalives, timeouts, made again when lost; `run_link()`)."""
+    says (a run's processes: keepalives, timeouts, made again when lost; `run_link()`). `lock_report_s`
+    (a run's on SQLite, `lock_report_after`): the busy timeout, after which a transaction keeps waiting for
+    the write lock and says who holds it (`sqlite.Connection.begin`); `busy_s`, a shorter busy timeout (the
+    supervisor's: its wait turns every `busy_s`, calling the connection's `while_locked` each time)."""
     if is_db_url(path):
         return postgres(path, link)
+    wait_s = None if lock_report_s is None else min(busy_s or lock_report_s, lock_report_s)
+    timeout_ms = BUSY_TIMEOUT_MS if wait_s is None else int(wait_s * 1000)
     try:
-        conn = sqlite.connect(path, timeout_s=BUSY_TIMEOUT_MS / 1000)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn = sqlite.connect(path, timeout_s=timeout_ms / 1000)
+        conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
         conn.execute("PRAGMA journal_mode = WAL")
     except OperationalError as e:
         raise unopenable(path, e) from None
     # NORMAL under WAL loses at most the last commits on power loss, never consistency
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    # a reader's long read transaction keeps checkpoints from resetting the WAL, which grows meanwhile; once it
+    # lets go, the WAL restarts and this truncates the file back, instead of keeping its peak for good
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_KEPT_MB * 2**20}")
+    conn.lock_report_s = lock_report_s
     return conn
+
+
+def path_of(conn: Conn) -> str:
+    """The file of a SQLite connection's main database."""
+    return str(conn.execute("PRAGMA database_list").fetchall()[0]["file"])
 
 
 def open_postgres(url: str, link: pg.Link | None = None) -> pg.Connection:
@@ -116,9 +132,10 @@ def read_only(path: str, time_limit_s: float) -> Conn:
     return conn
 
 
-def open_db(path: str, link: pg.Link | None = None) -> Conn:
-    """Connect and bring the schema up to date."""
-    conn = connect(path, link)
+def open_db(path: str, link: pg.Link | None = None, lock_report_s: float | None = None,
+            busy_s: float | None = None) -> Conn:
+    """Connect (`connect`) and bring the schema up to date."""
+    conn = connect(path, link, lock_report_s, busy_s)
     migrate(conn)
     return conn
 

@@ -32,6 +32,7 @@ _HAPPENED = {
     exitcodes.GAVE_UP: "a domain kept failing, so its jobs were left pending",
     exitcodes.CRASHING: "workers kept crashing at start",
     exitcodes.DB_DOWN: "the database stayed unreachable",
+    exitcodes.DISK_FULL: "the disk under the database filled up",
     exitcodes.SIGINT: "stopped by Ctrl-C",
     exitcodes.SIGTERM: "stopped by SIGTERM",
 }

@@ -1,6 +1,6 @@
 """What the last line of a run tells the operator to do next, for each way a run can end."""
 
-from scraper.base.exitcodes import CRASHING, DB_DOWN, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
+from scraper.base.exitcodes import CRASHING, DB_DOWN, DISK_FULL, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
 from scraper.policy.progress import format_duration
 
 
@@ -46,6 +46,9 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
     if code == DB_DOWN:
         return ("next: bring the database back (or raise db_down_after for a longer failover), then run again; "
                 "nothing was lost and the unfinished jobs come back as their leases expire.")
+    if code == DISK_FULL:
+        return ("next: free space on the disk the error above names (or lower min_free_mb), then run again; "
+                "every unfinished job went back to pending.")
     if code == LOCKED:
         return ("next: let the run that holds it finish (`scraper status` shows its pid); "
                 "cron's next run tries again.")

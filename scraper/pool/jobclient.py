@@ -106,8 +106,10 @@ class JobClient:
         verdict = polite.before(self.probe, self.renew, url)
         if verdict == politeness.GO:
             return
-        self.queue.release(self.job, self.name, self.clock())
-        if verdict == politeness.OPENED:
+        if not self.queue.release(self.job, self.name, self.clock()):
+            # frozen past its lease, the job went back and is another's now: the fence refused the hand-back
+            log.warning("%s lost the lease of %s; it was not handed back (no longer its)", self.name, self.job.key)
+        elif verdict == politeness.OPENED:
             # the breaker opened (a block, failures) after we took the job: send nothing, hand it back
             log.info("%s handed back %s: the breaker of %s is open", self.name, self.job.key, self.job.domain)
         else:

@@ -10,12 +10,14 @@ import signal
 import sys
 import time
 
+import psutil
+
 from scraper import sites
 from scraper.base import exitcodes
 from scraper.base.clock import SYSTEM, DatabaseClock, SteadyClock
-from scraper.base.errors import ConfigError, DatabaseDown, DatabaseUnavailable
+from scraper.base.errors import ConfigError, DatabaseDown, DatabaseError, DatabaseUnavailable, DiskFull
 from scraper.base.settings import PROGRESS_EVERY_S
-from scraper.db import counters, runrecord, runstate, store
+from scraper.db import counters, disk, holders, runrecord, runstate, store
 from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
@@ -28,6 +30,9 @@ log = logging.getLogger(__name__)
 TICK_S = 0.05               # the loop wakes at least this often, and at once when a worker dies
 SAMPLE_EVERY_S = 1.0        # memory and lease checks
 TTY_REFRESH_S = 0.5
+# a WAL this large has not been reset for a while: a reader's long transaction keeps checkpoints from passing it
+# (the file shrinks back to store.WAL_KEPT_MB once they do); said once, with the reader's name, until it shrinks
+WAL_WARN_MB = 256
 QUICK_DEATH_S = 2.0         # a worker that dies this soon after its start, holding no job, counts towards a crash loop
 MAX_QUICK_DEATHS = 5
 
@@ -38,9 +43,21 @@ class Slot:
 
     index: int
     process: multiprocessing.Process = None
+    frozen: bool = False        # killed frozen (holding the write lock): its jobs go back for free
     name: str = ""
     recycle_asked_at: float = None
     started_at: float = 0.0
+    beat: object = None         # a shared double the worker sets to its monotonic time every worker.JOIN_S
+
+
+@dataclasses.dataclass
+class Retired:
+    """A worker replaced because it stopped beating while stopped by a signal (SIGSTOP, Ctrl-Z of it alone):
+    told to stop (SIGTERM, delivered when it wakes), its jobs already back; `woke_at`: when it ran again."""
+
+    process: multiprocessing.Process
+    name: str
+    woke_at: float = None
 
 
 class Supervisor:
@@ -52,6 +69,7 @@ class Supervisor:
         self.clock = clock
         self.signals = []
         self.slots = [Slot(i) for i in range(settings.workers)]
+        self.retired = []           # frozen workers replaced, until they end (`_check_beats`)
         self.ctx = multiprocessing.get_context("fork")   # fast start; each child opens its own resources
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.recycles = 0
@@ -64,6 +82,8 @@ class Supervisor:
         self.calm_until = 0.0       # after the database's outage: workers renew or hand back before one counts as stuck
         self.outage_s = 0.0         # the outages lived through and not yet counted (`status` shows them)
         self.losses_seen = 0
+        self.disk_full = None       # why the run stops for want of disk space (one sentence), once it must
+        self.wal_warned = False     # the WAL's growth past WAL_WARN_MB said, until it shrinks back
 
     # --- the run ---------------------------------------------------------------------
 
@@ -75,7 +95,10 @@ class Supervisor:
         work it together: each has its `runs` row and heartbeat, and the clock is the database's."""
         lock = None if self.s.postgres else runstate.RunLock(self.s.lock_path).acquire()
         try:
-            conn = store.open_db(self.s.db_path, store.run_link(self.s))
+            # SQLite: a short busy timeout: while one of our writes waits for the lock, `_free_the_lock` runs each
+            # second; PostgreSQL: held as a run's (`store.run_link`)
+            conn = store.open_db(self.s.db_path, store.run_link(self.s), lock_report_s=self.s.lock_report_after_s,
+                                 busy_s=SAMPLE_EVERY_S)
         except DatabaseUnavailable as e:    # at the start, as any command: one sentence, exit 2
             if lock is not None:
                 lock.release()
@@ -85,6 +108,8 @@ class Supervisor:
                 lock.release()
             raise
         self.queue = Queue(conn)
+        if not self.s.postgres:
+            conn.while_locked = self._free_the_lock
         self.known = orphans.children()     # not ours to reap: children the caller had before the run
         orphans.subreaper(True)
         self.conn = conn
@@ -97,6 +122,8 @@ class Supervisor:
         elif self.clock is SYSTEM:
             self.clock = SteadyClock()      # the run's one timeline, whatever the wall clock does meanwhile
         try:
+            if not self.s.postgres:
+                disk.reserve(self.s.reserve_path)       # the space of this run's last writes, should the disk fill
             self._note_unfinished_run(conn)
             if self.s.postgres:
                 # other runs may hold running rows: only expired leases are orphans (a dead run's come back
@@ -123,7 +150,13 @@ class Supervisor:
                     self._finish_run(conn, self.run_id, code)
                 except DatabaseUnavailable as e:    # stopped while the database was away: its row stays open
                     log.warning("the run's end could not be recorded (%s); the next run notes it", e)
+                except DiskFull:
+                    log.warning("the run's end could not be recorded: the disk under the database is full")
             return code
+        except DiskFull as e:       # the run's own first writes (the loop says its own): no job was taken
+            log.error("stopping: %s; no job was taken", self._full_disk(e))
+            disk.let_go(self.s.reserve_path)
+            return exitcodes.DISK_FULL
         finally:
             self._kill_all()
             orphans.kill(self.known)        # what dead workers left (a browser whose watchdog failed)
@@ -136,6 +169,9 @@ class Supervisor:
         prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             return self._work()
+        except DiskFull as e:    # one of our own writes (a heartbeat, a hand-back) met the full disk
+            self.disk_full = self.disk_full or self._full_disk(e)
+            return self._stop_for_disk()
         finally:
             for sig, handler in prev_handlers.items():
                 signal.signal(sig, handler)
@@ -185,6 +221,9 @@ class Supervisor:
             self.outage_s = 0.0
 
     def _work_until_outage(self):
+        self.disk_full = self._under_floor()
+        if self.disk_full:
+            return self._stop_for_disk()
         for slot in self.slots:
             if slot.process is None:
                 self._start(slot)
@@ -206,6 +245,9 @@ class Supervisor:
             if len(self.signals) > 1 or (stop_deadline is not None and mono > stop_deadline):
                 self._kill_all()
             self._reap(restart=stop_deadline is None)
+            self.disk_full = self.disk_full or self._under_floor()     # 4 us a tick: `db/disk`
+            if self.disk_full:
+                return self._stop_for_disk()
             if self.quick_deaths >= MAX_QUICK_DEATHS:
                 log.error("workers keep dying right after they start (see the errors above); giving up")
                 self._kill_all()
@@ -226,10 +268,13 @@ class Supervisor:
                     runrecord.progress(c, self.run_id, self.clock())
             if mono >= next_sample:
                 next_sample = mono + SAMPLE_EVERY_S
-                orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None})
+                orphans.reap(self.known | {s.process.pid for s in self.slots if s.process is not None}
+                             | {r.process.pid for r in self.retired})
                 self._check_memory()
                 self._count_outages()
+                self._check_beats()
                 self._kill_stuck()
+                self._watch_wal()
                 n = self.queue.requeue(self.clock(), expired=True)
                 if n:
                     log.warning("took back %d jobs whose lease expired", n)
@@ -276,7 +321,9 @@ class Supervisor:
     def _start(self, slot):
         # on SQLite the workers keep the run's clock (on PostgreSQL each measures the database's)
         steady = None if self.s.postgres else self.clock
-        p = self.ctx.Process(target=worker.main, args=(self.s, slot.index, os.getpid(), self.run_id, steady),
+        slot.beat = self.ctx.Value("d", time.monotonic(), lock=False)   # one writer: no lock needed
+        p = self.ctx.Process(target=worker.main,
+                             args=(self.s, slot.index, os.getpid(), self.run_id, steady, slot.beat),
                              name=f"worker-{slot.index}")
         # a signal that came between fork and the child's handlers would kill the child or be lost:
         # blocked here, it waits (in both processes) until each has its handler
@@ -296,6 +343,15 @@ class Supervisor:
                 continue
             p.join()
             code = p.exitcode
+            if slot.frozen:     # killed frozen, holding the write lock: not the job's fault
+                slot.frozen = False
+                code = exitcodes.WORKER_STOPPED
+            if code == exitcodes.WORKER_DISK_FULL:
+                # SQLite said the disk is full: its job goes back for free, and the run stops (no restart)
+                self.disk_full = self.disk_full or self._full_disk("database or disk is full")
+                slot.process = None
+                self.queue.requeue(self.clock(), workers=[slot.name])
+                continue
             if code in (exitcodes.WORKER_RECYCLE, exitcodes.WORKER_STOPPED, exitcodes.WORKER_DB_DOWN):
                 self.queue.requeue(self.clock(), workers=[slot.name])    # a clean hand-back is free
                 self.recycles += code == exitcodes.WORKER_RECYCLE
@@ -331,6 +387,15 @@ class Supervisor:
 
     def _kill_all(self):
         killed = []
+        for r in self.retired:
+            if r.process.is_alive():
+                r.process.kill()        # a stopped process dies of SIGKILL too
+                log.info("%s, replaced while frozen, killed at the run's end", r.name)
+            else:
+                log.info("%s, replaced while frozen, woke and stopped (exit code %s)", r.name, r.process.exitcode)
+            r.process.join()
+            killed.append(r.name)
+        self.retired = []
         for slot in self.slots:
             if slot.process is not None:
                 if slot.process.is_alive():
@@ -343,6 +408,52 @@ class Supervisor:
                 self.queue.requeue(self.clock(), workers=killed)
             except DatabaseUnavailable:     # their leases run out instead
                 pass
+            except DatabaseError as e:     # a full disk: the next run takes every running row back at its start
+                log.warning("the jobs of %s stay running until the next run takes them back: %s",
+                            ", ".join(killed), e)
+
+    # --- the disk under the database (SQLite) -----------------------------------------------
+
+    def _under_floor(self):
+        """The sentence saying the disk under the database is below `min_free_mb`, else None (PostgreSQL's disk
+        is its server's)."""
+        return None if self.s.postgres else disk.under_floor(self.s.db_path, self.s.min_free_mb)
+
+    def _full_disk(self, error):
+        return (f"SQLite says the disk under {disk.folder(self.s.db_path)} is full ({error}; "
+                f"{disk.free_mb(self.s.db_path):.0f} MB free)")
+
+    def _watch_wal(self):
+        """Say once when the WAL has grown past WAL_WARN_MB, and who keeps checkpoints from resetting it."""
+        if self.s.postgres:
+            return
+        try:
+            mb = os.stat(self.s.db_path + "-wal").st_size / 2**20
+        except OSError:
+            return
+        if mb < store.WAL_KEPT_MB:
+            self.wal_warned = False
+        elif mb > WAL_WARN_MB and not self.wal_warned:
+            self.wal_warned = True
+            own = {os.getpid()} | {s.process.pid for s in self.slots if s.process is not None}
+            log.warning("the database's WAL has grown to %.0f MB: a checkpoint cannot pass a reader's transaction "
+                        "(held%s); the run goes on at its rate, and the WAL shrinks back once the reader lets go",
+                        mb, holders.described(self.s.db_path, own) or " by a process this machine cannot see")
+
+    def _stop_for_disk(self):
+        """Stop for want of space: no job is taken any more, the workers finish or hand back theirs, every
+        running row goes back to pending (when even that cannot be written, the next run's start does it);
+        exit 74."""
+        log.error("stopping: %s; the jobs in flight finish or go back to pending", self.disk_full)
+        self._signal_all(signal.SIGTERM)
+        self._join_all(self.s.stop_grace_s)
+        disk.let_go(self.s.reserve_path)       # the room of the hand-back below and of the run's end
+        try:
+            self.queue.requeue(self.clock())
+            self._show(final=True)
+        except DatabaseError as e:
+            log.warning("the jobs still running go back to pending at the next run's start: %s", e)
+        return exitcodes.DISK_FULL
 
     def _kill_stuck(self):
         """Kill a live worker whose job's lease ran out: it renews the lease before every request and
@@ -350,7 +461,10 @@ class Supervisor:
         (a server trickling its headers, a stuck C call). The reaper then charges the job (abandoned)."""
         if self.clock.monotonic() < self.calm_until:
             return
-        live = {s.name: s for s in self.slots if s.process is not None and s.process.is_alive()}
+        # a worker stopped by a signal is frozen, not stuck: its job goes back with the lease sweep, and
+        # `_check_beats` replaces it once it has been silent for a lease
+        live = {s.name: s for s in self.slots
+                if s.process is not None and s.process.is_alive() and not _stopped(s.process.pid)}
         stuck = [live[name] for name in self.queue.expired_holders(self.clock()) if name in live]
         for slot in stuck:
             log.warning("%s held its job past the lease: stuck; killed", slot.name)
@@ -358,6 +472,63 @@ class Supervisor:
             slot.process.join()
         if stuck:
             self._reap(restart=True)    # before the lease sweep, which would hand the job back for free
+
+    def _check_beats(self):
+        """Replace a worker that stopped beating (`worker.main` beats every JOIN_S) for longer than a lease.
+        Stopped by a signal (SIGSTOP; state T), it is frozen: its jobs go back for free, SIGTERM waits for it
+        to wake (it then finishes what it was doing, its late write refused by the fence of every job write:
+        the row is no longer its), and a new worker takes its slot at once. One silent but not stopped (a C
+        call holding the GIL, swapped out) is left to `_kill_stuck`, as before: killed once its lease runs out."""
+        now = time.monotonic()     # the workers beat on the system's clock, whatever clock the run reads
+        for slot in self.slots:
+            p = slot.process
+            if p is None or slot.beat is None or not p.is_alive():
+                continue
+            silent = now - slot.beat.value
+            if silent <= self.s.lease_s:
+                continue
+            if not _stopped(p.pid):
+                continue        # busy or swapped out, not frozen: `_kill_stuck` kills it if its lease runs out
+            back = self.queue.requeue(self.clock(), workers=[slot.name])
+            os.kill(p.pid, signal.SIGTERM)      # delivered when it wakes: it stops after its current attempt
+            self.retired.append(Retired(p, slot.name))
+            self.restarts += 1
+            old, slot.process = slot.name, None
+            if self._work_left():
+                self._start(slot)
+            log.warning("%s stopped beating %.0f s ago (stopped by a signal, or its machine paused): %d job(s) "
+                        "it held went back, %s takes its place; told to stop when it wakes", old, silent, back,
+                        slot.name if slot.process is not None else "no worker")
+        for r in list(self.retired):
+            if not r.process.is_alive():
+                r.process.join()
+                self.retired.remove(r)
+                self.queue.requeue(self.clock(), workers=[r.name])   # what it may have claimed as it woke
+                log.info("%s, replaced while frozen, woke and stopped (exit code %s)", r.name, r.process.exitcode)
+            elif not _stopped(r.process.pid):
+                r.woke_at = r.woke_at or now
+                if now - r.woke_at > self.s.stop_grace_s + max(self.s.timeout_s, self.s.browser_deadline_s):
+                    log.warning("%s, replaced while frozen, did not stop after it woke; killed", r.name)
+                    r.process.kill()
+
+    def _free_the_lock(self, waited):
+        """Called while one of our writes waits for the database's write lock (each `SAMPLE_EVERY_S`): a worker
+        of ours frozen (stopped by a signal) for a lease while it holds that lock would hold it, and stall the
+        run, for as long as it stays frozen. It is killed (its transaction rolls back, the kernel drops its
+        lock); `_reap` then hands its jobs back for free and starts a new worker. No write here: we are waiting
+        for the lock."""
+        now = time.monotonic()
+        frozen = {s.process.pid: s for s in self.slots if s.process is not None and s.beat is not None
+                  and now - s.beat.value > self.s.lease_s and _stopped(s.process.pid)}
+        if not frozen:
+            return
+        for h in holders.holders(self.s.db_path):
+            slot = frozen.get(h.pid)
+            if slot is not None and h.holds in (holders.WRITER, holders.EXCLUSIVE):
+                log.warning("%s is frozen (stopped by a signal) holding the database's write lock, which every "
+                            "writer has waited on for %.0f s: killed, its jobs go back", slot.name, waited)
+                slot.frozen = True
+                slot.process.kill()
 
     def _check_memory(self):
         """Keep the pool under --memory-limit, measured as PSS of the whole process tree (`pool.memory`:
@@ -485,6 +656,14 @@ class Supervisor:
             self.out.flush()
         else:
             log.info("progress %s%s", progress.line(p, width=0), note)
+
+
+def _stopped(pid):
+    """Whether the process is stopped by a signal (SIGSTOP, SIGTSTP) or traced: frozen, not stuck."""
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
+        return False
 
 
 def run(settings, browserless=()):

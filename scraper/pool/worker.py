@@ -15,6 +15,7 @@ import random
 import signal
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from scraper import sites
@@ -25,12 +26,13 @@ from scraper.base.errors import (
     DatabaseDown,
     DatabaseError,
     DatabaseUnavailable,
+    DiskFull,
     FetchError,
     HandedBack,
     JobInvalid,
     ParseError,
 )
-from scraper.db import runstate, store
+from scraper.db import disk, runstate, store
 from scraper.db.claims import source_levels
 from scraper.db.queue import Queue
 from scraper.mirror import record
@@ -219,6 +221,12 @@ class Worker:
             self.held = job     # the outage is the database's: the job goes back once it answers, uncharged
             raise
         except Exception as e:
+            if disk.exhausted(self.s.db_path, e):
+                self._disk_full(job, e)
+                # the lane ends: no job can be written until space is freed (the supervisor stops the run)
+                if isinstance(e, DiskFull):
+                    raise
+                raise DiskFull(str(e)) from e
             # fetching, decoding, parsing, extracting, storing: a bug or an answer nobody foresaw
             log.exception("%s %s: unexpected %s while processing it", self.name, job.key, type(e).__name__)
             self._failed(job, retry.INTERNAL, f"{type(e).__name__}: {e}", None, None, started)
@@ -250,6 +258,16 @@ class Worker:
                 log.warning("%s lost the lease of %s; its result was not written", self.name, job.key)
             else:
                 log.debug("%s done %s in %d ms", self.name, job.key, ms)
+
+    def _disk_full(self, job, error):
+        """SQLite said the disk is full while this job was written: hand it back for free (an UPDATE in place
+        may still fit; if not, the supervisor takes it back). The supervisor says the one sentence of the fault."""
+        try:
+            self.queue.release(job, self.name, self.clock())
+        except DatabaseError:
+            pass
+        log.debug("%s %s: the disk under the database is full (%s); the job goes back to pending", self.name,
+                  job.key, error)
 
     def _fetcher(self, site):
         """The site's per-process side, opened on its first job (after the fork)."""
@@ -304,9 +322,11 @@ class Worker:
                 f" in {outcome.delay_s:.1f} s" if available_at else "")
 
 
-def main(settings, slot, parent_pid, run_id=None, clock=None):
+def main(settings, slot, parent_pid, run_id=None, clock=None, beat=None):
     """Entry point of a worker process: its lanes, each opened in its own thread, after the fork; `clock`: the
-    run's (`base.clock.SteadyClock` on SQLite), else the database's or the system's."""
+    run's (`base.clock.SteadyClock` on SQLite), else the database's or the system's. `beat` (a shared double,
+    the supervisor's) is set to this process's monotonic time every JOIN_S: a process that stops beating is
+    frozen (SIGSTOP, a paused machine), and the supervisor replaces it."""
     flags = Flags()
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
@@ -324,6 +344,8 @@ def main(settings, slot, parent_pid, run_id=None, clock=None):
         t.start()
     for t in threads:
         while t.is_alive():
+            if beat is not None:
+                beat.value = time.monotonic()
             t.join(JOIN_S)     # in slices: the signal handlers run in this thread, between them
     sys.exit(_process_code(codes))
 
@@ -365,6 +387,8 @@ def _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, cl
     try:
         conn, limiter = _open(settings, name, flags, parent_pid)
     except (OSError, DatabaseError, ConfigError) as e:
+        if disk.exhausted(settings.db_path, e):
+            return exitcodes.WORKER_DISK_FULL      # the supervisor says why, once, and stops the run
         log.error("%s cannot start: %s", name, e)
         return exitcodes.WORKER_CRASHED
     if conn is None:
@@ -379,6 +403,8 @@ def _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, cl
         return w.run()
     except DatabaseDown:
         raise
+    except DiskFull:
+        return exitcodes.WORKER_DISK_FULL      # the supervisor says why, once, and stops the run
     except Exception:
         log.exception("%s crashed", name)
         return exitcodes.WORKER_CRASHED
@@ -395,7 +421,7 @@ def _open(settings, name, flags, parent_pid):
     link = store.run_link(settings)
 
     def attempt():
-        conn = store.connect(settings.db_path, link)
+        conn = store.connect(settings.db_path, link, lock_report_s=settings.lock_report_after_s)
         try:
             return conn, open_limiter(settings, rate_of=rates.limiter_rates(conn, settings))
         except BaseException:
@@ -413,10 +439,10 @@ def _open(settings, name, flags, parent_pid):
 
 
 def _process_code(codes):
-    """The process's exit code from its lanes': a crash wins, then the database's outage, then a recycle,
-    then a stop."""
-    return next((c for c in (exitcodes.WORKER_CRASHED, exitcodes.WORKER_DB_DOWN, exitcodes.WORKER_RECYCLE)
-                 if c in codes), exitcodes.WORKER_STOPPED)
+    """The process's exit code from its lanes': a full disk wins (it stops the run), then a crash, then the
+    database's outage, then a recycle, then a stop."""
+    return next((c for c in (exitcodes.WORKER_DISK_FULL, exitcodes.WORKER_CRASHED, exitcodes.WORKER_DB_DOWN,
+                             exitcodes.WORKER_RECYCLE) if c in codes), exitcodes.WORKER_STOPPED)
 
 
 def _storable_text(text):

@@ -6,6 +6,7 @@ import time
 from scraper.db import domains as domain_rows
 from scraper.db import jobcounts, requestlog, store
 from scraper.policy import breaker, progress
+from scraper.products import dbstate
 from scraper.products import sources as sources_mod
 
 SLOT_WAIT_WINDOW_S = 60     # `slot_wait_s` sums the waits of the requests sent in the last minute
@@ -71,6 +72,7 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "validators": sources_mod.revalidation(queue.conn)[0],
         "clock_skew_s": clock_skew_s(queue.conn),
         "db_outages": every.get("db_outages", 0), "db_outage_s": every.get("db_outage_s", 0),
+        "database": dbstate.report(queue, now, settings, run),
     }
 
 
@@ -252,6 +254,7 @@ def render(r):
                 f" ({d['rate_reason']}; configured {d['configured_rate_per_s']:.3g}/s)" if d["rate_reason"] else "")
         lines.append(f"domain    {name}: {d['in_flight']} in flight, {d['slot_wait_s']:g} s waiting for its slot in "
                      f"the last minute; breaker {d['state']} ({d['failures']} consecutive failures){extra}")
+    lines += dbstate.lines(r.get("database"))
     return "\n".join(lines)
 
 
