@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from scraper.db import validators as rows
+from scraper.db.store import transaction
 from scraper.net import http
 from scraper.policy import revalidate as rules
 
@@ -76,31 +77,41 @@ class Revalidation:
         if status == 304 and ask.stored is not None:
             return self._not_modified(ask, ask.stored, body, now, refetch)
         unchanged = bool(ask.headers) and ask.stored is not None and rules.digest(body) == ask.stored.digest
-        if unchanged:
-            assert ask.stored is not None
-            self._revisit(ask, now, IDENTICAL, ask.stored)
-        self._keep(ask, body, now)
-        self._count(ask, conditional=int(bool(ask.headers)), unchanged_200=int(unchanged))
+        with self._writing():
+            if unchanged:
+                assert ask.stored is not None
+                self._revisit(ask, now, IDENTICAL, ask.stored)
+            self._keep(ask, body, now)
+            self._count(ask, conditional=int(bool(ask.headers)), unchanged_200=int(unchanged))
         return body
+
+    def _writing(self) -> transaction:
+        """The rows of one answer written together, in a transaction: on SQLite a run's transaction waits out
+        an outsider's lock (`db/sqlite.Connection.begin`), where a lone statement would fail after the busy
+        timeout; shared: the rows are upserts of this URL's and counters, no claim's business."""
+        return transaction(self.conn, shared=True)
 
     def _not_modified(self, ask: Ask, stored: rows.Stored, answer: bytes, now: float,
                       refetch: Callable[[], bytes]) -> bytes:
         headers = rules.merged(stored.headers, getattr(answer, "headers", {}))
-        rows.freshened(self.conn, ask.url, headers, now)
+        with self._writing():
+            rows.freshened(self.conn, ask.url, headers, now)
         if rules.sampled(ask.url, stored.checks, self.s.revalidate_sample):
             fresh = refetch()
             lied = rules.digest(fresh) != stored.digest
             if lied:
                 log.warning("%s answered 304 Not Modified for %s, but its content had changed: its validators are "
                             "not trusted any more (%s)", ask.source, ask.url, ask.endpoint)
-            if not lied:
-                self._revisit(ask, now, NOT_MODIFIED, stored)
-            self._keep(ask, fresh, now)
-            # two requests, and the full one spent the bytes the 304 saved
-            self._count(ask, requests=2, conditional=1, not_modified=1, sampled=1, lied=int(lied))
+            with self._writing():
+                if not lied:
+                    self._revisit(ask, now, NOT_MODIFIED, stored)
+                self._keep(ask, fresh, now)
+                # two requests, and the full one spent the bytes the 304 saved
+                self._count(ask, requests=2, conditional=1, not_modified=1, sampled=1, lied=int(lied))
             return fresh
-        self._revisit(ask, now, NOT_MODIFIED, stored)
-        self._count(ask, conditional=1, not_modified=1, bytes_saved=stored.size)
+        with self._writing():
+            self._revisit(ask, now, NOT_MODIFIED, stored)
+            self._count(ask, conditional=1, not_modified=1, bytes_saved=stored.size)
         out = http.answer(zlib.decompress(stored.body), stored.final_url, stored.status, stored.content_type,
                           headers)
         out.not_modified = True
@@ -112,12 +123,14 @@ class Revalidation:
         stored = rows.load(self.conn, url) if lastmod else None
         if stored is None or stored.lastmod != lastmod:
             return None
-        rows.count(self.conn, stored.source, stored.endpoint, bytes_saved=stored.size)
+        with self._writing():
+            rows.count(self.conn, stored.source, stored.endpoint, bytes_saved=stored.size)
         return zlib.decompress(stored.body)
 
     def dated(self, url: str, lastmod: str | None) -> None:
         """The date the index gave the sitemap file just fetched from `url`."""
-        rows.dated(self.conn, url, lastmod)
+        with self._writing():
+            rows.dated(self.conn, url, lastmod)
 
     def _keep(self, ask: Ask, body: bytes, now: float) -> None:
         """Keep a full answer with its validators for the next time (a sitemap file even without: its index's

@@ -65,6 +65,7 @@ def freeze_one_holding_a_job(run, db):
 
 
 @pytest.mark.slow
+@pytest.mark.timing     # a 0.5 s lease against the scheduler: on a loaded machine a worker can be late for it
 def test_a_worker_frozen_past_its_lease_is_fenced_and_replaced(standin, tmp_path):
     site = standin(templates=24, latency_ms=100)
     db = tmp_path / "jobs.db"
@@ -136,6 +137,7 @@ def freeze_one_holding_the_write_lock(run, db):
 
 
 @pytest.mark.slow
+@pytest.mark.timing     # a 0.5 s lease against the scheduler: on a loaded machine a worker can be late for it
 def test_a_worker_frozen_holding_the_write_lock_is_killed_and_the_run_goes_on(standin, tmp_path):
     site = standin(templates=20, latency_ms=20)
     db = tmp_path / "jobs.db"
@@ -156,7 +158,7 @@ def test_a_worker_frozen_holding_the_write_lock_is_killed_and_the_run_goes_on(st
     stderr = run.stderr.read()
     said = [ln[24:] for ln in stderr.splitlines() if "holding the database's write lock" in ln]
     print(f"a worker frozen holding the write lock was killed after {freed:.1f} s (the lease: {LEASE_S:g} s):", said)
-    assert len(said) == 1 and "killed, its jobs go back" in said[0]
+    assert len(said) == 1 and "killed, its jobs go back" in said[0], stderr[-3000:]
     assert "Traceback" not in stderr
     assert jobs_in(db, "done") == 20 and rows(db, "SELECT COUNT(*) AS n FROM workflows")[0]["n"] == 20
     assert rows(db, "SELECT COUNT(*) AS n FROM jobs WHERE error_kind IS NOT NULL")[0]["n"] == 0
