@@ -173,8 +173,12 @@ class Supervisor:
             self.disk_full = self.disk_full or self._full_disk(e)
             return self._stop_for_disk()
         finally:
-            for sig, handler in prev_handlers.items():
-                signal.signal(sig, handler)
+            # after a stop, ours stay: a second Ctrl-C that comes once the workers are gone (the run stops
+            # faster than a person presses twice) would otherwise interrupt the run's last writes and turn
+            # exit 130 into click's "Aborted!" and 1
+            if not self.signals:
+                for sig, handler in prev_handlers.items():
+                    signal.signal(sig, handler)
 
     def _on_signal(self, signum, frame):
         self.signals.append(signum)       # only a flag: the loop acts on it
