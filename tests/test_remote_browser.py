@@ -158,12 +158,25 @@ def cdp_endpoint(tmp_path):
                            timeout=15, every=0.05)
         yield f"http://127.0.0.1:{found.group(1)}"
     finally:
-        proc.terminate()
+        # the whole group: Debian's `chromium-headless-shell` is a shell script that runs the browser without
+        # exec, so ending the script alone left the browser running, orphaned
+        stop_group(proc)
+
+
+def stop_group(proc):
+    """SIGTERM to `proc`'s process group, SIGKILL to whatever of it is left after 10 s."""
+    def gone():
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait()
+    try:
+        wait_until(gone, timeout=10, every=0.05)
+    except AssertionError:
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def targets(base):
