@@ -290,3 +290,47 @@ def test_a_remote_session_gates_every_request_is_retired_by_pages_and_age_and_le
         server.server_close()
     # each session's close dropped the connection, not the browser: it still answers, its targets as before
     assert wait_until(lambda: targets(cdp_endpoint) == before, timeout=5, every=0.1)
+
+
+class _Hostile(http_server.BaseHTTPRequestHandler):
+    """A "browser endpoint" whose /json/version (where Playwright asks for the browser's websocket) is hostile."""
+
+    answer = b""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.answer)))
+        self.end_headers()
+        self.wfile.write(self.answer)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("answer", [b"{not json", b"\xff\xfe\x00garbage", b'{"webSocketDebuggerUrl": 5}',
+                                    b'{"webSocketDebuggerUrl": "ws://127.0.0.1:9/x' + b"y" * 3_000_000 + b'"}'],
+                         ids=["malformed", "not-utf8", "wrong-type", "huge"])
+def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(tmp_path, answer, caplog):
+    handler = type("Answer", (_Hostile,), {"answer": answer})
+    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
+                             browser_endpoint=f"cdp:http://127.0.0.1:{server.server_address[1]}")
+    conn = store.open_db(cfg.db_path)
+    queue = Queue(conn)
+    queue.seed([("events:/live/x-1", "catalogue", "http://127.0.0.2:9/live/x-1", "127.0.0.2")], now=1.0)
+    session = http.make_session(cfg.user_agent)
+    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
+    try:
+        job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
+        with caplog.at_level("INFO"), pytest.raises(HandedBack):
+            w.context(job).render(job.url)
+    finally:
+        w.close()
+        session.close()
+        server.shutdown()
+    (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
+    assert (row["status"], row["attempts"]) == ("pending", 0)
+    assert any("refused a session" in r.getMessage() for r in caplog.records)     # the reason, in one line
+    conn.close()

@@ -563,3 +563,26 @@ def test_a_source_s_own_revalidate_false_sends_and_keeps_nothing_for_it(tmp_path
         sources.parse({"source": [{"name": "cat", "kind": "catalogue", "site": "http://site.test/",
                                    "revalidate": "no"}]}, "s.toml")
     conn.close()
+
+
+def test_hostile_validators_are_kept_and_echoed_as_they_came_and_an_unasked_304_is_a_failed_request(tmp_path, net):
+    """What a site says of its validators is the site's: a 304 nobody asked for is a FetchError with its reason
+    (nothing kept to hand back); an ETag of 60 KB, one with a control character, a Last-Modified that is no date
+    and a 304 carrying a NUL for its ETag are kept and sent back verbatim, never a crash."""
+    clock = FakeClock(time.time())
+    s, conn = _walk(str(tmp_path / "jobs.db"), clock, max_attempts=1)
+    answers = [(304, {}, b"")]
+    net.add_callback(responses.GET, URL, callback=lambda request: answers[0])
+    with pytest.raises(FetchError) as e:
+        _get(s, conn, clock)
+    assert e.value.status == 304 and rows.load(conn, URL) is None
+    for etag, modified in (('"' + "x" * 60_000 + '"', None), ('"caf\xe9\x01"', "yesterday \x7f")):
+        headers = {"ETag": etag, **({"Last-Modified": modified} if modified else {})}
+        answers[0] = (200, headers, BODY)
+        assert _get(s, conn, clock) == BODY
+        kept = rows.load(conn, URL)
+        assert (kept.etag, kept.last_modified) == (etag, modified)
+        answers[0] = (304, {"ETag": "\x00"}, b"")
+        assert _get(s, conn, clock).not_modified
+        assert net.calls[-1].request.headers["If-None-Match"] == etag
+    conn.close()
