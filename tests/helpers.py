@@ -2,12 +2,14 @@
 rows of a database, the per-row check of a run against the stand-in's corpus, real n8n answers built
 from the stand-in's data, and the in-process CLI with its one-sentence errors."""
 
+import contextlib
 import copy
 import json
 import logging
 import os
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -639,3 +641,32 @@ class KeptMirror:
         finally:
             conn.close()
         return run_id
+
+
+@contextlib.contextmanager
+def trickling_server(head):
+    """A server on loopback that answers its first connection with `head` (a status line and headers promising
+    more), then one byte every 0.1 s for as long as the block runs: each read is within any timeout, the whole
+    answer never comes. Yields its base URL."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = server.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(head)
+            while not stop.wait(0.1):
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()

@@ -20,7 +20,7 @@ from scraper.mirror import delivery, etl
 from scraper.net import etl as etl_net
 from scraper.products import status
 from scripts.standin.etl import EtlApi
-from tests.helpers import invoke
+from tests.helpers import invoke, trickling_server
 
 T0 = 1_780_000_000.0
 KEY = "etl-secret-key-123"
@@ -241,30 +241,8 @@ def test_a_hostile_answer_is_an_etl_error_with_a_reason_never_a_crash(body, said
 
 def test_an_answer_that_trickles_is_cut_at_the_calls_deadline():
     """Each byte within the timeout, the whole not: the call ends at its deadline with a reason."""
-    import socket
-    import threading
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def trickle():
-        conn, _ = server.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-            while not stop.wait(0.1):
-                try:
-                    conn.sendall(b" ")
-                except OSError:
-                    return
-
-    thread = threading.Thread(target=trickle, daemon=True)
-    thread.start()
     started = time.monotonic()
-    try:
+    with trickling_server(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{") as url:
         with pytest.raises(etl_net.EtlError) as caught:
-            etl_net.Client(f"http://127.0.0.1:{server.getsockname()[1]}", timeout_s=1.0).latest("n8n")
-    finally:
-        stop.set()
-        thread.join(5)
-        server.close()
+            etl_net.Client(url, timeout_s=1.0).latest("n8n")
     assert "no whole answer within 1 s" in str(caught.value) and time.monotonic() - started < 3.0

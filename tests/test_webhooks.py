@@ -17,7 +17,7 @@ from scraper.base.webhooks import Endpoint, Secret, parse
 from scraper.db import deliveries, events, store
 from scraper.mirror import delivery
 from scripts.standin.receiver import Receiver
-from tests.helpers import assert_one_sentence_error, invoke
+from tests.helpers import assert_one_sentence_error, invoke, trickling_server
 
 SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
 OTHER = "whsec_" + base64.b64encode(b"o" * 32).decode()
@@ -127,33 +127,10 @@ def test_a_receiver_that_hangs_is_abandoned_at_the_timeout(outbox):
 def test_a_receiver_that_trickles_its_error_answer_is_cut_at_the_attempts_deadline():
     """A 503 whose body comes a byte at a time: each read is within the timeout, the whole is not. The attempt
     ends at its deadline with the status and a reason, and never holds its deliverer longer."""
-    import socket
-    import threading
-
     from scraper.net import webhook
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def trickle():
-        conn, _ = server.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 1000\r\n\r\n")
-            while not stop.wait(0.1):
-                try:
-                    conn.sendall(b"x")
-                except OSError:
-                    return
-
-    thread = threading.Thread(target=trickle, daemon=True)
-    thread.start()
     started = time.monotonic()
-    try:
-        status, _, error, ms = webhook.post(f"http://127.0.0.1:{server.getsockname()[1]}/", b"{}", {}, 1.0)
-    finally:
-        stop.set()
-        thread.join(5)
-        server.close()
+    with trickling_server(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 1000\r\n\r\n") as url:
+        status, _, error, ms = webhook.post(url + "/", b"{}", {}, 1.0)
     assert status == 503 and error == "HTTP 503: (no complete answer within 1 s)"
     assert time.monotonic() - started < 3.0 and 900 <= ms
 
