@@ -25,7 +25,8 @@ def report(queue, now, settings=None, run=None):
         "folder": disk.folder(path), "free_mb": round(free, 1), "min_free_mb": floor,
         "under_floor": floor > 0 and free < floor, "wal_mb": round(wal, 1),
         "holders": [{"pid": h.pid, "holds": h.holds, "command": h.command}
-                    for h in holders.holders(path, exclude=own) if h.holds != holders.OPEN],
+                    for h in (holders.holders(path, exclude=own) if holders.contended(path) else ())
+                    if h.holds != holders.OPEN],
         "past_lease": queue.expired_holders(now),
     }
 

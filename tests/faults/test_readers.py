@@ -41,8 +41,12 @@ def db(tmp_path):
 
 
 def test_a_reader_and_a_writer_are_named_with_what_they_hold(db):
+    mine = store.connect(str(db))       # our own connection, open and reading: no contention
+    mine.execute("SELECT 1").fetchall()
+    assert not holders.contended(str(db))
     reader = holding(db, "BEGIN", 30)
     try:
+        assert holders.contended(str(db))
         found = holders.holders(str(db))
         print(found)
         assert [(h.pid, h.holds) for h in found] == [(reader.pid, holders.READER)]
@@ -52,13 +56,15 @@ def test_a_reader_and_a_writer_are_named_with_what_they_hold(db):
         reader.wait()
     writer = holding(db, "BEGIN EXCLUSIVE", 30)
     try:
+        assert holders.contended(str(db))
         said = holders.described(str(db))
         print(said)
         assert said == f" by pid {writer.pid} ({holders.command(writer.pid)}), which holds the write lock"
     finally:
         writer.kill()
         writer.wait()
-    assert holders.holders(str(db)) == []
+    assert holders.holders(str(db)) == [] and not holders.contended(str(db))
+    mine.close()
 
 
 def test_the_meaning_of_each_lock_of_proc_locks(tmp_path):
