@@ -352,21 +352,21 @@ def test_the_limiters_slots_fit_a_token_bucket_and_keep_the_rate(tmp_path, rate_
 
 
 def test_the_limiter_uses_the_burst_less_its_margin(tmp_path):
-    """n8n.io's 2/s with a burst of 5: four slots at once, the fifth 200 ms later (a sliding log kept a whole
+    """n8n.io's 2/s with a burst of 5: four slots at once, the fifth 100 ms later (a sliding log kept a whole
     unit back: 500 ms)."""
-    assert limiter_slots(tmp_path, 2, 5, 6) == [0, 0, 0, 0, pytest.approx(200), pytest.approx(700)]
+    assert limiter_slots(tmp_path, 2, 5, 6) == [0, 0, 0, 0, pytest.approx(100), pytest.approx(600)]
 
 
 def test_a_late_taker_does_not_move_the_later_slots(tmp_path):
     # each take 5 ms after its slot: the schedule stays the rate's (a sliding log lost 5 ms a window)
     times = limiter_slots(tmp_path, 2, 5, 60, late_s=0.005)
-    ideal = 200 + (60 - 5) * 500      # four at once, the fifth 200 ms later, then one each 500 ms
+    ideal = 100 + (60 - 5) * 500      # four at once, the fifth 100 ms later, then one each 500 ms
     assert times[-1] <= ideal + 5 + 1e-6
 
 
 def test_the_jobs_in_flight_follow_the_rate_not_the_worker_count():
-    assert inflight.lanes(2, 4) == 1                                  # n8n.io's pace: one job a worker
-    assert inflight.lanes(100, 4) * 4 >= 100 * inflight.HOLD_S       # Little's law, with room
+    assert inflight.lanes(2, 4) == inflight.MIN_LANES                 # n8n.io's pace: a slow answer leaves a lane
+    assert inflight.lanes(100, 4) * 4 >= 2 * 100 * inflight.HOLD_S   # Little's law, with room for the tail
     assert inflight.lanes(100, 8) < inflight.lanes(100, 4)            # more workers, fewer lanes each
     assert inflight.lanes(10_000, 1) == inflight.MAX_LANES
 

@@ -418,9 +418,10 @@ def test_the_check_catches_jitter_beyond_the_margin():
 
 
 def test_the_margin_is_time_a_fraction_of_a_unit_at_a_low_rate():
-    assert margin.tolerance_s(2, 5) == pytest.approx(2.0 - 0.2)               # 4 units of 500 ms, less 200 ms
-    assert margin.tolerance_s(2, 2) == pytest.approx(0.5 - 0.2)               # a fraction of a unit
-    assert margin.tolerance_s(30, 5) == 0.0                                   # 133 ms of burst: none usable
+    assert margin.tolerance_s(2, 5) == pytest.approx(2.0 - 0.1)               # 4 units of 500 ms, less 100 ms
+    assert margin.tolerance_s(2, 2) == pytest.approx(0.5 - 0.1)               # a fraction of a unit
+    assert margin.tolerance_s(20, 5) == pytest.approx(0.2 - 0.1)              # two units of 50 ms
+    assert margin.tolerance_s(100, 10) == 0.0                                 # 90 ms of burst: none usable
 
 
 # --- robots (the rate rules) ---------------------------------------------------------------------------

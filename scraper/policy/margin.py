@@ -18,7 +18,8 @@ margin after one that used the whole burst meets an empty bucket, a 429 that pau
 far more than the margin (`test_properties`: a slot stream arriving up to the margin late always fits).
 """
 
-ARRIVAL_JITTER_S = 0.2   # slot-to-arrival delay absorbed; measured up to ~120 ms for a run's first requests
+ARRIVAL_JITTER_S = 0.1   # slot-to-arrival delay absorbed; measured up to ~120 ms for a run's first requests
+STALE_S = 0.05           # a slot older than this when its request would leave is not used: another is taken
 # how far past a whole interval and the tolerance a rate slot may lie before it counts as left there by a clock
 # stepped back (then the schedule starts again from now): more than any wait a slower rate leaves before a
 # change of rate (a 5-minute Crawl-delay), far less than an hour's step

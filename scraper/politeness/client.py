@@ -186,13 +186,19 @@ class Client:
         polite = self.politeness_of(errand.domain(url))
         if pool is not None:
             self.proxy_usable(errand, polite, pool, url, avoid)     # before the slot: none usable takes no slot
-        errand.turn(polite, url)
-        proxy = None
-        if pool is not None:
-            assert self.proxies is not None
-            proxy = self.proxies.choose(polite.domain, pool, avoid)
-            if proxy is None:
-                errand.no_proxy(polite, pool, avoid, url)   # they went while we waited for the slot
+        while True:
+            errand.turn(polite, url)
+            proxy = None
+            if pool is not None:
+                assert self.proxies is not None
+                proxy = self.proxies.choose(polite.domain, pool, avoid)
+                if proxy is None:
+                    errand.no_proxy(polite, pool, avoid, url)   # they went while we waited for the slot
+            if not polite.stale():
+                break
+            # descheduled between the slot and the send: sent now, it could arrive bunched past the margin
+            log.debug("%s: the slot of %s went stale before its request could leave; taking another",
+                      self.name, polite.domain)
         errand.sent += 1
         try:
             with requestlog.timed(self.queue.conn, polite.domain, self.clock, self.queue.run_id,

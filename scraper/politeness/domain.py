@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from scraper.base.clock import SYSTEM, Clock
 from scraper.base.errors import FetchError
-from scraper.policy import breaker, fairness, retry
+from scraper.policy import breaker, fairness, margin, retry
 
 if TYPE_CHECKING:
     from scraper.base.settings import Settings
@@ -48,6 +48,7 @@ class Politeness:
     clock: Clock = SYSTEM
     stopping: Callable[[], bool] = lambda: False
     waited_s: float = dataclasses.field(default=0.0, init=False)   # slot wait since the last logged request
+    granted_at: float = dataclasses.field(default=float("-inf"), init=False)   # monotonic: the last slot's grant
 
     # --- before a request ----------------------------------------------------------------
 
@@ -108,7 +109,13 @@ class Politeness:
                 return False
             if not renew():
                 return False
+        self.granted_at = self.clock.monotonic()
         return True
+
+    def stale(self) -> bool:
+        """The last slot was granted longer ago than `margin.STALE_S`: a request sent on it now could arrive
+        bunched with the next ones past what the margin absorbs, so it takes another (`Client._through`)."""
+        return self.clock.monotonic() - self.granted_at > margin.STALE_S
 
     def _breaker(self) -> breaker.Breaker:
         return self.queue.breaker(self.domain)

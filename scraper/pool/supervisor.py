@@ -1,6 +1,7 @@
 """The supervisor: the run lock, N worker processes, their memory, signals, progress, the end."""
 
 import dataclasses
+import gc
 import json
 import logging
 import multiprocessing
@@ -24,6 +25,7 @@ from scraper.policy import progress
 from scraper.politeness import proxypool
 from scraper.pool import memory, orphans, pacing, worker
 from scraper.pool.outage import Outage
+from scraper.pool.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,7 @@ class Supervisor:
         self.losses_seen = 0
         self.disk_full = None       # why the run stops for want of disk space (one sentence), once it must
         self.wal_warned = False     # the WAL's growth past WAL_WARN_MB said, until it shrinks back
+        self.wakeup = None          # rung by a worker whose claims start finding nothing (`pool.wakeup`)
 
     # --- the run ---------------------------------------------------------------------
 
@@ -167,6 +170,10 @@ class Supervisor:
 
     def _loop(self):
         prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        self.wakeup = Wakeup()
+        # what exists now lives to the end: out of the collector's sight, the forked workers never write to
+        # its pages (they stay shared), and no collection walks it again (the CPython docs' advice for fork)
+        gc.freeze()
         try:
             return self._work()
         except DiskFull as e:    # one of our own writes (a heartbeat, a hand-back) met the full disk
@@ -179,6 +186,7 @@ class Supervisor:
             if not self.signals:
                 for sig, handler in prev_handlers.items():
                     signal.signal(sig, handler)
+            self.wakeup.close()     # a worker still ringing meets a closed pipe: `Wakeup.ring` lets it be
 
     def _on_signal(self, signum, frame):
         self.signals.append(signum)       # only a flag: the loop acts on it
@@ -238,7 +246,8 @@ class Supervisor:
         while True:
             sentinels = [s.process.sentinel for s in self.slots if s.process is not None]
             if sentinels:
-                multiprocessing.connection.wait(sentinels, timeout=TICK_S)
+                multiprocessing.connection.wait([*sentinels, self.wakeup], timeout=TICK_S)
+                self.wakeup.drain()
             else:
                 self.clock.sleep(TICK_S)
             mono = self.clock.monotonic()
@@ -327,7 +336,7 @@ class Supervisor:
         steady = None if self.s.postgres else self.clock
         slot.beat = self.ctx.Value("d", time.monotonic(), lock=False)   # one writer: no lock needed
         p = self.ctx.Process(target=worker.main,
-                             args=(self.s, slot.index, os.getpid(), self.run_id, steady, slot.beat),
+                             args=(self.s, slot.index, os.getpid(), self.run_id, steady, slot.beat, self.wakeup),
                              name=f"worker-{slot.index}")
         # a signal that came between fork and the child's handlers would kill the child or be lost:
         # blocked here, it waits (in both processes) until each has its handler

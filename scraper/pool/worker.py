@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 FORK_BLOCKED = {signal.SIGINT, signal.SIGTERM}   # blocked around a fork (supervisor), unblocked in the child
 IDLE_S = 0.05                # nap when nothing is runnable; short, so the end of a backoff is not missed
+STOP_SLICE_S = 0.01          # a nap looks at the stop flag this often: the run's end waits for no full nap
 JOIN_S = 0.2                 # the main thread's wait on its lanes (signal handlers run in between)
 
 
@@ -84,8 +85,9 @@ class Worker:
     """One worker's loop over an open queue, limiter and HTTP session."""
 
     def __init__(self, settings, name, queue, limiter, session, flags=None, clock=SYSTEM, rng=random,
-                 parent_pid=None, proxies=None, lanes=1, quota=None):
+                 parent_pid=None, proxies=None, lanes=1, quota=None, wakeup=None):
         self.s = settings
+        self.wakeup = wakeup    # `pool.wakeup.Wakeup`: rung when claims start finding nothing (the run may be over)
         self.lanes = lanes      # the process's lanes: they share its idle polls and its quota
         self.parent_pid = parent_pid
         self.name = name
@@ -148,7 +150,13 @@ class Worker:
             if not stepped:
                 self.quota.give_back()
                 # the lanes of a process poll as often together as one lane alone (claims take the write lock)
-                self.clock.sleep(IDLE_S * min(self.lanes, 4))
+                self._nap(IDLE_S * min(self.lanes, 4))
+
+    def _nap(self, seconds):
+        """Sleep `seconds`, or less when a stop comes meanwhile."""
+        end = self.clock.monotonic() + seconds
+        while not self.stopping() and (left := end - self.clock.monotonic()) > 0:
+            self.clock.sleep(min(STOP_SLICE_S, left))
 
     def step(self, now=None):
         """Claim and process one job; False when no job was runnable."""
@@ -202,6 +210,8 @@ class Worker:
         """Nothing to claim: after BROWSER_IDLE_S, close the worker's browser (`BrowserSlot.idle_for`)."""
         if self.idle_since is None:
             self.idle_since = now
+            if self.wakeup is not None:
+                self.wakeup.ring()      # the supervisor asks at once whether work is left
         else:
             self.browser_slot.idle_for(now - self.idle_since)
 
@@ -322,11 +332,12 @@ class Worker:
                 f" in {outcome.delay_s:.1f} s" if available_at else "")
 
 
-def main(settings, slot, parent_pid, run_id=None, clock=None, beat=None):
+def main(settings, slot, parent_pid, run_id=None, clock=None, beat=None, wakeup=None):
     """Entry point of a worker process: its lanes, each opened in its own thread, after the fork; `clock`: the
     run's (`base.clock.SteadyClock` on SQLite), else the database's or the system's. `beat` (a shared double,
     the supervisor's) is set to this process's monotonic time every JOIN_S: a process that stops beating is
-    frozen (SIGSTOP, a paused machine), and the supervisor replaces it."""
+    frozen (SIGSTOP, a paused machine), and the supervisor replaces it. `wakeup`: the supervisor's
+    `pool.wakeup.Wakeup`, rung when a lane's claims start finding nothing."""
     flags = Flags()
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C goes to the supervisor, which tells us
     signal.signal(signal.SIGTERM, lambda *_: setattr(flags, "stop", True))
@@ -338,7 +349,7 @@ def main(settings, slot, parent_pid, run_id=None, clock=None, beat=None):
     codes = [exitcodes.WORKER_CRASHED] * n
     quota = Quota(settings.max_jobs_per_worker)
     threads = [threading.Thread(target=_lane, name=f"{name}/{i}", daemon=True,
-                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes, clock))
+                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes, clock, wakeup))
                for i in range(n)]
     for t in threads:
         t.start()
@@ -362,28 +373,28 @@ def lanes_of(settings):
     return inflight.lanes(total, settings.workers)
 
 
-def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, codes, clock=None):
+def _lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, index, codes, clock=None, wakeup=None):
     """One lane of a worker process: its own connection, limiter, session and Worker loop; its exit code in
     `codes[index]`. A lane that ends for another reason than a stop or a recycle stops the others."""
     code = exitcodes.WORKER_CRASHED
     try:
-        code = _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock)
+        code = _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock, wakeup)
     finally:
         codes[index] = code
         if code not in (exitcodes.WORKER_STOPPED, exitcodes.WORKER_RECYCLE):
             flags.stop = True
 
 
-def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock=None):
+def _run_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock=None, wakeup=None):
     try:
-        return _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock)
+        return _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock, wakeup)
     except DatabaseDown:
         # the supervisor's outage ends the run with the one sentence; a worker says only that it stops
         log.warning("%s stops: the database stayed unreachable past db_down_after", name)
         return exitcodes.WORKER_DB_DOWN
 
 
-def _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock):
+def _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, clock, wakeup):
     try:
         conn, limiter = _open(settings, name, flags, parent_pid)
     except (OSError, DatabaseError, ConfigError) as e:
@@ -398,7 +409,7 @@ def _work_lane(settings, name, slot, parent_pid, run_id, flags, quota, lanes, cl
         clock = polite_client.clock_of(conn)
     pool = proxypool.Pool(settings, conn, session, name, clock, start=slot) if settings.uses_proxies else None
     w = Worker(settings, name, Queue(conn, run_id), limiter, session, flags, clock=clock, parent_pid=parent_pid,
-               proxies=pool, lanes=lanes, quota=quota)
+               proxies=pool, lanes=lanes, quota=quota, wakeup=wakeup)
     try:
         return w.run()
     except DatabaseDown:
