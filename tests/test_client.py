@@ -155,3 +155,32 @@ def test_walk_due_sends_its_walks_through_one_client_and_logs_them(tmp_path, net
     [outcome] = walks.walk_due(conn, s, time.time(), names=[s.n8n_source])
     assert outcome.error.startswith(f"{s.domain} is resting: its breaker is open for") and len(net.calls) == calls
     conn.close()
+
+
+def test_a_slot_that_went_stale_before_its_request_could_leave_is_not_used(tmp_path, net, monkeypatch):
+    """Issue 45: between its rate slot and its send a process can be descheduled; sent late, the request
+    would arrive bunched with the next ones past what the margin absorbs. A slot older than STALE_S is left
+    unused and another taken: every request is sent once, one slot more is taken than requests sent."""
+    from scraper.policy import margin
+    from scraper.politeness import domain as politeness
+    s, conn, _ = _seeded(str(tmp_path / "jobs.db"), rate_per_s=50, burst=1)
+    clock = FakeClock(time.time())
+    net.get(SEARCH, body=search_body(range(1, 31), 30))
+    wait_for_slot, late = politeness.Politeness._wait_for_slot, []
+
+    def descheduled_once(self, renew):     # after the first slot's grant, the process was away
+        granted = wait_for_slot(self, renew)
+        if not late:
+            late.append(True)
+            clock.advance(margin.STALE_S * 2)
+        return granted
+
+    monkeypatch.setattr(politeness.Politeness, "_wait_for_slot", descheduled_once)
+    with client.opened(s, conn, "walk", clock) as polite:
+        taken, acquire = [], polite.limiter.acquire
+        polite.limiter.acquire = lambda domain, *a, **k: taken.append(domain) or acquire(domain, *a, **k)
+        polite.walk(domain=s.domain)(f"{API}/templates/search?page=1")
+    sent = [c.request.url for c in net.calls]
+    assert len(sent) == len(set(sent)) and any("/templates/search" in u for u in sent)   # each sent once
+    assert len(taken) == len(sent) + 1      # the stale slot was not used
+    conn.close()

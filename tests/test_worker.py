@@ -282,3 +282,25 @@ def test_a_stop_before_the_request_hands_the_job_back(make, net):
     j = job(q)
     assert (j["status"], j["attempts"], j["worker"]) == ("pending", 0, None)
     assert len(net.calls) == 0
+
+
+def test_a_worker_whose_claims_start_finding_nothing_rings_the_supervisor_once(tmp_path):
+    """Issue 45: the run's end is seen when the last job is written, not at the supervisor's next tick: a
+    worker rings its wakeup when its claims start finding nothing, once until it works again."""
+    import select
+
+    from scraper.pool import wakeup, worker
+    s = settings.build(db_path=str(tmp_path / "jobs.db"), transcripts=False)
+    conn = store.open_db(s.db_path)
+    bell = wakeup.Wakeup()
+    try:
+        w = worker.Worker(s, "w1", Queue(conn), None, None, wakeup=bell)
+        assert select.select([bell], [], [], 0)[0] == []
+        assert w.step(now=NOW) is False
+        assert select.select([bell], [], [], 0)[0] == [bell]     # rung: the supervisor's wait returns now
+        bell.drain()
+        assert w.step(now=NOW + 1) is False
+        assert select.select([bell], [], [], 0)[0] == []         # still idle: no second ring
+    finally:
+        bell.close()
+        conn.close()

@@ -349,7 +349,8 @@ def main(settings, slot, parent_pid, run_id=None, clock=None, beat=None, wakeup=
     codes = [exitcodes.WORKER_CRASHED] * n
     quota = Quota(settings.max_jobs_per_worker)
     threads = [threading.Thread(target=_lane, name=f"{name}/{i}", daemon=True,
-                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes, clock, wakeup))
+                                args=(settings, name, slot, parent_pid, run_id, flags, quota, n, i, codes, clock,
+                                      wakeup))
                for i in range(n)]
     for t in threads:
         t.start()
