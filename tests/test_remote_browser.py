@@ -107,7 +107,7 @@ def test_a_sources_own_browser_keys_win_over_the_runs(tmp_path):
         browser_session_timeout = 30
     """)
     s = settings_mod.build(sources=sources.load(path), sources_path=path, browser_sessions=4)
-    plan = s.browser
+    plan = s.browsers[True]
     assert plan.endpoint.kind == "cdp" and plan.endpoint.url == "http://127.0.0.1:9222"
     assert (plan.sessions, plan.session_pages, plan.session_timeout_s) == (4, 7, 30.0)
     # a remote source needs no Chromium here: none is looked for
@@ -116,7 +116,7 @@ def test_a_sources_own_browser_keys_win_over_the_runs(tmp_path):
         settings_mod.build(sources=s.sources, browser_path="/nonexistent/chromium"), s.sources) == (None, ())
 
 
-def test_two_sources_asking_for_different_browsers_are_refused_before_any_work(tmp_path):
+def test_a_local_and_a_remote_source_run_together_but_two_remote_browsers_are_refused_before_any_work(tmp_path):
     path = write_sources(tmp_path, """
         browser_endpoint = "cdp:http://127.0.0.1:9222"
 
@@ -125,15 +125,24 @@ def test_two_sources_asking_for_different_browsers_are_refused_before_any_work(t
         kind = "catalogue"
         site = "http://127.0.0.2:1/"
         fetcher = "auto"
+
+        [[source]]
+        name = "fair"
+        kind = "catalogue"
+        site = "http://127.0.0.2:2/"
+        fetcher = "browser"
+        browser_endpoint = "cdp:http://127.0.0.1:9333"
     """)
+    s = settings_mod.build(sources=sources.load(path), sources_path=path, run_sources=("events", "shop"))
+    assert {remote: plan.endpoint for remote, plan in s.browsers.items()} == {
+        True: endpoints.parse("cdp:http://127.0.0.1:9222"), False: endpoints.Endpoint("local")}
     db = str(tmp_path / "jobs.db")
     store.open_db(db).close()
     said = invoke("--sources", path, "run", db=db)
     assert said.exit_code == 2
-    assert "source events renders with cdp:http://127.0.0.1:9222 and source shop with local" in said.output
-    assert "run them apart with --source" in said.output
-    s = settings_mod.build(sources=sources.load(path), sources_path=path, run_sources=("shop",))
-    assert s.browser.endpoint == endpoints.Endpoint("local")
+    assert "source events renders with cdp:http://127.0.0.1:9222 and source fair with cdp:http://127.0.0.1:9333" \
+        in said.output
+    assert "one local and one remote browser" in said.output and "run them apart with --source" in said.output
 
 
 # --- a Chromium elsewhere, over CDP (Debian's, started here as the endpoint) --------------------------------

@@ -28,8 +28,10 @@ import time
 from urllib.parse import urljoin
 
 from scraper.base import endpoints
-from scraper.base.errors import FetchError, JobInvalid
+from scraper.base.settings import BROWSER_WAIT_S
+from scraper.base.errors import FetchError, JobInvalid, SessionLost
 from scraper.base.urls import domain_of
+from scraper.policy.retry import BROWSER_UNAVAILABLE
 from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
     LAUNCH_FLAGS,
     LEAN_FLAGS,
@@ -70,17 +72,48 @@ class _Page:
         return domain_of(url) in self.allow or domain_of(url) == self.domain
 
 
+class Driver:
+    """Playwright's driver (node) of one thread, shared by the thread's fetchers: Playwright's sync API takes
+    one instance per thread (a second one refuses to start), so a worker's local browser and its remote
+    session go through the same driver. Started by the first fetcher that needs it, stopped when the last one
+    lets it go (an idle driver holds about 90 MB of PSS)."""
+
+    def __init__(self):
+        self.pw = None
+        self.users = set()
+
+    def take(self, user):
+        if self.pw is None:
+            from playwright.sync_api import sync_playwright
+            self.pw = sync_playwright().start()
+        self.users.add(id(user))
+        return self.pw
+
+    def give(self, user):
+        self.users.discard(id(user))
+        if not self.users and self.pw is not None:
+            pw, self.pw = self.pw, None
+            try:
+                pw.stop()
+            except Exception as e:
+                log.debug("stopping Playwright: %s", e)
+
+
 class BrowserFetcher:
     """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process.
 
-    One BrowserFetcher per process: Playwright's sync API runs one instance per thread; every source of a
-    worker shares it (each page passes its source's `allow_domains`)."""
+    One local BrowserFetcher per worker, and one remote: every source of a worker that renders in the same
+    place shares it (each page passes its source's `allow_domains`); the two share the thread's `Driver`."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
-                 lean=True, slots=None, endpoint=None, session_timeout_s=None):
+                 lean=True, slots=None, endpoint=None, session_timeout_s=None, driver=None,
+                 wait_s=BROWSER_WAIT_S):
         self.executable = executable
         self.endpoint = endpoint    # base.endpoints.Endpoint; None or local: launch `executable` here
         self.session_timeout_s = session_timeout_s
+        self.driver = driver or Driver()
+        self.wait_s = wait_s        # refusals for this long, no session of the pool serving: the endpoint is down
+        self.refused_since = None   # wall time of the first refusal since this fetcher last had a session
         self.connected_at = None    # monotonic time the current browser was launched or connected
         self.user_agent = user_agent
         self.allow_domains = frozenset(d.lower() for d in allow_domains)
@@ -111,22 +144,44 @@ class BrowserFetcher:
 
     def ready(self, wait=None):
         """This process's browser, connected: launched when there is none (after waiting for a slot; `wait`
-        as in `_take_slot`, which may raise to hand the job back)."""
+        as in `_take_slot`, which may raise to hand the job back). A remote endpoint that refuses is waited
+        for as a slot is, until it has refused for `wait_s` with no session of the pool serving: FetchError
+        `browser_unavailable` (the endpoint's, never the site's)."""
         if self._browser is not None and self._browser.is_connected():
             return
         self.retire()
         while True:
             self._take_slot(wait)
             if self._launch():
+                self.refused_since = None
+                self.served()
                 return
             # the remote endpoint refused: its capacity, not the site's fault; the slot goes back meanwhile
             # (the driver stays for the next try: the worker's idle close or its end stops it)
             if self.slots is not None:
                 self.slots.release()
+            self._refused()
             if wait is None:
                 raise FetchError("internal", f"the browser endpoint {self.endpoint} cannot be reached")
             wait()
             time.sleep(CONNECT_RETRY_S)
+
+    def _refused(self):
+        """One more refusal: FetchError `browser_unavailable` once the endpoint has refused for `wait_s` while
+        no session of the pool served a page (a provider that is only full serves the others meanwhile)."""
+        now = time.time()
+        if self.refused_since is None:
+            self.refused_since = now
+        served = self.slots.served_at() if self.slots is not None else None
+        since = max(self.refused_since, served or 0.0)
+        if now - since >= self.wait_s:
+            raise FetchError(BROWSER_UNAVAILABLE, f"the browser endpoint {self.endpoint} refused every session for "
+                                                  f"{self.wait_s:g} s (browser_wait)")
+
+    def served(self):
+        """A remote session is open or has rendered a page: said to the pool (the refusals' clock restarts)."""
+        if self.remote and self.slots is not None:
+            self.slots.served()
 
     @property
     def remote(self):
@@ -134,9 +189,8 @@ class BrowserFetcher:
 
     def _launch(self):
         """Launch the browser, or connect to the remote one: True; False when the remote endpoint refused."""
-        from playwright.sync_api import sync_playwright
         if self._pw is None:
-            self._pw = sync_playwright().start()
+            self._pw = self.driver.take(self)
         from playwright.sync_api import Error as PlaywrightError
         self.connected_at = time.monotonic()
         if self.remote:
@@ -207,12 +261,9 @@ class BrowserFetcher:
                 self._watchdog.wait()
             self._watchdog = None
         self.browser_pid = None
-        pw, self._pw = self._pw, None
-        if pw is not None:
-            try:
-                pw.stop()
-            except Exception as e:
-                log.debug("stopping Playwright: %s", e)
+        if self._pw is not None:
+            self._pw = None
+            self.driver.give(self)
         if self.slots is not None:
             self.slots.release()
 
@@ -239,9 +290,10 @@ class BrowserFetcher:
         deadline = time.monotonic() + deadline_s
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)
-        context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
-                                            accept_downloads=False, **context_proxy(proxy))
+        context = None
         try:
+            context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
+                                                accept_downloads=False, **context_proxy(proxy))
             page = context.new_page()
             cdp = context.new_cdp_session(page)
             cdp.send("Network.enable")
@@ -289,21 +341,26 @@ class BrowserFetcher:
             if len(html.encode()) > max_bytes:
                 raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
             status = response.status if response is not None else 0
+            self.served()
             return status, page.url, html
         except PlaywrightError as e:
-            # the browser or its page died under us: this attempt's failure, and a fresh browser next time;
-            # a remote session that dropped is the provider's doing, not the site's (`internal`: no breaker)
+            # the browser or its page died under us: a fresh browser next time
             lost = self.remote and (self._browser is None or not self._browser.is_connected())
             self.retire()
             said = _first_line(e)
             if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
                 said = endpoints.shown(said)
-            raise FetchError("internal" if lost else "network", f"the browser failed: {said}", url) from None
+            if lost:
+                # the remote session dropped (the provider's doing, not the site's): the caller tries the page
+                # again on a new session
+                raise SessionLost(f"the browser session to {self.endpoint} was lost mid-page: {said}") from None
+            raise FetchError("network", f"the browser failed: {said}", url) from None
         finally:
-            try:
-                context.close()
-            except Exception as e:
-                log.debug("closing a context: %s", e)
+            if context is not None:
+                try:
+                    context.close()
+                except Exception as e:
+                    log.debug("closing a context: %s", e)
             self.pages += 1
             old = self.session_timeout_s is not None and self.connected_at is not None \
                 and time.monotonic() - self.connected_at >= self.session_timeout_s

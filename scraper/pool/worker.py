@@ -113,7 +113,7 @@ class Worker:
 
     @property
     def browser(self):
-        """The worker's net.browser.BrowserFetcher, or None before its first page."""
+        """The worker's net.browser.BrowserFetcher used last (local or remote), or None before its first page."""
         return self.browser_slot.fetcher
 
     def politeness_of(self, domain):
@@ -157,7 +157,8 @@ class Worker:
         with self.quota.claiming:
             try:
                 job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=demands,
-                                       workers=self.s.workers * self.lanes, sources=self.levels,
+                                       workers=self.s.workers * self.lanes,
+                                       sources=self.browser_slot.claim_levels(self.levels),
                                        skip_keys=self.browser_slot.skip_keys())
             except DatabaseUnavailable:
                 self.claim_lost = True  # it may have committed unheard: `_outage` hands back what it took
@@ -199,7 +200,7 @@ class Worker:
                 log.info("%s handed back %d job(s) claimed while the connection was lost", self.name, n)
 
     def _idle(self, now):
-        """Nothing to claim: after BROWSER_IDLE_S, close the worker's browser (`BrowserSlot.idle_for`)."""
+        """Nothing to claim: after BROWSER_IDLE_S, close the worker's browsers (`BrowserSlot.idle_for`)."""
         if self.idle_since is None:
             self.idle_since = now
         else:
