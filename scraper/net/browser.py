@@ -343,9 +343,15 @@ class BrowserFetcher:
             status = response.status if response is not None else 0
             self.served()
             return status, page.url, html
+        except FetchError as e:
+            if self._lost():    # the page failed because its session dropped (a navigation's error says so)
+                self.retire()
+                raise SessionLost(f"the browser session to {self.endpoint} was lost mid-page: "
+                                  f"{endpoints.shown(str(e))}") from None
+            raise
         except PlaywrightError as e:
             # the browser or its page died under us: a fresh browser next time
-            lost = self.remote and (self._browser is None or not self._browser.is_connected())
+            lost = self._lost()
             self.retire()
             said = _first_line(e)
             if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
@@ -366,6 +372,10 @@ class BrowserFetcher:
                 and time.monotonic() - self.connected_at >= self.session_timeout_s
             if self.pages >= self.pages_per_browser or old or (self.slots is not None and self.slots.wanted()):
                 self.retire()
+
+    def _lost(self):
+        """A remote session that is no longer connected (the provider dropped it, or its browser died)."""
+        return self.remote and (self._browser is None or not self._browser.is_connected())
 
     def pids(self):
         """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""
