@@ -24,7 +24,7 @@ from scraper.politeness.limiter import NoLimiter
 from scraper.pool import worker
 from scripts.standin import client
 from tests import test_fetcher_auto as auto
-from tests.helpers import invoke, rows, wait_until
+from tests.helpers import invoke, rows, wait_gone, wait_until
 
 TOKEN = "tok-5f3a9c"
 
@@ -151,10 +151,12 @@ needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
                                     reason="no Chromium on PATH (apt-get install chromium) or no Playwright")
 
 
-@pytest.fixture
-def cdp_endpoint(tmp_path):
-    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL."""
-    profile, log_path = tmp_path / "cdp-profile", tmp_path / "cdp.log"
+@pytest.fixture(scope="module")
+def cdp_endpoint(tmp_path_factory):
+    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL (one for
+    the module: each test leaves its targets as it found them)."""
+    folder = tmp_path_factory.mktemp("cdp")
+    profile, log_path = folder / "cdp-profile", folder / "cdp.log"
     profile.mkdir()
     with open(log_path, "w") as err:
         proc = subprocess.Popen([browser.find_browser("chromium"), "--headless", "--remote-debugging-port=0",
@@ -343,3 +345,101 @@ def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(
     assert (row["status"], row["attempts"]) == ("pending", 0)
     assert any("refused a session" in r.getMessage() for r in caplog.records)     # the reason, in one line
     conn.close()
+
+
+# --- a local and a remote browser side by side; a provider at capacity, and one that drops sessions ----------
+
+@pytest.fixture
+def relay(cdp_endpoint):
+    """The CDP relay in front of the endpoint, admitting 2 sessions at once (429 beyond)."""
+    with client.start(kind="relay", upstream=cdp_endpoint, max_sessions=2) as at_capacity:
+        yield at_capacity
+
+
+def domains_untouched(db):
+    """Every domain's breaker closed without a failure, no 429 pause, no adaptive slow-down."""
+    return [dict(r) for r in rows(db, "SELECT domain, state, failures, paused_until, adaptive_rate_per_s FROM domains")
+            if (r["state"], r["failures"], r["paused_until"], r["adaptive_rate_per_s"]) != ("closed", 0, 0, None)]
+
+
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: after the parallel phase (`make test`)
+@pytest.mark.chromium
+@pytest.mark.cold         # a PSS peak of new interpreters
+@pytest.mark.slow
+@needs_chromium
+def test_a_local_and_a_remote_source_render_side_by_side_with_one_local_chromium_under_1_gb(cdp_endpoint, tmp_path):
+    settle = 'settle = ".organizer"'
+    with client.start(catalogue=True, events=6, seed=3, rate=auto.RATE, burst=auto.BURST) as here, \
+            client.start(catalogue=True, events=6, seed=5, rate=auto.RATE, burst=auto.BURST, host="127.0.0.1") as there:
+        text = auto.sources(here.url, "browser", extra=settle) + auto.sources(
+            there.url, "browser", name="fair", extra=f'{settle}\nbrowser_endpoint = "cdp:{cdp_endpoint}"')
+        e = auto.env(tmp_path, text)
+        before = targets(cdp_endpoint)
+        assert auto.scraper(e, "seed").returncode == 0
+        code, err, watch = auto.run_watched(e, "--workers", "4")
+        assert code == exitcodes.OK, err[-3000:]
+        got = auto.stored(tmp_path / "jobs.db")
+        for site in (here, there):
+            truth = site.truth()["events"]
+            assert {t["url"] for t in truth} <= set(got)
+            assert all(got[t["url"]]["organizer"] == t["organizer"] for t in truth)
+            stats = site.stats()
+            assert stats["http_429"] == 0 and stats["max_in_1s"] <= auto.RATE + auto.BURST
+        assert there.stats()["by_kind"].get("live_json", 0) >= sum(t["script_rendered"] for t in there.truth()["events"])
+    # the local source had its one Chromium here (never two at once), the remote one none; within the ceiling
+    assert watch.browsers == 1 and 0 < watch.peak < auto.GB, (watch.browsers, watch.peak, watch.at_peak)
+    assert wait_gone(watch.chromium, -1) == []
+    assert wait_until(lambda: targets(cdp_endpoint) == before, timeout=5, every=0.1)
+    assert "Traceback" not in err
+
+
+@pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
+@pytest.mark.chromium
+@pytest.mark.slow
+@needs_chromium
+def test_a_provider_at_capacity_that_drops_sessions_mid_page_costs_no_attempt_and_no_breaker(relay, tmp_path):
+    with client.start(catalogue=True, events=8, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
+        # the source asks for 4 sessions, the provider gives 2 (429 beyond), and drops the session of two pages
+        # under way (the browser's first paused request of a page)
+        extra = f'browser_endpoint = "cdp:{relay.url}"\nbrowser_sessions = 4\nsettle = ".organizer"'
+        e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra), SCRAPER_LOG_LEVEL="INFO")
+        assert auto.scraper(e, "seed").returncode == 0
+        relay.cut(on="Fetch.requestPaused", times=2)
+        code, err, _ = auto.run_watched(e, "--workers", "4")
+        assert code == exitcodes.OK, err[-3000:]
+        stats = calendar.stats()
+    db = tmp_path / "jobs.db"
+    jobs = rows(db, "SELECT status, attempts FROM jobs WHERE source = 'events'")
+    assert jobs and {(j["status"], j["attempts"]) for j in jobs} == {("done", 1)}    # nothing charged
+    seen = relay.relay_stats()
+    assert seen["max_open"] <= 2 and seen["refused"] > 0 and seen["cut"] == 2, seen
+    lost = [line for line in err.splitlines() if "was lost mid-page" in line]
+    assert len(lost) == 2 and all("tried again on a new session, uncharged" in line for line in lost), lost
+    assert domains_untouched(db) == [] and stats["http_429"] == 0
+    assert "breaker" not in err and "Traceback" not in err
+
+
+@pytest.mark.chromium     # Playwright's driver (no browser)
+@pytest.mark.slow
+@needs_chromium
+def test_an_endpoint_that_keeps_refusing_ends_its_jobs_after_browser_wait_said_once(tmp_path):
+    with socket.socket() as s:      # a port nothing listens on: every session refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with client.start(catalogue=True, events=3, seed=3) as calendar:
+        extra = f'browser_endpoint = "cdp:http://127.0.0.1:{port}/?token={TOKEN}"'
+        e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra), SCRAPER_BROWSER_WAIT="0.5")
+        assert auto.scraper(e, "seed").returncode == 0
+        done = auto.scraper(e, "run", "--workers", "2")
+        stats = calendar.stats()
+    assert done.returncode == exitcodes.FAILED, done.stderr[-3000:]
+    said = f"the browser endpoint cdp:http://127.0.0.1:{port}/?token=*** refused every session for 0.5 s"
+    assert done.stderr.count(said) == 1, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert said in last and "job(s) failed browser_unavailable" in last and "retry --failed" in last
+    assert TOKEN not in done.stderr
+    db = tmp_path / "jobs.db"
+    jobs = rows(db, "SELECT status, error_kind, attempts FROM jobs WHERE source = 'events'")
+    assert jobs and {(j["status"], j["error_kind"], j["attempts"]) for j in jobs} == \
+        {("failed", "browser_unavailable", 0)}      # the endpoint's, not the jobs': no attempt spent
+    assert domains_untouched(db) == [] and stats["by_kind"].get("live_page", 0) == 0

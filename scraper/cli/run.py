@@ -118,7 +118,8 @@ def _next_step(s, code, browserless):
     from scraper.db import sources_report, store
     from scraper.db.queue import Queue
     from scraper.policy import outcome
-    incomplete = scripted = 0
+    incomplete = scripted = unrendered = 0
+    refused = None
     counts, stuck = {}, {}
     if code != exitcodes.DB_DOWN:       # after exit 69 there is nothing to read: the database is what is missing
         try:
@@ -129,10 +130,12 @@ def _next_step(s, code, browserless):
                 stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
                 if counts.get("failed"):
                     incomplete, scripted = sources_report.failed_incomplete(conn)
+                    unrendered, refused = sources_report.failed_browser_unavailable(conn)
             finally:
                 conn.close()
         except (DatabaseError, ConfigError):
             counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
                              kinds=[src.kind for src in s.working_sources], browserless=browserless,
-                             incomplete=incomplete, scripted=scripted), counts
+                             incomplete=incomplete, scripted=scripted, unrendered=unrendered,
+                             refused=refused), counts

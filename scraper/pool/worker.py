@@ -317,8 +317,9 @@ class Worker:
                                _ms_since(started, self.clock), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
-        # a retry is routine (the supervisor logs one summary per interval); a final failure is news
-        level = logging.DEBUG if new_status == "pending" else logging.INFO
+        # a retry is routine (the supervisor logs one summary per interval); a final failure is news, but for
+        # an endpoint that refused every session, which the run's last line says once for all its jobs
+        level = logging.DEBUG if new_status == "pending" or kind == retry.BROWSER_UNAVAILABLE else logging.INFO
         log.log(level, "%s %s attempt %d: %s -> %s%s", self.name, job.key, job.attempts, message, new_status,
                 f" in {outcome.delay_s:.1f} s" if available_at else "")
 
