@@ -2,11 +2,7 @@
 
 import http.server as http_server
 import json
-import os
-import re
-import signal
 import socket
-import subprocess
 import textwrap
 import threading
 import urllib.request
@@ -22,7 +18,7 @@ from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
 from scraper.pool import worker
-from scripts.standin import client
+from scripts.standin import cdp, client
 from tests import test_fetcher_auto as auto
 from tests.helpers import invoke, rows, wait_gone, wait_until
 
@@ -154,40 +150,9 @@ needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
 @pytest.fixture(scope="module")
 def cdp_endpoint(tmp_path_factory):
     """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL (one for
-    the module: each test leaves its targets as it found them)."""
-    folder = tmp_path_factory.mktemp("cdp")
-    profile, log_path = folder / "cdp-profile", folder / "cdp.log"
-    profile.mkdir()
-    with open(log_path, "w") as err:
-        proc = subprocess.Popen([browser.find_browser("chromium"), "--headless", "--remote-debugging-port=0",
-                                 f"--user-data-dir={profile}", "--no-first-run", "--disable-background-networking",
-                                 "--disable-component-update", "--disable-sync", "about:blank",
-                                 *(["--no-sandbox"] if os.geteuid() == 0 else [])],    # as net/browser launches it
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-    try:
-        found = wait_until(lambda: re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", log_path.read_text()),
-                           timeout=15, every=0.05)
-        yield f"http://127.0.0.1:{found.group(1)}"
-    finally:
-        # the whole group: Debian's `chromium-headless-shell` is a shell script that runs the browser without
-        # exec, so ending the script alone left the browser running, orphaned
-        stop_group(proc)
-
-
-def stop_group(proc):
-    """SIGTERM to `proc`'s process group, SIGKILL to whatever of it is left after 10 s."""
-    def gone():
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait()
-    try:
-        wait_until(gone, timeout=10, every=0.05)
-    except AssertionError:
-        os.killpg(proc.pid, signal.SIGKILL)
+    the module: each test leaves its targets as it found them); its whole process group stopped at the end."""
+    with cdp.endpoint(browser.find_browser("chromium"), str(tmp_path_factory.mktemp("cdp"))) as (url, _):
+        yield url
 
 
 def targets(base):
@@ -385,7 +350,8 @@ def test_a_local_and_a_remote_source_render_side_by_side_with_one_local_chromium
             assert all(got[t["url"]]["organizer"] == t["organizer"] for t in truth)
             stats = site.stats()
             assert stats["http_429"] == 0 and stats["max_in_1s"] <= auto.RATE + auto.BURST
-        assert there.stats()["by_kind"].get("live_json", 0) >= sum(t["script_rendered"] for t in there.truth()["events"])
+        scripted = sum(t["script_rendered"] for t in there.truth()["events"])
+        assert there.stats()["by_kind"].get("live_json", 0) >= scripted    # the remote pages' script calls, gated
     # the local source had its one Chromium here (never two at once), the remote one none; within the ceiling
     assert watch.browsers == 1 and 0 < watch.peak < auto.GB, (watch.browsers, watch.peak, watch.at_peak)
     assert wait_gone(watch.chromium, -1) == []

@@ -28,10 +28,9 @@ import time
 from urllib.parse import urljoin
 
 from scraper.base import endpoints
-from scraper.base.settings import BROWSER_WAIT_S
 from scraper.base.errors import FetchError, JobInvalid, SessionLost
+from scraper.base.settings import BROWSER_WAIT_S
 from scraper.base.urls import domain_of
-from scraper.policy.retry import BROWSER_UNAVAILABLE
 from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
     LAUNCH_FLAGS,
     LEAN_FLAGS,
@@ -44,6 +43,7 @@ from scraper.net.chromium import (  # noqa: F401 - the names callers know as bro
     require,
     sources_without_browser,
 )
+from scraper.policy.retry import BROWSER_UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
