@@ -120,8 +120,9 @@ def compare(args):
     for mode, (pages, elapsed, peak, browsers) in figures.items():
         print(f"| {mode} | {pages} | {pages / elapsed:.2f} | {peak / 2**20:.0f} | {browsers} |")
     rate = {mode: pages / elapsed for mode, (pages, elapsed, _, _) in figures.items()}
+    below = (figures["local"][2] - figures["cdp"][2]) / 2**20
     print(f"\nmixed against the local browser alone: {rate['mixed'] / rate['local']:.2f}x the pages per second; "
-          f"the CDP run's peak PSS {(figures['local'][2] - figures['cdp'][2]) / 2**20:.0f} MB below the local one's")
+          f"the CDP run's peak PSS {abs(below):.0f} MB {'below' if below >= 0 else 'above'} the local run's")
 
 
 def main(argv=None):
