@@ -5,6 +5,7 @@ import json
 import socket
 import textwrap
 import threading
+import types
 import urllib.request
 
 import psutil
@@ -203,13 +204,15 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
     queue.seed([("events:/live/x-1", "catalogue", url, "127.0.0.2")], now=1.0)
     session = http.make_session(cfg.user_agent)
     w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
+    others = {p.pid for p in psutil.Process().children(recursive=True)}     # the module's CDP endpoint, say
     try:
         job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
         with pytest.raises(HandedBack):
             w.context(job).render(job.url)
         # the run's remote sessions bound it, not the local browser slots
         assert (w.browser.slots.path, w.browser.slots.n) == (cfg.sessions_lock_path, cfg.browser_sessions)
-        assert w.browser.pids() and not any("chrom" in psutil.Process(p).name().lower() for p in w.browser.pids())
+        own = set(w.browser.pids()) - others
+        assert own and not any("chrom" in psutil.Process(p).name().lower() for p in own)
     finally:
         w.close()
         session.close()
@@ -409,3 +412,48 @@ def test_an_endpoint_that_keeps_refusing_ends_its_jobs_after_browser_wait_said_o
     assert jobs and {(j["status"], j["error_kind"], j["attempts"]) for j in jobs} == \
         {("failed", "browser_unavailable", 0)}      # the endpoint's, not the jobs': no attempt spent
     assert domains_untouched(db) == [] and stats["by_kind"].get("live_page", 0) == 0
+
+
+@needs_chromium
+def test_a_worker_claims_first_what_renders_in_the_browser_it_holds_and_leaves_what_it_cannot_render(tmp_path):
+    path = write_sources(tmp_path, """
+        [[source]]
+        name = "fair"
+        kind = "catalogue"
+        site = "http://127.0.0.2:2/"
+        fetcher = "browser"
+        browser_endpoint = "cdp:http://127.0.0.1:9"
+
+        [[source]]
+        name = "shop"
+        kind = "catalogue"
+        site = "http://127.0.0.2:3/"
+        fetcher = "auto"
+
+        [[source]]
+        name = "news"
+        kind = "catalogue"
+        site = "http://127.0.0.2:4/"
+    """)
+    cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), sources=sources.load(path), sources_path=path)
+    conn = store.open_db(cfg.db_path)
+    session = http.make_session(cfg.user_agent)
+    w = worker.Worker(cfg, "w0-1", Queue(conn), NoLimiter(), session=session)
+    slot, levels = w.browser_slot, [["events", "fair", "news"], ["shop"]]
+    try:
+        assert slot.claim_levels(levels) == levels      # no browser held, nothing handed back
+        local = slot.browser(types.SimpleNamespace(source="events"))
+        assert local.slots.try_acquire() and not local.remote       # the local slot, held (nothing launched)
+        assert slot.claim_levels(levels) == [["events"], ["fair", "news"], ["shop"]]
+        remote = slot.browser(types.SimpleNamespace(source="fair"))
+        assert remote.remote and remote.driver is local.driver      # one Playwright for both
+        assert remote.slots.try_acquire()
+        assert slot.claim_levels(levels) == [["events"], ["fair"], ["news"], ["shop"]]
+        local.slots.release()
+        # a job handed back for want of a local slot: the sources whose every page renders locally are left
+        slot.handed_back["events:/x"] = (slot.clock.monotonic() + 10, False)
+        assert slot.claim_levels(levels) == [["fair"], ["news"], ["shop"]]
+    finally:
+        w.close()
+        session.close()
+        conn.close()

@@ -95,7 +95,7 @@ class BrowserSlot:
         self.fetchers.clear()
         self.fetcher = None
 
-    def _browser(self, jc):
+    def browser(self, jc):
         """The BrowserFetcher of the job's source's plan (one local and one remote per worker), made on first
         use: a local browser within the pool's browser slots, or a session of the remote endpoint within the
         run's `browser_sessions`."""
@@ -150,7 +150,7 @@ class BrowserSlot:
     def ready(self, jc):
         """The job's browser launched (or connected) before the job's page sends anything (after a wait for a
         slot); FetchError `browser_unavailable` when a remote endpoint stayed down for browser_wait."""
-        fetcher = self._browser(jc)
+        fetcher = self.browser(jc)
         fetcher.ready(self.slot_wait(jc, fetcher))
 
     def render(self, jc, url, allow_domains=(), settle=None):
