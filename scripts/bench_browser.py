@@ -4,14 +4,15 @@ RSS of the whole process tree (this process, the workers, Playwright's drivers, 
 stand-in left out), sampled every 0.2 s.
 
     .venv/bin/python -m scripts.bench_browser [--workers 4] [--pages 60] [--slots N] [--browser PATH]
-    .venv/bin/python -m scripts.bench_browser --compare [--workers 4] [--events 20] [--sessions 3]
+    .venv/bin/python -m scripts.bench_browser --compare [--workers 4] [--events 20] [--sessions 3] [--latency-ms 250]
 
 By default at most as many browsers are open at once as `chromium.slots_for` allows for the workers
 under the default 1 GB ceiling (3 for 4 workers); `--slots 0` gives every worker its own browser.
 
 `--compare` runs the tool itself (`scraper seed`, then `scraper run --workers N`) three times on the same two
 events catalogues (one on 127.0.0.2, one on 127.0.0.1, `--events` each, every page rendered: `fetcher =
-"browser"`): both sources on the local browser, both through a CDP endpoint (Debian's Chromium started here in
+"browser"`, each answer after `--latency-ms`: a real site's, so a page waits on the network as well as on the
+CPU): both sources on the local browser, both through a CDP endpoint (Debian's Chromium started here in
 a session of its own, outside the tool's process tree, `--sessions` sessions), and one of each side by side.
 For each it prints the pages per second (pages over the run's wall time, its start included), the tool's peak
 PSS (the run's whole process tree, sampled every 0.25 s) and the most local browsers open at once, then the
@@ -88,9 +89,10 @@ def _run_sampled(folder, text, workers):
         procs = memory.tree(proc.pid)
         peak = max(peak, memory.usage(procs)[0])
         leaders = 0
-        for p in procs:     # a browser: a Chromium process whose parent is not one
+        for p in procs:     # a browser: a live Chromium process (not an exited one, unreaped) whose parent is not
             try:
-                leaders += "chrom" in p.name().lower() and "chrom" not in psutil.Process(p.ppid()).name().lower()
+                leaders += "chrom" in p.name().lower() and p.status() != psutil.STATUS_ZOMBIE \
+                    and "chrom" not in psutil.Process(p.ppid()).name().lower()
             except psutil.Error:
                 continue
         browsers = max(browsers, leaders)
@@ -108,8 +110,9 @@ def compare(args):
     folder = tempfile.mkdtemp(prefix="bench-browser-")
     figures = {}
     with cdp.endpoint(executable, folder) as (endpoint, _), \
-            client.start(catalogue=True, events=args.events, seed=1) as here, \
-            client.start(catalogue=True, events=args.events, seed=2, host="127.0.0.1") as there:
+            client.start(catalogue=True, events=args.events, seed=1, latency_ms=args.latency_ms) as here, \
+            client.start(catalogue=True, events=args.events, seed=2, host="127.0.0.1", latency_ms=args.latency_ms) \
+            as there:
         plans = {"local": (None, None), "cdp": (endpoint, endpoint), "mixed": (None, endpoint)}
         for mode, (first, second) in plans.items():
             text = _source("here", here.url, first, args.sessions) + _source("there", there.url, second, args.sessions)
@@ -133,6 +136,8 @@ def main(argv=None):
                         help="the tool's runs: local, through a CDP endpoint, and one source of each")
     parser.add_argument("--events", type=int, default=20, help="--compare: events of each of the two catalogues")
     parser.add_argument("--sessions", type=int, default=3, help="--compare: browser_sessions of the CDP sources")
+    parser.add_argument("--latency-ms", type=float, default=250.0,
+                        help="--compare: the catalogues' delay before each answer (a site's, not loopback's)")
     parser.add_argument("--slots", type=int, default=None, help="browsers open at once (0: one per worker)")
     parser.add_argument("--browser", default=settings.BROWSER,
                         help="as --browser-path: a path or a name on PATH (default: chromium, which is Debian's "

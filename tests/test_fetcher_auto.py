@@ -89,7 +89,9 @@ class Watch:
                 try:
                     if "chrom" in p.name().lower():
                         self.chromium.add(p.pid)
-                        leaders += "chrom" not in psutil.Process(p.ppid()).name().lower()
+                        # a live one (an exited child not yet reaped is no browser)
+                        leaders += p.status() != psutil.STATUS_ZOMBIE \
+                            and "chrom" not in psutil.Process(p.ppid()).name().lower()
                 except psutil.Error:
                     continue
             self.browsers = max(self.browsers, leaders)
