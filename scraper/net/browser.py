@@ -53,6 +53,9 @@ LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started (or a remote on
 CONNECT_RETRY_S = 1.0           # a remote endpoint that refused is tried again after this (the job waits, or goes back)
 SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
 BLOCKED_TYPES = frozenset({"image", "font", "media"})
+# what Playwright says of a call whose connection went (we close a page's context only after its last call)
+CLOSED = ("Target page, context or browser has been closed", "Browser has been closed", "Target closed",
+          "Connection closed")
 # Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
 # browsing): on a closed network that is a stream of failing connections, and never polite.
 class _Page:
@@ -344,14 +347,14 @@ class BrowserFetcher:
             self.served()
             return status, page.url, html
         except FetchError as e:
-            if self._lost():    # the page failed because its session dropped (a navigation's error says so)
+            if self._lost(str(e)):  # the page failed because its session dropped (a navigation's error says so)
                 self.retire()
                 raise SessionLost(f"the browser session to {self.endpoint} was lost mid-page: "
                                   f"{endpoints.shown(str(e))}") from None
             raise
         except PlaywrightError as e:
             # the browser or its page died under us: a fresh browser next time
-            lost = self._lost()
+            lost = self._lost(str(e))
             self.retire()
             said = _first_line(e)
             if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
@@ -373,9 +376,11 @@ class BrowserFetcher:
             if self.pages >= self.pages_per_browser or old or (self.slots is not None and self.slots.wanted()):
                 self.retire()
 
-    def _lost(self):
-        """A remote session that is no longer connected (the provider dropped it, or its browser died)."""
-        return self.remote and (self._browser is None or not self._browser.is_connected())
+    def _lost(self, said):
+        """A remote session that is no longer connected (the provider dropped it, or its browser died): so the
+        browser says, or the error `said` does (it may come before the browser's own word of the disconnect)."""
+        return self.remote and (self._browser is None or not self._browser.is_connected()
+                                or any(words in said for words in CLOSED))
 
     def pids(self):
         """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""
