@@ -1,13 +1,16 @@
 """The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one), or a
 Chromium elsewhere attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`).
 
-One `BrowserFetcher` per worker process, opened after the fork. It holds at most one browser (a local one,
-or a session: one connection to the remote one), gives each page a fresh context that is closed afterwards,
+At most one local `BrowserFetcher` and one remote per worker process, opened after the fork, both through the
+thread's one Playwright `Driver`. Each holds at most one browser (a local one, or a session: one connection
+to the remote one), gives each page a fresh context that is closed afterwards,
 and retires the browser after `pages_per_browser` pages (or once older than `session_timeout_s`). A remote
 browser launches nothing here: its slots are the run's sessions, not the local browser slots; at its end
 only the connection is dropped (Playwright's driver stopped), never the remote browser itself. An endpoint
 that refuses or cannot be reached is a capacity wait, like a slot held by others: the caller's `wait()` runs
-(it hands the job back, uncharged) and the connection is tried again, never counted against the site.
+(it hands the job back, uncharged) and the connection is tried again, never counted against the site, until
+it has refused for `wait_s` (browser_wait) with no session of the pool serving: FetchError `browser_unavailable`.
+A session lost under a page is `SessionLost`: the caller tries the page again on a new one.
 Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
 unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
 robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
@@ -103,7 +106,7 @@ class Driver:
 
 
 class BrowserFetcher:
-    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process.
+    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser at a time.
 
     One local BrowserFetcher per worker, and one remote: every source of a worker that renders in the same
     place shares it (each page passes its source's `allow_domains`); the two share the thread's `Driver`."""
