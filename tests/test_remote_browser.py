@@ -2,9 +2,11 @@
 
 import http.server as http_server
 import json
+import os
 import socket
 import textwrap
 import threading
+import time
 import types
 import urllib.request
 
@@ -13,7 +15,7 @@ import pytest
 
 from scraper.base import endpoints, exitcodes, sources
 from scraper.base import settings as settings_mod
-from scraper.base.errors import ConfigError, HandedBack
+from scraper.base.errors import ConfigError, FetchError, HandedBack
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.net import browser, http
@@ -457,3 +459,23 @@ def test_a_worker_claims_first_what_renders_in_the_browser_it_holds_and_leaves_w
         w.close()
         session.close()
         conn.close()
+
+
+def test_refusals_end_in_browser_unavailable_only_while_no_session_of_the_pool_serves(tmp_path):
+    slots = browser.BrowserSlots(str(tmp_path / "jobs.db-sessions.lock"), 2)
+    fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse("cdp:http://127.0.0.1:9"), slots=slots,
+                                     wait_s=5.0)
+    try:
+        assert slots.try_acquire()
+        slots.release()
+        fetcher.refused_since = time.time() - 60      # refusing for a minute
+        slots.served()                                  # but another worker's session rendered a page just now
+        fetcher.refused()                               # full, not down: the job keeps waiting
+        os.utime(slots.path, (time.time() - 30, time.time() - 30))     # nobody served for 30 s
+        with pytest.raises(FetchError) as e:
+            fetcher.refused()
+        assert e.value.kind == "browser_unavailable"
+        assert str(e.value) == ("the browser endpoint cdp:http://127.0.0.1:9 refused every session for 5 s "
+                                "(browser_wait)")
+    finally:
+        fetcher.close()

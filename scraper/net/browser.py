@@ -166,13 +166,13 @@ class BrowserFetcher:
             # (the driver stays for the next try: the worker's idle close or its end stops it)
             if self.slots is not None:
                 self.slots.release()
-            self._refused()
+            self.refused()
             if wait is None:
                 raise FetchError("internal", f"the browser endpoint {self.endpoint} cannot be reached")
             wait()
             time.sleep(CONNECT_RETRY_S)
 
-    def _refused(self):
+    def refused(self):
         """One more refusal: FetchError `browser_unavailable` once the endpoint has refused for `wait_s` while
         no session of the pool served a page (a provider that is only full serves the others meanwhile)."""
         now = time.time()
