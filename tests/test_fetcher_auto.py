@@ -59,10 +59,12 @@ def scraper(e, *args, timeout=300):
 
 
 class Watch:
-    """Samples the scraper's whole process tree while it runs: the peak PSS, and every Chromium pid seen."""
+    """Samples the scraper's whole process tree while it runs: the peak PSS, every Chromium pid seen, and the
+    most browsers seen at once (Chromium processes whose parent is not one)."""
 
     def __init__(self, pid):
         self.pid, self.peak, self.chromium, self.at_peak = pid, 0, set(), {}
+        self.browsers = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
@@ -82,12 +84,17 @@ class Watch:
                     except psutil.Error:
                         continue
                     self.at_peak[kind] = self.at_peak.get(kind, 0) + n // 2**20
+            leaders = 0
             for p in procs:
                 try:
                     if "chrom" in p.name().lower():
                         self.chromium.add(p.pid)
+                        # a live one (an exited child not yet reaped is no browser)
+                        leaders += p.status() != psutil.STATUS_ZOMBIE \
+                            and "chrom" not in psutil.Process(p.ppid()).name().lower()
                 except psutil.Error:
                     continue
+            self.browsers = max(self.browsers, leaders)
             self.stop.wait(0.5)
 
     def done(self):

@@ -3,12 +3,11 @@
 import http.server as http_server
 import json
 import os
-import re
-import signal
 import socket
-import subprocess
 import textwrap
 import threading
+import time
+import types
 import urllib.request
 
 import psutil
@@ -16,15 +15,15 @@ import pytest
 
 from scraper.base import endpoints, exitcodes, sources
 from scraper.base import settings as settings_mod
-from scraper.base.errors import ConfigError, HandedBack
+from scraper.base.errors import ConfigError, FetchError, HandedBack
 from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
 from scraper.pool import worker
-from scripts.standin import client
+from scripts.standin import cdp, client
 from tests import test_fetcher_auto as auto
-from tests.helpers import invoke, rows, wait_until
+from tests.helpers import invoke, rows, wait_gone, wait_until
 
 TOKEN = "tok-5f3a9c"
 
@@ -107,7 +106,7 @@ def test_a_sources_own_browser_keys_win_over_the_runs(tmp_path):
         browser_session_timeout = 30
     """)
     s = settings_mod.build(sources=sources.load(path), sources_path=path, browser_sessions=4)
-    plan = s.browser
+    plan = s.browsers[True]
     assert plan.endpoint.kind == "cdp" and plan.endpoint.url == "http://127.0.0.1:9222"
     assert (plan.sessions, plan.session_pages, plan.session_timeout_s) == (4, 7, 30.0)
     # a remote source needs no Chromium here: none is looked for
@@ -116,7 +115,7 @@ def test_a_sources_own_browser_keys_win_over_the_runs(tmp_path):
         settings_mod.build(sources=s.sources, browser_path="/nonexistent/chromium"), s.sources) == (None, ())
 
 
-def test_two_sources_asking_for_different_browsers_are_refused_before_any_work(tmp_path):
+def test_a_local_and_a_remote_source_run_together_but_two_remote_browsers_are_refused_before_any_work(tmp_path):
     path = write_sources(tmp_path, """
         browser_endpoint = "cdp:http://127.0.0.1:9222"
 
@@ -125,15 +124,24 @@ def test_two_sources_asking_for_different_browsers_are_refused_before_any_work(t
         kind = "catalogue"
         site = "http://127.0.0.2:1/"
         fetcher = "auto"
+
+        [[source]]
+        name = "fair"
+        kind = "catalogue"
+        site = "http://127.0.0.2:2/"
+        fetcher = "browser"
+        browser_endpoint = "cdp:http://127.0.0.1:9333"
     """)
+    s = settings_mod.build(sources=sources.load(path), sources_path=path, run_sources=("events", "shop"))
+    assert {remote: plan.endpoint for remote, plan in s.browsers.items()} == {
+        True: endpoints.parse("cdp:http://127.0.0.1:9222"), False: endpoints.Endpoint("local")}
     db = str(tmp_path / "jobs.db")
     store.open_db(db).close()
     said = invoke("--sources", path, "run", db=db)
     assert said.exit_code == 2
-    assert "source events renders with cdp:http://127.0.0.1:9222 and source shop with local" in said.output
-    assert "run them apart with --source" in said.output
-    s = settings_mod.build(sources=sources.load(path), sources_path=path, run_sources=("shop",))
-    assert s.browser.endpoint == endpoints.Endpoint("local")
+    assert "source events renders with cdp:http://127.0.0.1:9222 and source fair with cdp:http://127.0.0.1:9333" \
+        in said.output
+    assert "one local and one remote browser" in said.output and "run them apart with --source" in said.output
 
 
 # --- a Chromium elsewhere, over CDP (Debian's, started here as the endpoint) --------------------------------
@@ -142,41 +150,12 @@ needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
                                     reason="no Chromium on PATH (apt-get install chromium) or no Playwright")
 
 
-@pytest.fixture
-def cdp_endpoint(tmp_path):
-    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL."""
-    profile, log_path = tmp_path / "cdp-profile", tmp_path / "cdp.log"
-    profile.mkdir()
-    with open(log_path, "w") as err:
-        proc = subprocess.Popen([browser.find_browser("chromium"), "--headless", "--remote-debugging-port=0",
-                                 f"--user-data-dir={profile}", "--no-first-run", "--disable-background-networking",
-                                 "--disable-component-update", "--disable-sync", "about:blank",
-                                 *(["--no-sandbox"] if os.geteuid() == 0 else [])],    # as net/browser launches it
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-    try:
-        found = wait_until(lambda: re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", log_path.read_text()),
-                           timeout=15, every=0.05)
-        yield f"http://127.0.0.1:{found.group(1)}"
-    finally:
-        # the whole group: Debian's `chromium-headless-shell` is a shell script that runs the browser without
-        # exec, so ending the script alone left the browser running, orphaned
-        stop_group(proc)
-
-
-def stop_group(proc):
-    """SIGTERM to `proc`'s process group, SIGKILL to whatever of it is left after 10 s."""
-    def gone():
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait()
-    try:
-        wait_until(gone, timeout=10, every=0.05)
-    except AssertionError:
-        os.killpg(proc.pid, signal.SIGKILL)
+@pytest.fixture(scope="module")
+def cdp_endpoint(tmp_path_factory):
+    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL (one for
+    the module: each test leaves its targets as it found them); its whole process group stopped at the end."""
+    with cdp.endpoint(browser.find_browser("chromium"), str(tmp_path_factory.mktemp("cdp"))) as (url, _):
+        yield url
 
 
 def targets(base):
@@ -227,13 +206,15 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
     queue.seed([("events:/live/x-1", "catalogue", url, "127.0.0.2")], now=1.0)
     session = http.make_session(cfg.user_agent)
     w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
+    others = {p.pid for p in psutil.Process().children(recursive=True)}     # the module's CDP endpoint, say
     try:
         job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
         with pytest.raises(HandedBack):
             w.context(job).render(job.url)
         # the run's remote sessions bound it, not the local browser slots
         assert (w.browser.slots.path, w.browser.slots.n) == (cfg.sessions_lock_path, cfg.browser_sessions)
-        assert w.browser.pids() and not any("chrom" in psutil.Process(p).name().lower() for p in w.browser.pids())
+        own = set(w.browser.pids()) - others
+        assert own and not any("chrom" in psutil.Process(p).name().lower() for p in own)
     finally:
         w.close()
         session.close()
@@ -334,3 +315,167 @@ def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(
     assert (row["status"], row["attempts"]) == ("pending", 0)
     assert any("refused a session" in r.getMessage() for r in caplog.records)     # the reason, in one line
     conn.close()
+
+
+# --- a local and a remote browser side by side; a provider at capacity, and one that drops sessions ----------
+
+@pytest.fixture
+def relay(cdp_endpoint):
+    """The CDP relay in front of the endpoint, admitting 2 sessions at once (429 beyond)."""
+    with client.start(kind="relay", upstream=cdp_endpoint, max_sessions=2) as at_capacity:
+        yield at_capacity
+
+
+def domains_untouched(db):
+    """Every domain's breaker closed without a failure, no 429 pause, no adaptive slow-down."""
+    return [dict(r) for r in rows(db, "SELECT domain, state, failures, paused_until, adaptive_rate_per_s FROM domains")
+            if (r["state"], r["failures"], r["paused_until"], r["adaptive_rate_per_s"]) != ("closed", 0, 0, None)]
+
+
+@pytest.mark.timing      # Chromium, a PSS peak, rate windows: after the parallel phase (`make test`)
+@pytest.mark.chromium
+@pytest.mark.cold         # a PSS peak of new interpreters
+@pytest.mark.slow
+@needs_chromium
+def test_a_local_and_a_remote_source_render_side_by_side_with_one_local_chromium_under_1_gb(cdp_endpoint, tmp_path):
+    settle = 'settle = ".organizer"'
+    with client.start(catalogue=True, events=6, seed=3, rate=auto.RATE, burst=auto.BURST) as here, \
+            client.start(catalogue=True, events=6, seed=5, rate=auto.RATE, burst=auto.BURST, host="127.0.0.1") as there:
+        text = auto.sources(here.url, "browser", extra=settle) + auto.sources(
+            there.url, "browser", name="fair", extra=f'{settle}\nbrowser_endpoint = "cdp:{cdp_endpoint}"')
+        e = auto.env(tmp_path, text)
+        before = targets(cdp_endpoint)
+        assert auto.scraper(e, "seed").returncode == 0
+        code, err, watch = auto.run_watched(e, "--workers", "4")
+        assert code == exitcodes.OK, err[-3000:]
+        got = auto.stored(tmp_path / "jobs.db")
+        for site in (here, there):
+            truth = site.truth()["events"]
+            assert {t["url"] for t in truth} <= set(got)
+            assert all(got[t["url"]]["organizer"] == t["organizer"] for t in truth)
+            stats = site.stats()
+            assert stats["http_429"] == 0 and stats["max_in_1s"] <= auto.RATE + auto.BURST
+        scripted = sum(t["script_rendered"] for t in there.truth()["events"])
+        assert there.stats()["by_kind"].get("live_json", 0) >= scripted    # the remote pages' script calls, gated
+    # the local source had its one Chromium here (never two at once), the remote one none; within the ceiling
+    assert watch.browsers == 1 and 0 < watch.peak < auto.GB, (watch.browsers, watch.peak, watch.at_peak)
+    assert wait_gone(watch.chromium, -1) == []
+    assert wait_until(lambda: targets(cdp_endpoint) == before, timeout=5, every=0.1)
+    assert "Traceback" not in err
+
+
+@pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
+@pytest.mark.chromium
+@pytest.mark.slow
+@needs_chromium
+def test_a_provider_at_capacity_that_drops_sessions_mid_page_costs_no_attempt_and_no_breaker(relay, tmp_path):
+    with client.start(catalogue=True, events=8, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
+        # the source asks for 4 sessions, the provider gives 2 (429 beyond), and drops the session of two pages
+        # under way (the browser's first paused request of a page)
+        extra = f'browser_endpoint = "cdp:{relay.url}"\nbrowser_sessions = 4\nsettle = ".organizer"'
+        e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra), SCRAPER_LOG_LEVEL="INFO")
+        assert auto.scraper(e, "seed").returncode == 0
+        relay.cut(on="Fetch.requestPaused", times=2)
+        code, err, _ = auto.run_watched(e, "--workers", "4")
+        assert code == exitcodes.OK, err[-3000:]
+        stats = calendar.stats()
+    db = tmp_path / "jobs.db"
+    jobs = rows(db, "SELECT status, attempts FROM jobs WHERE source = 'events'")
+    assert jobs and {(j["status"], j["attempts"]) for j in jobs} == {("done", 1)}    # nothing charged
+    seen = relay.relay_stats()
+    assert seen["max_open"] <= 2 and seen["refused"] > 0 and seen["cut"] == 2, seen
+    lost = [line for line in err.splitlines() if "was lost mid-page" in line]
+    assert len(lost) == 2 and all("tried again on a new session, uncharged" in line for line in lost), lost
+    assert domains_untouched(db) == [] and stats["http_429"] == 0
+    assert "breaker" not in err and "Traceback" not in err
+
+
+@pytest.mark.chromium     # Playwright's driver (no browser)
+@pytest.mark.slow
+@needs_chromium
+def test_an_endpoint_that_keeps_refusing_ends_its_jobs_after_browser_wait_said_once(tmp_path):
+    with socket.socket() as s:      # a port nothing listens on: every session refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with client.start(catalogue=True, events=3, seed=3) as calendar:
+        extra = f'browser_endpoint = "cdp:http://127.0.0.1:{port}/?token={TOKEN}"'
+        e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra), SCRAPER_BROWSER_WAIT="0.5")
+        assert auto.scraper(e, "seed").returncode == 0
+        done = auto.scraper(e, "run", "--workers", "2")
+        stats = calendar.stats()
+    assert done.returncode == exitcodes.FAILED, done.stderr[-3000:]
+    said = f"the browser endpoint cdp:http://127.0.0.1:{port}/?token=*** refused every session for 0.5 s"
+    assert done.stderr.count(said) == 1, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert said in last and "job(s) failed browser_unavailable" in last and "retry --failed" in last
+    assert TOKEN not in done.stderr
+    db = tmp_path / "jobs.db"
+    jobs = rows(db, "SELECT status, error_kind, attempts FROM jobs WHERE source = 'events'")
+    assert jobs and {(j["status"], j["error_kind"], j["attempts"]) for j in jobs} == \
+        {("failed", "browser_unavailable", 0)}      # the endpoint's, not the jobs': no attempt spent
+    assert domains_untouched(db) == [] and stats["by_kind"].get("live_page", 0) == 0
+
+
+@needs_chromium
+def test_a_worker_claims_first_what_renders_in_the_browser_it_holds_and_leaves_what_it_cannot_render(tmp_path):
+    path = write_sources(tmp_path, """
+        [[source]]
+        name = "fair"
+        kind = "catalogue"
+        site = "http://127.0.0.2:2/"
+        fetcher = "browser"
+        browser_endpoint = "cdp:http://127.0.0.1:9"
+
+        [[source]]
+        name = "shop"
+        kind = "catalogue"
+        site = "http://127.0.0.2:3/"
+        fetcher = "auto"
+
+        [[source]]
+        name = "news"
+        kind = "catalogue"
+        site = "http://127.0.0.2:4/"
+    """)
+    cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), sources=sources.load(path), sources_path=path)
+    conn = store.open_db(cfg.db_path)
+    session = http.make_session(cfg.user_agent)
+    w = worker.Worker(cfg, "w0-1", Queue(conn), NoLimiter(), session=session)
+    slot, levels = w.browser_slot, [["events", "fair", "news"], ["shop"]]
+    try:
+        assert slot.claim_levels(levels) == levels      # no browser held, nothing handed back
+        local = slot.browser(types.SimpleNamespace(source="events"))
+        assert local.slots.try_acquire() and not local.remote       # the local slot, held (nothing launched)
+        assert slot.claim_levels(levels) == [["events"], ["fair", "news"], ["shop"]]
+        remote = slot.browser(types.SimpleNamespace(source="fair"))
+        assert remote.remote and remote.driver is local.driver      # one Playwright for both
+        assert remote.slots.try_acquire()
+        assert slot.claim_levels(levels) == [["events"], ["fair"], ["news"], ["shop"]]
+        local.slots.release()
+        # a job handed back for want of a local slot: the sources whose every page renders locally are left
+        slot.handed_back["events:/x"] = (slot.clock.monotonic() + 10, False)
+        assert slot.claim_levels(levels) == [["fair"], ["news"], ["shop"]]
+    finally:
+        w.close()
+        session.close()
+        conn.close()
+
+
+def test_refusals_end_in_browser_unavailable_only_while_no_session_of_the_pool_serves(tmp_path):
+    slots = browser.BrowserSlots(str(tmp_path / "jobs.db-sessions.lock"), 2)
+    fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse("cdp:http://127.0.0.1:9"), slots=slots,
+                                     wait_s=5.0)
+    try:
+        assert slots.try_acquire()
+        slots.release()
+        fetcher.refused_since = time.time() - 60      # refusing for a minute
+        slots.served()                                  # but another worker's session rendered a page just now
+        fetcher.refused()                               # full, not down: the job keeps waiting
+        os.utime(slots.path, (time.time() - 30, time.time() - 30))     # nobody served for 30 s
+        with pytest.raises(FetchError) as e:
+            fetcher.refused()
+        assert e.value.kind == "browser_unavailable"
+        assert str(e.value) == ("the browser endpoint cdp:http://127.0.0.1:9 refused every session for 5 s "
+                                "(browser_wait)")
+    finally:
+        fetcher.close()

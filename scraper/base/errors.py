@@ -54,6 +54,11 @@ class HandedBack(ScraperError):
     """A stop came while the job waited for its turn; the job was handed back unfinished."""
 
 
+class SessionLost(ScraperError):
+    """A remote browser session dropped under a page (the provider's doing, neither the job's nor the site's):
+    the page is tried again on a new session."""
+
+
 # The database's errors, the same on both backends (each backend's connection raises these in place of its
 # driver's; PEP 249's names). Not ScraperErrors: nothing raises them on purpose, and code that reports a
 # ScraperError as the user's problem must still see a database failure as unexpected.

@@ -60,6 +60,10 @@ REVALIDATE_SAMPLE = 50      # one 304 in this many is re-fetched in full to chec
 BROWSER_ENDPOINT = "local"  # where pages are rendered: the system's Chromium here (base/endpoints)
 BROWSER_SESSIONS = 2        # remote sessions open at once across the pool (Browserbase's free plan allows 3)
 BROWSER_SESSION_PAGES = 100  # a session (a local browser too) is retired after this many pages (Crawlee's figure)
+# a remote endpoint that refuses every session this long (no session of the pool opened or used meanwhile) is
+# down, not full: the jobs that wait for it end `browser_unavailable` (Browserbase ends a session unconnected
+# for 5 minutes; a provider that is only full frees a session well within that)
+BROWSER_WAIT_S = 300.0
 ADAPTIVE_RECOVER_S = 60.0    # a slowed domain climbs back from its floor to its rate within this long
 GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
 ROBOTS = "obey"             # robots.txt: obey or ignore
@@ -128,6 +132,11 @@ class Settings:
     browser_sessions: int = setting(BROWSER_SESSIONS, "browser_sessions", "int", "Sessions (connections) open "
                                     "at once to a remote browser_endpoint across the pool; a job waits for one "
                                     "(local browsers are bounded by memory_limit instead).", at_least=1)
+    browser_wait_s: float = setting(BROWSER_WAIT_S, "browser_wait", "float", "Time a remote browser_endpoint "
+                                    "may refuse every session (full, unreachable, answering garbage) while no "
+                                    "session of the pool renders a page: then the jobs waiting for it end failed "
+                                    "(browser_unavailable; `scraper retry --failed`, as cron's update does, "
+                                    "tries them again).", unit="s", above=0)
     browser_session_pages: int = setting(BROWSER_SESSION_PAGES, "browser_session_pages", "int", "Pages a "
                                          "browser session renders before it is retired (closed; the next page "
                                          "opens a fresh one).", at_least=1)
@@ -329,20 +338,22 @@ class Settings:
                               own("browser_session_timeout", self.browser_session_timeout_s))
 
     @functools.cached_property
-    def browser(self) -> endpoints.Plan:
-        """The one browser of the run's sources that render pages (fetcher browser or auto); ConfigError when
-        they ask for different ones: a worker drives one browser endpoint for now."""
+    def browsers(self) -> dict[bool, endpoints.Plan]:
+        """The browsers of the run's sources that render pages (fetcher browser or auto), by where they render
+        ({False: the local plan, True: the remote one}; a worker drives at most one of each); ConfigError when
+        two such sources ask for different local browsers, or for different remote ones."""
         plans: dict = {}
         for src in self.working_sources:
             if src.opt("fetcher", "http") in ("browser", "auto"):
                 plan = self.browser_of(src)
-                plans.setdefault(plan.key, (plan, []))[1].append(src.name)
-        if len(plans) > 1:
-            (a, names_a), (b, names_b) = list(plans.values())[:2]
-            raise ConfigError(f"source {names_a[0]} renders with {a.endpoint} and source {names_b[0]} with "
-                              f"{b.endpoint} (or other browser_session settings); one run drives one browser for "
-                              f"now: run them apart with --source.")
-        return next(iter(plans.values()))[0] if plans else self.browser_of(None)
+                plans.setdefault(plan.endpoint.remote, {}).setdefault(plan.key, (plan, []))[1].append(src.name)
+        for kind in plans.values():
+            if len(kind) > 1:
+                (a, names_a), (b, names_b) = list(kind.values())[:2]
+                raise ConfigError(f"source {names_a[0]} renders with {a.endpoint} and source {names_b[0]} with "
+                                  f"{b.endpoint} (or other browser_session settings); one run drives one local "
+                                  f"and one remote browser for now: run them apart with --source.")
+        return {remote: next(iter(kind.values()))[0] for remote, kind in plans.items()}
 
     @property
     def browser_deadline_s(self):

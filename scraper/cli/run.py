@@ -20,7 +20,7 @@ HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worke
           "max_open_cycles", "give_up_after", "backoff_base", "no_limit", "transcript_languages", "domain_rate",
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
           "etl_key", "revalidate", "revalidate_sample", "browser_endpoint", "browser_sessions",
-          "browser_session_pages", "browser_session_timeout", "browserbase_url", "browserbase_key",
+          "browser_session_pages", "browser_session_timeout", "browser_wait", "browserbase_url", "browserbase_key",
           "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout", "min_free_mb",
           "lock_report_after")
 
@@ -71,7 +71,7 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
             raise Failure(f"there is no database at {s.db_shown}; run `scraper seed` first.")
         checked_source(s, adopt_urls)
         try:
-            _ = s.browser   # the sources this run renders agree on one browser (a worker drives one)
+            _ = s.browsers  # the sources this run renders agree on one local and one remote browser
         except ConfigError as e:
             raise Failure(str(e)) from None
         # a source that needs a browser none can start is not worked: its jobs wait for the next run
@@ -118,7 +118,8 @@ def _next_step(s, code, browserless):
     from scraper.db import sources_report, store
     from scraper.db.queue import Queue
     from scraper.policy import outcome
-    incomplete = scripted = 0
+    incomplete = scripted = unrendered = 0
+    refused = None
     counts, stuck = {}, {}
     if code != exitcodes.DB_DOWN:       # after exit 69 there is nothing to read: the database is what is missing
         try:
@@ -129,10 +130,12 @@ def _next_step(s, code, browserless):
                 stuck = {name: b.open_until - now for name, b in queue.domains().items() if b.state != "closed"}
                 if counts.get("failed"):
                     incomplete, scripted = sources_report.failed_incomplete(conn)
+                    unrendered, refused = sources_report.failed_browser_unavailable(conn)
             finally:
                 conn.close()
         except (DatabaseError, ConfigError):
             counts, stuck = {}, {}
     return outcome.next_step(code, counts.get("failed", 0), sorted(stuck), max(stuck.values(), default=None),
                              kinds=[src.kind for src in s.working_sources], browserless=browserless,
-                             incomplete=incomplete, scripted=scripted), counts
+                             incomplete=incomplete, scripted=scripted, unrendered=unrendered,
+                             refused=refused), counts

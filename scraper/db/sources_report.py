@@ -11,6 +11,7 @@ from scraper.db import jobcounts
 from scraper.db.backend import Conn
 from scraper.db.dialect import Sql, same
 from scraper.db.store import is_postgres
+from scraper.policy import retry
 
 
 def template_count(conn: Conn) -> int:
@@ -78,6 +79,16 @@ def failed_incomplete(conn: Conn) -> tuple[int, int]:
     fetcher = "auto")."""
     row = conn.execute(FAILED_INCOMPLETE, ('%fetcher = "auto"%',)).one()
     return row[0], row[1] or 0
+
+
+def failed_browser_unavailable(conn: Conn) -> tuple[int, str | None]:
+    """(failed jobs of kind `browser_unavailable`, the reason of the latest: it names the endpoint and how long
+    it refused)."""
+    row = conn.execute(same(
+        "SELECT COUNT(*), (SELECT last_error FROM jobs WHERE status = 'failed' AND error_kind = ? "
+        "ORDER BY finished_at DESC LIMIT 1) FROM jobs WHERE status = 'failed' AND error_kind = ?"),
+        (retry.BROWSER_UNAVAILABLE, retry.BROWSER_UNAVAILABLE)).one()
+    return row[0], row[1]
 
 
 def remaining_by_domain(conn: Conn) -> dict[str, int]:

@@ -1,13 +1,16 @@
 """The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one), or a
 Chromium elsewhere attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`).
 
-One `BrowserFetcher` per worker process, opened after the fork. It holds at most one browser (a local one,
-or a session: one connection to the remote one), gives each page a fresh context that is closed afterwards,
+At most one local `BrowserFetcher` and one remote per worker process, opened after the fork, both through the
+thread's one Playwright `Driver`. Each holds at most one browser (a local one, or a session: one connection
+to the remote one), gives each page a fresh context that is closed afterwards,
 and retires the browser after `pages_per_browser` pages (or once older than `session_timeout_s`). A remote
 browser launches nothing here: its slots are the run's sessions, not the local browser slots; at its end
 only the connection is dropped (Playwright's driver stopped), never the remote browser itself. An endpoint
 that refuses or cannot be reached is a capacity wait, like a slot held by others: the caller's `wait()` runs
-(it hands the job back, uncharged) and the connection is tried again, never counted against the site.
+(it hands the job back, uncharged) and the connection is tried again, never counted against the site, until
+it has refused for `wait_s` (browser_wait) with no session of the pool serving: FetchError `browser_unavailable`.
+A session lost under a page is `SessionLost`: the caller tries the page again on a new one.
 Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
 unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
 robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
@@ -28,7 +31,8 @@ import time
 from urllib.parse import urljoin
 
 from scraper.base import endpoints
-from scraper.base.errors import FetchError, JobInvalid
+from scraper.base.errors import FetchError, JobInvalid, SessionLost
+from scraper.base.settings import BROWSER_WAIT_S
 from scraper.base.urls import domain_of
 from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
     LAUNCH_FLAGS,
@@ -42,6 +46,7 @@ from scraper.net.chromium import (  # noqa: F401 - the names callers know as bro
     require,
     sources_without_browser,
 )
+from scraper.policy.retry import BROWSER_UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +56,9 @@ LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started (or a remote on
 CONNECT_RETRY_S = 1.0           # a remote endpoint that refused is tried again after this (the job waits, or goes back)
 SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
 BLOCKED_TYPES = frozenset({"image", "font", "media"})
+# what Playwright says of a call whose connection went (we close a page's context only after its last call)
+CLOSED = ("Target page, context or browser has been closed", "Browser has been closed", "Target closed",
+          "Connection closed")
 # Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
 # browsing): on a closed network that is a stream of failing connections, and never polite.
 class _Page:
@@ -70,17 +78,48 @@ class _Page:
         return domain_of(url) in self.allow or domain_of(url) == self.domain
 
 
-class BrowserFetcher:
-    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser per process.
+class Driver:
+    """Playwright's driver (node) of one thread, shared by the thread's fetchers: Playwright's sync API takes
+    one instance per thread (a second one refuses to start), so a worker's local browser and its remote
+    session go through the same driver. Started by the first fetcher that needs it, stopped when the last one
+    lets it go (an idle driver holds about 90 MB of PSS)."""
 
-    One BrowserFetcher per process: Playwright's sync API runs one instance per thread; every source of a
-    worker shares it (each page passes its source's `allow_domains`)."""
+    def __init__(self):
+        self.pw = None
+        self.users = set()
+
+    def take(self, user):
+        if self.pw is None:
+            from playwright.sync_api import sync_playwright
+            self.pw = sync_playwright().start()
+        self.users.add(id(user))
+        return self.pw
+
+    def give(self, user):
+        self.users.discard(id(user))
+        if not self.users and self.pw is not None:
+            pw, self.pw = self.pw, None
+            try:
+                pw.stop()
+            except Exception as e:
+                log.debug("stopping Playwright: %s", e)
+
+
+class BrowserFetcher:
+    """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser at a time.
+
+    One local BrowserFetcher per worker, and one remote: every source of a worker that renders in the same
+    place shares it (each page passes its source's `allow_domains`); the two share the thread's `Driver`."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
-                 lean=True, slots=None, endpoint=None, session_timeout_s=None):
+                 lean=True, slots=None, endpoint=None, session_timeout_s=None, driver=None,
+                 wait_s=BROWSER_WAIT_S):
         self.executable = executable
         self.endpoint = endpoint    # base.endpoints.Endpoint; None or local: launch `executable` here
         self.session_timeout_s = session_timeout_s
+        self.driver = driver or Driver()
+        self.wait_s = wait_s        # refusals for this long, no session of the pool serving: the endpoint is down
+        self.refused_since = None   # wall time of the first refusal since this fetcher last had a session
         self.connected_at = None    # monotonic time the current browser was launched or connected
         self.user_agent = user_agent
         self.allow_domains = frozenset(d.lower() for d in allow_domains)
@@ -111,22 +150,44 @@ class BrowserFetcher:
 
     def ready(self, wait=None):
         """This process's browser, connected: launched when there is none (after waiting for a slot; `wait`
-        as in `_take_slot`, which may raise to hand the job back)."""
+        as in `_take_slot`, which may raise to hand the job back). A remote endpoint that refuses is waited
+        for as a slot is, until it has refused for `wait_s` with no session of the pool serving: FetchError
+        `browser_unavailable` (the endpoint's, never the site's)."""
         if self._browser is not None and self._browser.is_connected():
             return
         self.retire()
         while True:
             self._take_slot(wait)
             if self._launch():
+                self.refused_since = None
+                self.served()
                 return
             # the remote endpoint refused: its capacity, not the site's fault; the slot goes back meanwhile
             # (the driver stays for the next try: the worker's idle close or its end stops it)
             if self.slots is not None:
                 self.slots.release()
+            self.refused()
             if wait is None:
                 raise FetchError("internal", f"the browser endpoint {self.endpoint} cannot be reached")
             wait()
             time.sleep(CONNECT_RETRY_S)
+
+    def refused(self):
+        """One more refusal: FetchError `browser_unavailable` once the endpoint has refused for `wait_s` while
+        no session of the pool served a page (a provider that is only full serves the others meanwhile)."""
+        now = time.time()
+        if self.refused_since is None:
+            self.refused_since = now
+        served = self.slots.served_at() if self.slots is not None else None
+        since = max(self.refused_since, served or 0.0)
+        if now - since >= self.wait_s:
+            raise FetchError(BROWSER_UNAVAILABLE, f"the browser endpoint {self.endpoint} refused every session for "
+                                                  f"{self.wait_s:g} s (browser_wait)")
+
+    def served(self):
+        """A remote session is open or has rendered a page: said to the pool (the refusals' clock restarts)."""
+        if self.remote and self.slots is not None:
+            self.slots.served()
 
     @property
     def remote(self):
@@ -134,9 +195,8 @@ class BrowserFetcher:
 
     def _launch(self):
         """Launch the browser, or connect to the remote one: True; False when the remote endpoint refused."""
-        from playwright.sync_api import sync_playwright
         if self._pw is None:
-            self._pw = sync_playwright().start()
+            self._pw = self.driver.take(self)
         from playwright.sync_api import Error as PlaywrightError
         self.connected_at = time.monotonic()
         if self.remote:
@@ -207,12 +267,9 @@ class BrowserFetcher:
                 self._watchdog.wait()
             self._watchdog = None
         self.browser_pid = None
-        pw, self._pw = self._pw, None
-        if pw is not None:
-            try:
-                pw.stop()
-            except Exception as e:
-                log.debug("stopping Playwright: %s", e)
+        if self._pw is not None:
+            self._pw = None
+            self.driver.give(self)
         if self.slots is not None:
             self.slots.release()
 
@@ -239,9 +296,10 @@ class BrowserFetcher:
         deadline = time.monotonic() + deadline_s
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)
-        context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
-                                            accept_downloads=False, **context_proxy(proxy))
+        context = None
         try:
+            context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
+                                                accept_downloads=False, **context_proxy(proxy))
             page = context.new_page()
             cdp = context.new_cdp_session(page)
             cdp.send("Network.enable")
@@ -289,26 +347,43 @@ class BrowserFetcher:
             if len(html.encode()) > max_bytes:
                 raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
             status = response.status if response is not None else 0
+            self.served()
             return status, page.url, html
+        except FetchError as e:
+            if self._lost(str(e)):  # the page failed because its session dropped (a navigation's error says so)
+                self.retire()
+                raise SessionLost(f"the browser session to {self.endpoint} was lost mid-page: "
+                                  f"{endpoints.shown(str(e))}") from None
+            raise
         except PlaywrightError as e:
-            # the browser or its page died under us: this attempt's failure, and a fresh browser next time;
-            # a remote session that dropped is the provider's doing, not the site's (`internal`: no breaker)
-            lost = self.remote and (self._browser is None or not self._browser.is_connected())
+            # the browser or its page died under us: a fresh browser next time
+            lost = self._lost(str(e))
             self.retire()
             said = _first_line(e)
             if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
                 said = endpoints.shown(said)
-            raise FetchError("internal" if lost else "network", f"the browser failed: {said}", url) from None
+            if lost:
+                # the remote session dropped (the provider's doing, not the site's): the caller tries the page
+                # again on a new session
+                raise SessionLost(f"the browser session to {self.endpoint} was lost mid-page: {said}") from None
+            raise FetchError("network", f"the browser failed: {said}", url) from None
         finally:
-            try:
-                context.close()
-            except Exception as e:
-                log.debug("closing a context: %s", e)
+            if context is not None:
+                try:
+                    context.close()
+                except Exception as e:
+                    log.debug("closing a context: %s", e)
             self.pages += 1
             old = self.session_timeout_s is not None and self.connected_at is not None \
                 and time.monotonic() - self.connected_at >= self.session_timeout_s
             if self.pages >= self.pages_per_browser or old or (self.slots is not None and self.slots.wanted()):
                 self.retire()
+
+    def _lost(self, said):
+        """A remote session that is no longer connected (the provider dropped it, or its browser died): so the
+        browser says, or the error `said` does (it may come before the browser's own word of the disconnect)."""
+        return self.remote and (self._browser is None or not self._browser.is_connected()
+                                or any(words in said for words in CLOSED))
 
     def pids(self):
         """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""

@@ -157,6 +157,19 @@ class BrowserSlots:
         fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.n)
         return False
 
+    # A remote endpoint's slots also say when a session of the pool last opened or rendered a page: the lock
+    # file's mtime. An endpoint that refuses while others are served is full; one that serves nobody is down.
+
+    def served(self):
+        os.utime(self.path)
+
+    def served_at(self):
+        """Wall time a session last opened or rendered a page (or the file was made), None without the file."""
+        try:
+            return os.stat(self.path).st_mtime
+        except FileNotFoundError:
+            return None
+
     def close(self):
         self.release()
         self.unwant()

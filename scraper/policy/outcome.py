@@ -5,7 +5,7 @@ from scraper.policy.progress import format_duration
 
 
 def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), browserless=(), incomplete=0,
-              scripted=0):
+              scripted=0, unrendered=0, refused=None):
     """One sentence: what to do after a run that exited `code`.
 
     `failed` is the database's count of failed rows, `domains` the domains whose breaker gave up,
@@ -13,7 +13,8 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
     sources the run worked (n8n alone: the n8n walk is the way to what is new), `browserless` the sources
     left pending because they need a browser and none could be started, `incomplete` the failed rows whose
     page lacked required fields (a retry fetches the same page), `scripted` those of them whose page carries
-    scripts (fetcher = "auto" is the likely cure)."""
+    scripts (fetcher = "auto" is the likely cure), `unrendered` the failed rows whose remote browser endpoint
+    refused every session for browser_wait, `refused` the reason one of them stored (it names the endpoint)."""
     if code == GAVE_UP and browserless:
         also = f"; {', '.join(domains)} also kept failing" if domains else ""
         return (f"next: source(s) {', '.join(browserless)} need a browser and none could be started, so their "
@@ -25,6 +26,12 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
         # the README's (and the crontab's) command: the walk when it is due, old failures, then the run
         return ("next: nothing to do; `scraper update` walks the n8n listing when it is due and fetches the "
                 "templates published since.")
+    if code == FAILED and unrendered:
+        rest = failed - unrendered
+        other = f"; the other {rest}: see `scraper failures`" if rest > 0 else ""
+        return (f"next: {refused or 'a browser endpoint refused every session'}, so {unrendered} job(s) failed "
+                f"browser_unavailable{other}; bring the endpoint back (or raise browser_wait), then `scraper "
+                f"retry --failed` and run again (cron's `scraper update` does both).")
     if code == FAILED and incomplete:
         cure = (f'; {scripted} of them carry scripts: set fetcher = "auto" for their source, then '
                 f"`scraper retry --failed`" if scripted else

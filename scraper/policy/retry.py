@@ -19,8 +19,11 @@ ABANDONED = "abandoned"     # the worker died holding the job (killed, crashed, 
 INCOMPLETE = "incomplete"   # a catalogue page lacks a required field: final, the same page would come again
 ROBOTS = "robots"           # the host's robots.txt disallows the URL: final, `invalid`, nothing was sent
 PROXY = "proxy"             # no proxy of the pool could carry the request (the proxies', not the job's)
+# a remote browser endpoint refused every session for browser_wait: down, not full (the endpoint's, not the job's
+# nor the site's); `retry --failed` (cron's update) tries the job again
+BROWSER_UNAVAILABLE = "browser_unavailable"
 KINDS = (NETWORK, TIMEOUT, HTTP_429, HTTP_5XX, HTTP_4XX, PARSE, BLOCKED, TOO_LARGE, INTERNAL, ABANDONED, INCOMPLETE,
-         ROBOTS, PROXY)
+         ROBOTS, PROXY, BROWSER_UNAVAILABLE)
 
 GONE = (404, 410)            # the template is not there: final, `invalid`
 FORBIDDEN = (401, 403)       # retrying will not help: final, `failed` with the reason kept
@@ -50,6 +53,9 @@ def decide(kind, status, attempts, max_attempts, retry_after_s=None, base_s=1.0,
         return Outcome(INVALID)
     if status in FORBIDDEN or kind in (TOO_LARGE, INCOMPLETE):
         return Outcome(FAILED)
+    if kind == BROWSER_UNAVAILABLE:
+        # the run cannot render it: it ends failed for a later run, its attempt given back
+        return Outcome(FAILED, counted=False)
     if kind == BLOCKED:
         # the domain's breaker is open (breaker.on_blocked) and holds the job back; no attempt is spent
         return Outcome(RETRY, 0.0, counted=False)

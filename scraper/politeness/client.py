@@ -275,14 +275,16 @@ class Client:
         self.proxy_usable(errand, polite, pool, url)
         return self.proxies.choose(polite.domain, pool) or errand.no_proxy(polite, pool, frozenset(), url)
 
-    def open_browser(self, slots: Any, plan: Plan) -> BrowserFetcher:
-        """The process's browser as `plan` says (launched, or connected to a remote endpoint, on its first
-        page, within `slots`: the pool's local browser slots, or the run's remote sessions)."""
+    def open_browser(self, slots: Any, plan: Plan, driver: Any = None) -> BrowserFetcher:
+        """A browser of the process as `plan` says (launched, or connected to a remote endpoint, on its first
+        page, within `slots`: the pool's local browser slots, or the run's remote sessions), through `driver`
+        (`net.browser.Driver`, the thread's Playwright, shared by its local and remote browsers)."""
         from scraper.net import browser
         executable = None if plan.endpoint.remote else browser.require(self.s.browser_path)
         return browser.BrowserFetcher(executable, user_agent=self.s.user_agent, slots=slots,
                                       endpoint=plan.endpoint, pages_per_browser=plan.session_pages,
-                                      session_timeout_s=plan.session_timeout_s)
+                                      session_timeout_s=plan.session_timeout_s, driver=driver,
+                                      wait_s=self.s.browser_wait_s)
 
     def close(self) -> None:
         """Write what the proxy pool still holds (the caller closes the session and limiter it gave)."""

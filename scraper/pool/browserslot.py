@@ -1,102 +1,172 @@
-"""A worker's browser: at most one, made on the first page a job renders, within the pool's browser slots (a
-remote endpoint's sessions instead: `browser_sessions` across the pool, and the local slots stay free).
+"""A worker's browsers: at most one local and one remote, each made on the first page a job of a source
+rendered there asks for (the job's own source's plan, `Settings.browser_of`). A local browser takes one of
+the pool's browser slots (`<db>-browser.lock`, `chromium.slots_for`); a remote one a session of the run's
+`browser_sessions` (`<db>-sessions.lock`), the local slots left free. Both go through the thread's one
+Playwright driver (`net.browser.Driver`).
 
 A job that needs a page waits for a slot; when every slot stays held by workers that keep rendering, the
-job goes back to the queue for a slot holder rather than keep this worker idle (`slot_wait`). A worker
-with nothing to claim closes its browser after BROWSER_IDLE_S, so its slot and memory go to one that waits.
-The page itself goes through the worker's polite client (`politeness.client.Client.render`)."""
+job goes back to the queue for a slot holder rather than keep this worker idle (`slot_wait`), and while it
+does, this worker claims no job of a source whose every page renders there (`claim_levels`); a worker that
+holds a browser claims the jobs that render in it first (the local one's first: the pool's scarcest). A
+remote session that drops mid-page is the provider's doing: the page is tried again on a new session, within
+the same attempt (`render`). A worker with nothing to claim closes its browsers after BROWSER_IDLE_S, so
+their slots and memory go to one that waits. The pages themselves go through the worker's polite client
+(`politeness.client.Client.render`)."""
 
 import logging
 
-from scraper.base.errors import HandedBack
+from scraper.base.errors import FetchError, HandedBack, SessionLost
 from scraper.net import chromium
+from scraper.policy import retry
 
 log = logging.getLogger("scraper.pool.worker")     # the worker's lines, as they always read
 
 SLOT_PATIENCE_S = 1.0        # how long a job waits for a browser slot before it goes back for a slot holder
 HANDED_BACK_S = 10.0         # a job handed back for want of a slot is left to the others this long
-BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browser (frees its slot)
+BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long closes its browsers (frees their slots)
+LOST_TRIES = 3               # sessions lost under one page before its attempt ends `internal` (a page that kills
+                             # the remote browser each time would otherwise be tried for ever)
+RENDERS = ("browser", "auto")
 
 
 class BrowserSlot:
-    """The worker's browser and its slot. `fetcher` is the `net.browser.BrowserFetcher` (None until the
-    first page); `handed_back` {key: monotonic time until which this worker leaves the job to a slot holder}."""
+    """The worker's browsers and their slots. `fetchers` {remote: `net.browser.BrowserFetcher`}, made on first
+    use; `fetcher` the one used last (None before the first page); `handed_back` {key: (monotonic time until
+    which this worker leaves the job to a slot holder, whether it waited for a remote session)}."""
 
     def __init__(self, settings, client, name):
         self.s, self.client, self.name = settings, client, name
         self.clock = client.clock
+        self.fetchers = {}
         self.fetcher = None
+        self.driver = None
         self.handed_back = {}
+        # {source: renders remote} of the sources whose pages render, and those whose every page does
+        self.renders = {src.name: settings.browser_of(src).endpoint.remote for src in settings.working_sources
+                        if src.opt("fetcher", "http") in RENDERS}
+        self.always = {src.name for src in settings.working_sources if src.opt("fetcher", "http") == "browser"}
 
     def skip_keys(self):
         """The keys of the jobs this worker handed back for want of a slot and still leaves to the others."""
         mono = self.clock.monotonic()
-        self.handed_back = {key: until for key, until in self.handed_back.items() if until > mono}
+        self.handed_back = {key: held for key, held in self.handed_back.items() if held[0] > mono}
         return list(self.handed_back)
 
+    def _waiting(self, remote):
+        """Whether this worker handed back a job for want of a slot of that kind, and still leaves it."""
+        mono = self.clock.monotonic()
+        return any(until > mono and kind == remote for until, kind in self.handed_back.values())
+
+    def claim_levels(self, levels):
+        """The claim's source levels (`claims.source_levels`) as this worker's browsers see them: the sources
+        that render in a browser it holds first within each level (local before remote), and none whose every
+        page renders where it handed a job back for want of a slot (the slot holders take those)."""
+        if not self.renders:
+            return levels
+        held = [remote for remote in (False, True) if self._holds(remote)]
+        skipped = {name for name in self.always if self._waiting(self.renders[name])}
+        if not held and not skipped:
+            return levels
+        out = []
+        for level in levels:
+            names = [n for n in level if n not in skipped]
+            for remote in held:
+                first = [n for n in names if self.renders.get(n) is remote]
+                out.append(first)
+                names = [n for n in names if n not in first]
+            out.append(names)
+        return [level for level in out if level]
+
+    def _holds(self, remote):
+        fetcher = self.fetchers.get(remote)
+        return fetcher is not None and fetcher.slots is not None and fetcher.slots.held is not None
+
     def idle_for(self, seconds):
-        """Nothing to claim for `seconds`: after BROWSER_IDLE_S the browser closes (its slot and its memory go
+        """Nothing to claim for `seconds`: after BROWSER_IDLE_S the browsers close (their slots and memory go
         to a worker that waits for one with a page to render; an idle browser would hold them to the end)."""
-        if self.fetcher is not None and seconds >= BROWSER_IDLE_S:
-            self.fetcher.retire()
+        if seconds >= BROWSER_IDLE_S:
+            for fetcher in self.fetchers.values():
+                fetcher.retire()
 
     def close(self):
-        """A recycle or the end closes the worker's browser."""
-        if self.fetcher is not None:
-            self.fetcher.close()
-            self.fetcher = None
+        """A recycle or the end closes the worker's browsers."""
+        for fetcher in self.fetchers.values():
+            fetcher.close()
+        self.fetchers.clear()
+        self.fetcher = None
 
-    def _browser(self):
-        """The worker's BrowserFetcher (at most one per worker), made on first use: a local browser within the
-        pool's browser slots, or a session of the remote endpoint within the run's `browser_sessions`."""
+    def browser(self, jc):
+        """The BrowserFetcher of the job's source's plan (one local and one remote per worker), made on first
+        use: a local browser within the pool's browser slots, or a session of the remote endpoint within the
+        run's `browser_sessions`."""
         from scraper.net import browser
-        if self.fetcher is None:
-            plan = self.s.browser
-            if plan.endpoint.remote:
+        plan = self.s.browser_of(self.s.source(jc.source))
+        remote = plan.endpoint.remote
+        fetcher = self.fetchers.get(remote)
+        if fetcher is None:
+            if remote:
                 slots = browser.BrowserSlots(self.s.sessions_lock_path, plan.sessions)
             else:
                 slots = browser.BrowserSlots(self.s.browser_lock_path,
                                              chromium.slots_for(self.s.memory_limit_mb, self.s.workers))
-            self.fetcher = self.client.open_browser(slots, plan)
-        return self.fetcher
+            if self.driver is None:
+                self.driver = browser.Driver()
+            fetcher = self.fetchers[remote] = self.client.open_browser(slots, plan, self.driver)
+        self.fetcher = fetcher
+        return fetcher
 
-    def slot_wait(self, jc):
-        """What runs between looks for a browser slot while the job of `jc` (a `pool.jobclient.JobClient`)
+    def slot_wait(self, jc, fetcher):
+        """What runs between looks for a slot of `fetcher` while the job of `jc` (a `pool.jobclient.JobClient`)
         waits for one.
 
         Every slot is held by workers that keep rendering: waiting on would keep this worker idle, holding its
         job, for as long as they do. So after SLOT_PATIENCE_S (at once while this worker has handed another
-        job back: the slots are busy) a job that has sent nothing yet goes back, claimable at once by a slot
-        holder and left alone by this worker for HANDED_BACK_S, which works what needs no browser meanwhile;
-        a job whose page was already fetched by plain HTTP (it would be fetched twice) asks a holder to close
-        its browser after its current page instead."""
-        job = jc.job
+        job back for a slot of the same kind: those slots are busy) a job that has sent nothing yet goes back,
+        claimable at once by a slot holder and left alone by this worker for HANDED_BACK_S, which works what
+        needs no such slot meanwhile; a job whose page was already fetched by plain HTTP (it would be fetched
+        twice) asks a holder to close its browser after its current page instead."""
+        job, remote = jc.job, fetcher.remote
         slot_wait_from = self.clock.monotonic()
 
         def wait_for_slot():
             jc.renew()
             mono = self.clock.monotonic()
-            patience = 0.0 if any(until > mono for until in self.handed_back.values()) else SLOT_PATIENCE_S
+            patience = 0.0 if self._waiting(remote) else SLOT_PATIENCE_S
             if mono - slot_wait_from < patience:
                 return
             if jc.sent:
-                self.fetcher.slots.want()
+                fetcher.slots.want()
                 return
             jc.release()
-            self.handed_back[job.key] = mono + HANDED_BACK_S
+            self.handed_back[job.key] = (mono + HANDED_BACK_S, remote)
             if job.probe:
                 jc.polite().probe_abandoned()
-            log.debug("%s handed back %s: no browser slot is free", self.name, job.key)
+            log.debug("%s handed back %s: no %s is free", self.name, job.key,
+                      "remote browser session" if remote else "browser slot")
             raise HandedBack(job.key)
 
         return wait_for_slot
 
     def ready(self, jc):
-        """The browser launched before the job's page sends anything (after a wait for a slot)."""
-        self._browser().ready(self.slot_wait(jc))
+        """The job's browser launched (or connected) before the job's page sends anything (after a wait for a
+        slot); FetchError `browser_unavailable` when a remote endpoint stayed down for browser_wait."""
+        fetcher = self.browser(jc)
+        fetcher.ready(self.slot_wait(jc, fetcher))
 
     def render(self, jc, url, allow_domains=(), settle=None):
-        """One page in the worker's browser: every request it sends takes its turn (`JobClient.page_gate`);
-        (final_url, html), FetchError by the page's status, HandedBack on a stop."""
-        fetcher = self._browser()
-        return self.client.render(jc, fetcher, url, jc.page_gate, self.slot_wait(jc), allow_domains, settle)
+        """One page in the job's browser: every request it sends takes its turn (`JobClient.page_gate`);
+        (final_url, html), FetchError by the page's status, HandedBack on a stop. The browser is made ready
+        before the page (a remote endpoint's refusals are no request to the site); a remote session lost under
+        the page is logged and the page tried again on a new one, uncharged, up to LOST_TRIES times."""
+        lost = 0
+        while True:
+            self.ready(jc)
+            try:
+                return self.client.render(jc, self.fetcher, url, jc.page_gate, self.slot_wait(jc, self.fetcher),
+                                          allow_domains, settle)
+            except SessionLost as e:
+                lost += 1
+                if lost == LOST_TRIES:
+                    raise FetchError(retry.INTERNAL, f"{e} ({LOST_TRIES} sessions in a row)", url) from None
+                log.info("%s %s: %s; the page is tried again on a new session, uncharged", self.name,
+                         jc.job.key, e)

@@ -115,7 +115,7 @@ class Worker:
 
     @property
     def browser(self):
-        """The worker's net.browser.BrowserFetcher, or None before its first page."""
+        """The worker's net.browser.BrowserFetcher used last (local or remote), or None before its first page."""
         return self.browser_slot.fetcher
 
     def politeness_of(self, domain):
@@ -165,7 +165,8 @@ class Worker:
         with self.quota.claiming:
             try:
                 job = self.queue.claim(self.name, now, self.s.lease_s, sites=self.sites, demands=demands,
-                                       workers=self.s.workers * self.lanes, sources=self.levels,
+                                       workers=self.s.workers * self.lanes,
+                                       sources=self.browser_slot.claim_levels(self.levels),
                                        skip_keys=self.browser_slot.skip_keys())
             except DatabaseUnavailable:
                 self.claim_lost = True  # it may have committed unheard: `_outage` hands back what it took
@@ -207,7 +208,7 @@ class Worker:
                 log.info("%s handed back %d job(s) claimed while the connection was lost", self.name, n)
 
     def _idle(self, now):
-        """Nothing to claim: after BROWSER_IDLE_S, close the worker's browser (`BrowserSlot.idle_for`)."""
+        """Nothing to claim: after BROWSER_IDLE_S, close the worker's browsers (`BrowserSlot.idle_for`)."""
         if self.idle_since is None:
             self.idle_since = now
             if self.wakeup is not None:
@@ -326,8 +327,9 @@ class Worker:
                                _ms_since(started, self.clock), counted=outcome.counted, write=write):
             log.warning("%s lost the lease of %s; its failure was not recorded", self.name, job.key)
             return
-        # a retry is routine (the supervisor logs one summary per interval); a final failure is news
-        level = logging.DEBUG if new_status == "pending" else logging.INFO
+        # a retry is routine (the supervisor logs one summary per interval); a final failure is news, but for
+        # an endpoint that refused every session, which the run's last line says once for all its jobs
+        level = logging.DEBUG if new_status == "pending" or kind == retry.BROWSER_UNAVAILABLE else logging.INFO
         log.log(level, "%s %s attempt %d: %s -> %s%s", self.name, job.key, job.attempts, message, new_status,
                 f" in {outcome.delay_s:.1f} s" if available_at else "")
 

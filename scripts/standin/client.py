@@ -10,6 +10,7 @@ demo::
     events = client.start(catalogue=True, events=60, seed=1)         # python -m scripts.standin.catalogue
     events.truth()["events"]; events.change(add=2, edit=[ids], remove=[ids])
     hook = client.start(kind="receiver"); hook.answer(503, retry_after=7); hook.received()
+    relay = client.start(kind="relay", upstream=cdp_url, max_sessions=2); relay.relay_stats(); relay.cut()
     etl = client.start(kind="etl", spelling="snake"); etl.etl_state()["runs"]
 
 Keyword options become command-line options (``latency_ms=40`` -> ``--latency-ms 40``,
@@ -33,7 +34,7 @@ LOOPBACK_URL = "http://127.0.0.1:"
 popen = subprocess.Popen
 LOOPBACK_URLS = (LOOPBACK_URL, "http://127.0.0.2:")
 MODULES = {"n8n": "scripts.standin", "youtube": "scripts.standin.youtube", "catalogue": "scripts.standin.catalogue",
-           "receiver": "scripts.standin.receiver", "etl": "scripts.standin.etl"}
+           "receiver": "scripts.standin.receiver", "etl": "scripts.standin.etl", "relay": "scripts.standin.cdprelay"}
 
 
 class StandinError(RuntimeError):
@@ -158,6 +159,15 @@ class Standin:
         """Steer the ETL API: spelling=, fail=N, slow=N, slow_s=S, hostile=N (ETL only)."""
         return self._call("/_standin/etl", change)
 
+    def relay_stats(self):
+        """The CDP relay's counters: sessions open, the most open at once, admitted, refused, cut (relay only)."""
+        return self._call("/_standin/stats")
+
+    def cut(self, on=None, times=1):
+        """Cut every session the CDP relay holds now, or, with `on`, each session whose upstream sends that
+        text, the next `times` times (relay only)."""
+        return self._call("/_standin/cut", {"on": on, "times": times} if on else {})
+
     def stop(self):
         """SIGTERM, then SIGKILL after 10 s; idempotent."""
         if self.proc.poll() is None:
@@ -193,8 +203,8 @@ def command(*args, youtube=False, catalogue=False, kind=None, **options):
 
 def start(*args, youtube=False, catalogue=False, kind=None, **options):
     """Start a stand-in process (n8n; ``youtube=True``; ``catalogue=True``: the events catalogue, on
-    127.0.0.2 unless ``host="127.0.0.1"``; ``kind="receiver"`` or ``"etl"``) and wait for its ``listening on
-    URL`` line; returns a ``Standin``."""
+    127.0.0.2 unless ``host="127.0.0.1"``; ``kind="receiver"``, ``"etl"`` or ``"relay"``: the CDP relay) and
+    wait for its ``listening on URL`` line; returns a ``Standin``."""
     proc = popen(command(*args, youtube=youtube, catalogue=catalogue, kind=kind, **options), cwd=ROOT,
                  stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
