@@ -40,6 +40,7 @@ from scraper.policy import inflight, retry
 from scraper.politeness import client as polite_client
 from scraper.politeness import proxypool, rates
 from scraper.politeness.limiter import open_limiter
+from scraper.pool import memory
 from scraper.pool.browserslot import BrowserSlot
 from scraper.pool.jobclient import JobClient, iso
 from scraper.pool.outage import Outage
@@ -348,6 +349,8 @@ def main(settings, slot, parent_pid, run_id=None, clock=None, beat=None, wakeup=
     signal.pthread_sigmask(signal.SIG_UNBLOCK, FORK_BLOCKED)
     name = worker_name(slot, os.getpid(), settings)
     n = lanes_of(settings)
+    if n > 1:
+        memory.one_malloc_arena()
     codes = [exitcodes.WORKER_CRASHED] * n
     quota = Quota(settings.max_jobs_per_worker)
     threads = [threading.Thread(target=_lane, name=f"{name}/{i}", daemon=True,
