@@ -24,15 +24,14 @@ from scraper.politeness.limiter import NoLimiter
 from scraper.pool import worker
 from scripts.standin import client
 from tests import test_fetcher_auto as auto
-from tests.helpers import invoke, rows, wait_until
+from tests.helpers import invoke, rows, script_page, wait_until
 
 TOKEN = "tok-5f3a9c"
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    ("browserbase", "browser_endpoint 'browserbase' is not supported yet; use local or cdp:URL."),
-    ("playwright:ws://127.0.0.1:3000/", "browser_endpoint 'playwright:WS-URL' is not supported yet; use local or "
-                                        "cdp:URL."),
+    ("browserbase", "browser_endpoint 'browserbase' is not supported yet; use local, cdp:URL or playwright:WS-URL."),
+    ("playwright:http://127.0.0.1:3000/", "playwright: must be followed by a ws(s) URL."),
     ("cdp:ftp://127.0.0.1/?token=" + TOKEN, "cdp: must be followed by an http(s) or ws(s) URL."),
     ("chrome", "it must be local, cdp:URL"),
 ])
@@ -85,7 +84,8 @@ def write_sources(tmp_path, extra):
 
 @pytest.mark.parametrize(("extra", "said"), [
     ('browser_endpoint = "browserbase"', "key 'browser_endpoint' is 'browserbase'; browser_endpoint "
-                                         "'browserbase' is not supported yet; use local or cdp:URL."),
+                                         "'browserbase' is not supported yet; use local, cdp:URL or "
+                                         "playwright:WS-URL."),
     (f'browser_endpoint = "cdp:nothing?token={TOKEN}"', "cdp: must be followed by an http(s) or ws(s) URL."),
     ("browser_sessions = 0", "key 'browser_sessions' is 0; it must be a whole number, 1 or more."),
     ("browser_session_pages = true", "key 'browser_session_pages' is True; it must be a whole number"),
@@ -243,32 +243,11 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
     conn.close()
 
 
-class _Page(http_server.BaseHTTPRequestHandler):
-    """A page whose script fetches one JSON more (its record comes from a script, as on /live/ pages)."""
-
-    BODIES = {"/page": (b'<html><body><div id="app"></div><script>fetch("/api.json").then(r => r.json())'
-                        b'.then(d => { document.getElementById("app").textContent = d.name; });</script></body></html>',
-                        "text/html"),
-              "/api.json": (b'{"name": "Jazz night"}', "application/json")}
-
-    def do_GET(self):
-        body, kind = self.BODIES.get(self.path, (b"nothing", "text/plain"))
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
 def test_a_remote_session_gates_every_request_is_retired_by_pages_and_age_and_leaves_the_browser_running(cdp_endpoint):
-    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = script_page()
     url = f"http://127.0.0.1:{server.server_address[1]}/page"
     before = targets(cdp_endpoint)
     gated = []

@@ -2,8 +2,9 @@
 
 `local` (the default) launches the system's Chromium here; `cdp:URL` attaches to a Chromium elsewhere over
 the DevTools protocol (an http(s) base such as http://127.0.0.1:9222, whose /json/version names the
-websocket, or the ws(s):// URL itself); `playwright:WS-URL` and `browserbase` are known names that this
-version cannot honour yet (`unsupported()` says so in one sentence, at start).
+websocket, or the ws(s):// URL itself); `playwright:WS-URL` attaches to a Playwright server (`launchServer`,
+`run-server`, Browserless's /chromium/playwright) over Playwright's own protocol; `browserbase` is a known
+name that this version cannot honour yet (`unsupported()` says so in one sentence, at start).
 
 `Endpoint` is a `str` whose text is the shown form: a user name or password as `***`, every query value as
 `***` (Browserless takes its token as `?token=`), so settings rows, `scraper config`, logs and errors show
@@ -15,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 LOCAL = "local"
 KINDS = ("local", "cdp", "playwright", "browserbase")
-SUPPORTED = ("local", "cdp")
+SUPPORTED = ("local", "cdp", "playwright")
 ALLOWED = "local, cdp:URL (an http(s) or ws(s) URL of a DevTools endpoint), playwright:WS-URL or browserbase"
 _SCHEMES = {"cdp": ("http", "https", "ws", "wss"), "playwright": ("ws", "wss")}
 _SCHEMES_SAID = {"cdp": "an http(s) or ws(s) URL", "playwright": "a ws(s) URL"}
@@ -81,8 +82,7 @@ def unsupported(endpoint: Endpoint) -> str | None:
     """The sentence refusing an endpoint this version cannot honour (without its final stop), or None."""
     if endpoint.kind in SUPPORTED:
         return None
-    name = endpoint.kind if endpoint.kind == "browserbase" else "playwright:WS-URL"
-    return f"browser_endpoint {name!r} is not supported yet; use local or cdp:URL"
+    return f"browser_endpoint {endpoint.kind!r} is not supported yet; use local, cdp:URL or playwright:WS-URL"
 
 
 def shown_url(url: str) -> str:

@@ -121,9 +121,10 @@ class Settings:
                                 env_aliases=("SCRAPER_BROWSER",), allowed="a Chromium executable (a path or a name)")
     browser_endpoint: endpoints.Endpoint = setting(
         endpoints.Endpoint(BROWSER_ENDPOINT), "browser_endpoint", "str", "Where the pages of sources with fetcher "
-        "browser or auto are rendered: local (the system's Chromium, launched here) or cdp:URL (a Chromium "
-        "elsewhere, over the DevTools protocol: http://HOST:PORT or its ws:// URL; every request of its pages "
-        "still takes the site's rate slot here); a source's own browser_endpoint wins.",
+        "browser or auto are rendered: local (the system's Chromium, launched here), cdp:URL (a Chromium "
+        "elsewhere, over the DevTools protocol: http://HOST:PORT or its ws:// URL) or playwright:WS-URL (a "
+        "Playwright server, over Playwright's protocol); every request of a remote page still takes the site's "
+        "rate slot here; a source's own browser_endpoint wins.",
         item=endpoints.parse, allowed=endpoints.ALLOWED, metavar="ENDPOINT")
     browser_sessions: int = setting(BROWSER_SESSIONS, "browser_sessions", "int", "Sessions (connections) open "
                                     "at once to a remote browser_endpoint across the pool; a job waits for one "

@@ -1,5 +1,6 @@
 """The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one), or a
-Chromium elsewhere attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`).
+Chromium elsewhere, attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`) or Playwright's own
+(`"playwright:WS-URL"`, a Playwright server).
 
 One `BrowserFetcher` per worker process, opened after the fork. It holds at most one browser (a local one,
 or a session: one connection to the remote one), gives each page a fresh context that is closed afterwards,
@@ -161,11 +162,14 @@ class BrowserFetcher:
         return True
 
     def _connect(self):
-        """One session: a connection to the endpoint's browser (Playwright asks an http base's /json/version
-        for its websocket). False when it refuses, is full or cannot be reached."""
+        """One session: a connection to the endpoint's browser, over CDP (`cdp:`; Playwright asks an http base's
+        /json/version for its websocket) or Playwright's own protocol (`playwright:`, a Playwright server).
+        False when it refuses, is full or cannot be reached."""
         from playwright.sync_api import Error as PlaywrightError
+        # connect()'s own default timeout is 0, forever: a server at its --max-clients would hold the job
+        attach = self._pw.chromium.connect if self.endpoint.kind == "playwright" else self._pw.chromium.connect_over_cdp
         try:
-            self._browser = self._pw.chromium.connect_over_cdp(self.endpoint.url, timeout=LAUNCH_TIMEOUT_S * 1000)
+            self._browser = attach(self.endpoint.url, timeout=LAUNCH_TIMEOUT_S * 1000)
         except PlaywrightError as e:
             # the error names the URL it dialled: said only as the shown endpoint, never the token
             log.info("the browser endpoint %s refused a session: %s", self.endpoint,
