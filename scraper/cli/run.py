@@ -21,8 +21,8 @@ HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worke
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
           "etl_key", "revalidate", "revalidate_sample", "browser_endpoint", "browser_sessions",
           "browser_session_pages", "browser_session_timeout", "browserbase_url", "browserbase_key",
-          "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout", "min_free_mb",
-          "lock_report_after")
+          "browserbase_project", "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout",
+          "min_free_mb", "lock_report_after")
 
 
 @click.command("run")
@@ -74,6 +74,9 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
             _ = s.browser   # the sources this run renders agree on one browser (a worker drives one)
         except ConfigError as e:
             raise Failure(str(e)) from None
+        if s.browser.endpoint.kind == "browserbase" and s.browserbase_key is None:
+            raise Failure("browser_endpoint browserbase needs Browserbase's API key: set SCRAPER_BROWSERBASE_KEY "
+                          "in the environment.")
         # a source that needs a browser none can start is not worked: its jobs wait for the next run
         browserless = without_browser(s)
         if browserless:

@@ -31,6 +31,7 @@ from urllib.parse import urljoin
 from scraper.base import endpoints
 from scraper.base.errors import FetchError, JobInvalid
 from scraper.base.urls import domain_of
+from scraper.net import browserbase
 from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
     LAUNCH_FLAGS,
     LEAN_FLAGS,
@@ -78,9 +79,13 @@ class BrowserFetcher:
     worker shares it (each page passes its source's `allow_domains`)."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
-                 lean=True, slots=None, endpoint=None, session_timeout_s=None):
+                 lean=True, slots=None, endpoint=None, session_timeout_s=None, provider=None, sessions=None):
         self.executable = executable
         self.endpoint = endpoint    # base.endpoints.Endpoint; None or local: launch `executable` here
+        self.provider = provider    # browserbase: its `net.browserbase.Api`
+        self.sessions = sessions    # a `SessionLog` that records each remote session, or None
+        self._session = None        # browserbase: the `net.browserbase.Session` attached now
+        self._logged = False        # `sessions` holds an open record of the session attached now
         self.session_timeout_s = session_timeout_s
         self.connected_at = None    # monotonic time the current browser was launched or connected
         self.user_agent = user_agent
@@ -163,21 +168,54 @@ class BrowserFetcher:
 
     def _connect(self):
         """One session: a connection to the endpoint's browser, over CDP (`cdp:`; Playwright asks an http base's
-        /json/version for its websocket) or Playwright's own protocol (`playwright:`, a Playwright server).
-        False when it refuses, is full or cannot be reached."""
+        /json/version for its websocket), Playwright's own protocol (`playwright:`, a Playwright server), or
+        over CDP to a session Browserbase's API created for it (`browserbase`). False when it refuses, is full
+        or cannot be reached; FetchError `internal` when the provider's answer is no session."""
         from playwright.sync_api import Error as PlaywrightError
+        url, provider_id = self.endpoint.url, None
+        if self.endpoint.kind == "browserbase":
+            try:
+                self._session = self.provider.create()
+            except browserbase.Busy as e:
+                log.info("Browserbase refused a session: %s", e)
+                return False
+            except browserbase.ApiError as e:
+                self.retire()   # frees the slot
+                raise FetchError("internal", f"Browserbase's answer is no session: {e}") from None
+            url, provider_id = self._session.connect_url, self._session.id
+        if self.sessions is not None:
+            self.sessions.opened(self.endpoint.kind, str(self.endpoint), provider_id)
+            self._logged = True
         # connect()'s own default timeout is 0, forever: a server at its --max-clients would hold the job
         attach = self._pw.chromium.connect if self.endpoint.kind == "playwright" else self._pw.chromium.connect_over_cdp
         try:
-            self._browser = attach(self.endpoint.url, timeout=LAUNCH_TIMEOUT_S * 1000)
+            self._browser = attach(url, timeout=LAUNCH_TIMEOUT_S * 1000)
         except PlaywrightError as e:
-            # the error names the URL it dialled: said only as the shown endpoint, never the token
-            log.info("the browser endpoint %s refused a session: %s", self.endpoint,
-                     endpoints.shown(_first_line(e)))
+            # the error names the URL it dialled: said only as the shown endpoint, never a token or connectUrl
+            log.info("the browser endpoint %s refused a session: %s", self.endpoint, self.said(e))
+            self._end_session()
             return False
         self.launches += 1
         self.pages = 0
         return True
+
+    def said(self, e):
+        """The first line of an error of the remote browser, fit to log and store: a provider's connectUrl as
+        `<connectUrl>`, any other URL's credentials and query values as ***."""
+        said = _first_line(e)
+        if self._session is not None:
+            said = said.replace(self._session.connect_url, "<connectUrl>")
+        return endpoints.shown(said)
+
+    def _end_session(self):
+        """The session is over (retired, lost, never attached): recorded closed, and a provider's released,
+        once (the flag is cleared before the call; the API's errors are logged)."""
+        session, self._session = self._session, None
+        logged, self._logged = self._logged, False
+        if logged:
+            self.sessions.closed()
+        if session is not None:
+            self.provider.release(session.id)
 
     def _start_watchdog(self, pgid):
         """`sh` blocks reading a pipe only we write to: at its end (we closed it or died) it kills the group."""
@@ -217,6 +255,7 @@ class BrowserFetcher:
                 pw.stop()
             except Exception as e:
                 log.debug("stopping Playwright: %s", e)
+        self._end_session()
         if self.slots is not None:
             self.slots.release()
 
@@ -243,6 +282,9 @@ class BrowserFetcher:
         deadline = time.monotonic() + deadline_s
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)
+        rendered = False
+        if self._logged:
+            self.sessions.page_started()
         context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
                                             accept_downloads=False, **context_proxy(proxy))
         try:
@@ -293,15 +335,17 @@ class BrowserFetcher:
             if len(html.encode()) > max_bytes:
                 raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
             status = response.status if response is not None else 0
+            rendered = True
             return status, page.url, html
         except PlaywrightError as e:
             # the browser or its page died under us: this attempt's failure, and a fresh browser next time;
             # a remote session that dropped is the provider's doing, not the site's (`internal`: no breaker)
             lost = self.remote and (self._browser is None or not self._browser.is_connected())
+            # it may name the endpoint's URL, and the job's error is stored: its shown form
+            said = self.said(e) if self.remote else _first_line(e)
+            if self._logged:
+                self.sessions.paged(False, "disconnect" if lost else "crash" if "crash" in said.lower() else "protocol")
             self.retire()
-            said = _first_line(e)
-            if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
-                said = endpoints.shown(said)
             raise FetchError("internal" if lost else "network", f"the browser failed: {said}", url) from None
         finally:
             try:
@@ -309,6 +353,8 @@ class BrowserFetcher:
             except Exception as e:
                 log.debug("closing a context: %s", e)
             self.pages += 1
+            if self._logged:
+                self.sessions.paged(rendered)
             old = self.session_timeout_s is not None and self.connected_at is not None \
                 and time.monotonic() - self.connected_at >= self.session_timeout_s
             if self.pages >= self.pages_per_browser or old or (self.slots is not None and self.slots.wanted()):
