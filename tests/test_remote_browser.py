@@ -30,22 +30,14 @@ TOKEN = "tok-5f3a9c"
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    ("browserbase", "browser_endpoint 'browserbase' is not supported yet; use local, cdp:URL or playwright:WS-URL."),
     ("playwright:http://127.0.0.1:3000/", "playwright: must be followed by a ws(s) URL."),
     ("cdp:ftp://127.0.0.1/?token=" + TOKEN, "cdp: must be followed by an http(s) or ws(s) URL."),
     ("chrome", "it must be local, cdp:URL"),
 ])
-def test_an_endpoint_the_code_cannot_honour_is_one_sentence_naming_no_secret(value, said):
+def test_an_endpoint_that_is_none_of_the_kinds_is_one_sentence_naming_no_secret(value, said):
     with pytest.raises(ConfigError) as e:
         settings_mod.build(browser_endpoint=value)
     assert said in str(e.value) and TOKEN not in str(e.value) and "\n" not in str(e.value)
-
-
-def test_the_browserbase_keys_are_refused_not_ignored_until_browserbase_is_supported():
-    for values in ({"browserbase_url": "http://127.0.0.1:9/"}, {"browserbase_key": TOKEN}):
-        with pytest.raises(ConfigError, match="not supported yet") as e:
-            settings_mod.build(**values)
-        assert TOKEN not in str(e.value)
 
 
 def test_a_cdp_endpoint_is_shown_without_its_token_and_connects_with_it(tmp_path, monkeypatch):
@@ -66,8 +58,9 @@ def test_the_browserbase_key_from_the_environment_is_never_shown(tmp_path, monke
     db = str(tmp_path / "jobs.db")
     store.open_db(db).close()
     monkeypatch.setenv("SCRAPER_BROWSERBASE_KEY", TOKEN)
+    monkeypatch.setenv("SCRAPER_BROWSER_ENDPOINT", "browserbase")
     said = invoke("config", "--json", db=db)
-    assert said.exit_code == 2 and "not supported yet" in said.output and TOKEN not in said.output
+    assert said.exit_code == 0 and TOKEN not in said.output and '"browser_endpoint"' in said.output
 
 
 def write_sources(tmp_path, extra):
@@ -83,14 +76,13 @@ def write_sources(tmp_path, extra):
 
 
 @pytest.mark.parametrize(("extra", "said"), [
-    ('browser_endpoint = "browserbase"', "key 'browser_endpoint' is 'browserbase'; browser_endpoint "
-                                         "'browserbase' is not supported yet; use local, cdp:URL or "
-                                         "playwright:WS-URL."),
+    ('browser_endpoint = "browserless"', "key 'browser_endpoint' is 'browserless'; it must be local, cdp:URL"),
     (f'browser_endpoint = "cdp:nothing?token={TOKEN}"', "cdp: must be followed by an http(s) or ws(s) URL."),
     ("browser_sessions = 0", "key 'browser_sessions' is 0; it must be a whole number, 1 or more."),
     ("browser_session_pages = true", "key 'browser_session_pages' is True; it must be a whole number"),
     ("browser_session_timeout = -1", "key 'browser_session_timeout' is -1; it must be a number of seconds"),
-    ('browserbase_url = "http://127.0.0.1:9/"', "it serves browser_endpoint 'browserbase', which is not supported"),
+    ('browserbase_url = "ftp://127.0.0.1:9/"', "key 'browserbase_url' is 'ftp://127.0.0.1:9/'; it must be an http(s) "
+                                              "URL"),
 ])
 def test_a_sources_bad_browser_key_is_one_sentence_naming_the_file_and_source(tmp_path, extra, said):
     path = write_sources(tmp_path, extra)

@@ -48,7 +48,12 @@ class Busy(Exception):
 
 
 class ApiError(Exception):
-    """An answer that is no session (or a refusal that no wait cures, such as a 401); the reason names no secret."""
+    """An answer that is no session (or a refusal that no wait cures, such as a 401); the reason names no secret.
+    `session_id`: the id the answer did carry, when it had a usable one (that session is released)."""
+
+    def __init__(self, reason: str, session_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.session_id = session_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,10 +87,10 @@ def parse_session(raw: bytes) -> Session:
     if not isinstance(session_id, str) or not _ID.fullmatch(session_id):
         raise ApiError("the answer has no usable session id")
     if not isinstance(connect_url, str) or len(connect_url) > CONNECT_URL_MAX_CHARS:
-        raise ApiError(f"session {session_id}: the answer has no usable connectUrl")
+        raise ApiError(f"session {session_id}: the answer has no usable connectUrl", session_id)
     parts = urlsplit(connect_url)
     if parts.scheme not in ("ws", "wss") or not parts.hostname or re.search(r"\s", connect_url):
-        raise ApiError(f"session {session_id}: the connectUrl is not a ws(s) URL")
+        raise ApiError(f"session {session_id}: the connectUrl is not a ws(s) URL", session_id)
     return Session(session_id, connect_url)
 
 
@@ -138,6 +143,8 @@ class Api:
         try:
             return parse_session(raw)
         except ApiError as e:
+            if e.session_id is not None:    # created all the same: not left to bill until its timeout
+                self.release(e.session_id)
             raise ApiError(f"POST /v1/sessions: {e}") from None
 
     def release(self, session_id: str) -> bool:

@@ -48,7 +48,8 @@ HOSTILE = {
     "not-utf8": b'{"id": "\xff\xfe", "connectUrl": "ws://127.0.0.1:9/\xff"}',
     "wrong-type": b'{"id": 42, "connectUrl": ["ws://127.0.0.1:9/"]}',
     "no-id": b'{"status": "RUNNING", "connectUrl": "ws://127.0.0.1:9/x"}',
-    "no-connect-url": b'{"id": "hostile-1", "status": "RUNNING"}',
+    "no-connect-url": b'{"id": "hostile-1", "status": "RUNNING"}',  # (the server makes a real session, answered so)
+
     "huge": b'{"id": "s-2", "connectUrl": "ws://127.0.0.1:9/' + b"x" * 3_000_000 + b'"}',
 }
 
@@ -144,14 +145,14 @@ class BrowserbaseStandin(JsonService):
         self.hostile, self.hostile_n = None, 0
         self._ids = itertools.count(1)
         self._browser = self._tmp = None
-        self.browser_url = None
+        self.browser_url = self.cdp_base = None     # the Chromium's websocket (host, port, path), its http base
 
     def start(self):
         if self.folder is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="standin-browserbase-")
             self.folder = self._tmp.name
         self._browser = browsers.chromium(self.folder)
-        base = self._browser.__enter__()
+        base = self.cdp_base = self._browser.__enter__()
         with urllib.request.urlopen(base + "/json/version", timeout=10) as got:
             ws = json.loads(got.read())["webSocketDebuggerUrl"]
         parts = urlsplit(ws)
@@ -184,9 +185,12 @@ class BrowserbaseStandin(JsonService):
 
     def create(self, handler, body):
         with self.lock:
+            kind = None
             if self.hostile and self.hostile_n > 0:
                 self.hostile_n -= 1
-                raw = HOSTILE[self.hostile]
+                kind = self.hostile
+            if kind is not None and kind != "no-connect-url":
+                raw = HOSTILE[kind]
                 handler.send_response(201)
                 handler.send_header("Content-Type", "application/json")
                 handler.send_header("Content-Length", str(len(raw)))
@@ -206,12 +210,12 @@ class BrowserbaseStandin(JsonService):
                                   "released": 0, "created_at": now, "project": body.get("projectId"),
                                   "timeout": body.get("timeout"), "socks": []}
             self.counts["created"] += 1
-        answer(handler, 201, {"id": sid, "status": "RUNNING", "projectId": body.get("projectId"),
-                              "connectUrl": f"ws://{self.host}:{self.port}/connect/{sid}?signingKey={signing}",
-                              "signingKey": signing, "keepAlive": False,
-                              "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-                              "expiresAt": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                         time.gmtime(now + (body.get("timeout") or 300)))})
+        made = {"id": sid, "status": "RUNNING", "projectId": body.get("projectId"), "signingKey": signing,
+                "keepAlive": False, "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                "expiresAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + (body.get("timeout") or 300)))}
+        if kind is None:
+            made["connectUrl"] = f"ws://{self.host}:{self.port}/connect/{sid}?signingKey={signing}"
+        answer(handler, 201, made)
 
     def release(self, sid, body):
         with self.lock:
