@@ -16,9 +16,11 @@ from scraper.db.queue import Queue
 from scraper.net import browser, browserbase, http
 from scraper.politeness.limiter import NoLimiter
 from scraper.pool import worker
-from scripts.standin import browsers
-from scripts.standin.browserbase import HOSTILE
-from tests.helpers import invoke, rows, script_page
+from scripts.standin import browsers, client
+from scripts.standin.browserbase import HOSTILE, BrowserbaseStandin
+from tests import test_fetcher_auto as auto
+from tests.helpers import count, invoke, rows, script_page, wait_until
+from tests.test_remote_browser import targets
 
 needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
                                     reason="no Chromium on PATH (apt-get install chromium) or no Playwright")
@@ -148,10 +150,26 @@ def test_a_run_with_browserbase_and_no_key_is_one_sentence(tmp_path, monkeypatch
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
-@pytest.mark.parametrize(("answer", "outcome"), [({"status": 429}, HandedBack),
-                                                 ({"status": 201, "body": HOSTILE["wrong-type"]}, FetchError)],
-                         ids=["at-capacity", "hostile"])
-def test_browserbase_at_capacity_hands_the_job_back_and_a_hostile_answer_ends_the_attempt(tmp_path, answer, outcome):
+def test_browserbase_at_capacity_is_a_capacity_wait(page_url):
+    gated = []
+
+    def wait():         # the worker's capacity wait hands the job back, uncharged
+        raise HandedBack("events:/page")
+
+    fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse("browserbase"), provider=api())
+    try:
+        with responses.RequestsMock() as rsps, pytest.raises(HandedBack):
+            rsps.post(API_URL + "/v1/sessions", status=429)
+            fetcher.render(page_url, gated.append, 10.0, 2**20, wait=wait)
+    finally:
+        fetcher.close()
+    assert gated == [] and fetcher.launches == 0
+
+
+@pytest.mark.chromium
+@pytest.mark.slow
+@needs_chromium
+def test_a_hostile_browserbase_answer_ends_the_attempt_with_its_reason_not_the_worker(tmp_path):
     cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
                              browser_endpoint="browserbase", browserbase_url=API_URL, browserbase_key=KEY)
     conn = store.open_db(cfg.db_path)
@@ -161,22 +179,78 @@ def test_browserbase_at_capacity_hands_the_job_back_and_a_hostile_answer_ends_th
     w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
     try:
         job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
-        with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-            rsps.add_passthru("http://127.0.0.1")       # Playwright's driver is not requests, but be sure
-            rsps.post(API_URL + "/v1/sessions", **answer)
-            with pytest.raises(outcome) as e:
-                w.context(job).render(job.url)
+        with responses.RequestsMock() as rsps, pytest.raises(FetchError) as e:
+            rsps.post(API_URL + "/v1/sessions", body=HOSTILE["wrong-type"], status=201)
+            w.context(job).render(job.url)
     finally:
         w.close()
         session.close()
         conn.close()
-    logged = [r["kind"] for r in rows(cfg.db_path, "SELECT kind FROM requests")]
-    if outcome is FetchError:       # the attempt ends with the reason, not the site's fault; the worker goes on
-        assert e.value.kind == "internal" and "Browserbase's answer is no session" in str(e.value)
-        assert KEY not in str(e.value) and logged == ["internal"]
-    else:
-        (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
-        assert (row["status"], row["attempts"]) == ("pending", 0)    # back in the queue, no attempt spent
-        assert logged == []     # nothing reached (or was charged to) the site
-    assert not rows(cfg.db_path, "SELECT * FROM domains WHERE failures > 0")     # the site's breaker untouched
+    # the attempt's reason, not the site's fault (the breaker untouched), naming no secret
+    assert e.value.kind == "internal" and KEY not in str(e.value)
+    assert str(e.value) == ("Browserbase's answer is no session: POST /v1/sessions: the answer has no usable "
+                            "session id")
+    assert [r["kind"] for r in rows(cfg.db_path, "SELECT kind FROM requests")] == ["internal"]
+    assert not rows(cfg.db_path, "SELECT * FROM domains WHERE failures > 0")
     assert not rows(cfg.db_path, "SELECT * FROM browser_sessions")     # no session was ever opened
+
+
+# --- Browserbase's stand-in, a whole run killed with -9 and resumed ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def bb(tmp_path_factory):
+    """The Browserbase-like stand-in (its one Chromium behind it), 2 sessions running at most."""
+    with BrowserbaseStandin(KEY, max_sessions=2, folder=str(tmp_path_factory.mktemp("bb"))) as site:
+        yield site
+
+
+@pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
+@pytest.mark.chromium
+@pytest.mark.slow
+@needs_chromium
+def test_browserbase_sessions_are_released_once_after_a_kill_9_too_and_the_key_shows_nowhere(bb, tmp_path):
+    db = tmp_path / "jobs.db"
+    with client.start(catalogue=True, events=8, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
+        extra = 'browser_endpoint = "browserbase"\nbrowser_sessions = 2\nbrowser_session_pages = 2\n' \
+                'settle = ".organizer"'
+        e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra), SCRAPER_BROWSERBASE_URL=bb.url,
+                     SCRAPER_BROWSERBASE_KEY=KEY)
+        before = targets(bb.cdp_base)
+        assert auto.scraper(e, "seed").returncode == 0
+        def midway(_):      # pages stored, and a session open (not between two)
+            return bb.counts["created"] > bb.counts["released"] and count(db, "SELECT COUNT(*) FROM items") >= 2
+
+        code, killed_err, watch = auto.run_watched(e, "--workers", "2", kill_when=midway)
+        assert code == -9
+        # the contexts of the dead workers' sessions went with their connections
+        assert wait_until(lambda: targets(bb.cdp_base) == before, timeout=10, every=0.1)
+        killed = bb.snapshot()
+        assert killed["created"] > killed["released"]       # what the dead workers held
+        second = auto.scraper(e, "run", "--workers", "2")
+        assert second.returncode == 0, second.stderr[-3000:]
+        truth = calendar.truth()["events"]
+        got = auto.stored(db)
+        shown = auto.scraper(e, "config")
+        status = json.loads(auto.scraper(e, "status", "--json").stdout)
+    assert not watch.chromium       # every page rendered elsewhere
+    # nothing lost, nothing doubled
+    assert set(got) == {t["url"] for t in truth} and count(db, "SELECT COUNT(*) FROM items") == len(truth)
+    assert count(db, "SELECT COUNT(*) FROM jobs WHERE status != 'done'") == 0
+    after = bb.snapshot()
+    assert after["created"] == after["released"] > killed["created"]
+    assert after["unknown_releases"] == after["double_releases"] == after["keep_alive_asked"] == after["bad_key"] == 0
+    assert after["sessions"] and all(s["pages"] <= 2 for s in after["sessions"])
+    # the key and every session's signing key (its connectUrl's): in no output, log or table
+    secrets = [KEY] + [s["signing"] for s in bb.sessions.values()]
+    said = killed_err + second.stdout + second.stderr + shown.stdout + shown.stderr + json.dumps(status)
+    kept = b"".join(p.read_bytes() for p in tmp_path.glob("jobs.db*") if p.is_file())
+    assert not [s for s in secrets if s in said or s.encode() in kept]
+    # no session left open; the last run's, as status shows them, add up to the pages it rendered
+    assert not rows(db, "SELECT id FROM browser_sessions WHERE closed_at IS NULL")
+    last = status["browser_sessions"]
+    rendered = count(db, "SELECT COUNT(*) FROM run_jobs WHERE status = 'done' AND run_id = (SELECT MAX(id) FROM runs)")
+    assert last and sum(s["pages"] for s in last) == rendered
+    assert all(s["provider"] == s["endpoint"] == "browserbase" and not s["open"] and s["load"] == 0 for s in last)
+    theirs = {s["id"]: s["pages"] for s in after["sessions"]}
+    assert all(theirs[s["session"]] == s["pages"] for s in last)    # the stand-in counted the same pages
+    assert "Traceback" not in killed_err + second.stderr

@@ -6,7 +6,9 @@ a Playwright server in front of it (Playwright's own protocol).
     with browsers.playwright_server(folder) as ws_url:  # ws://127.0.0.1:PORT/GUID, for `chromium.connect`
         ...
 
-Each stops its whole process group on the way out, then any browser group it started (Debian's
+Each stops its whole process group on the way out (Chromium at once with SIGKILL: its profile is the
+caller's folder; the Playwright server with SIGTERM, so that it closes its browser and deletes the profile it
+made), then any browser group it started (Debian's
 `chromium-headless-shell` is a script that runs the browser without exec, and Playwright starts its browser
 in a group of its own): nothing is left running. Port 0 everywhere: the browser or the server picks a free
 port and says which. Only 127.0.0.1 is listened on.
@@ -38,19 +40,26 @@ def _wait_for(probe, what, timeout=START_S):
 
 
 def _group_gone(pgid):
+    """No process of the group runs (zombies left for the init process to reap count as gone: here it
+    reaped them a second or so later)."""
+    import psutil
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return True
-    return False
+    for p in psutil.process_iter(["status"]):
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
+                return False
+    return True
 
 
-def stop_group(proc, also=()):
-    """SIGTERM to `proc`'s process group (and the groups `also`), SIGKILL to whatever is left after 10 s."""
+def stop_group(proc, also=(), sig=signal.SIGTERM):
+    """`sig` to `proc`'s process group (and the groups `also`), SIGKILL to whatever is left after 10 s."""
     groups = [proc.pid, *also]
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, sig)
     proc.wait()
     end = time.monotonic() + STOP_S
     while not all(map(_group_gone, groups)) and time.monotonic() < end:
@@ -97,7 +106,8 @@ def chromium(folder, executable="chromium"):
         found = _wait_for(listening, "Chromium's DevTools")
         yield f"http://127.0.0.1:{found.group(1)}"
     finally:
-        stop_group(proc)
+        # at once: a stand-in keeps nothing, and its profile is `folder`'s, gone with it (SIGTERM took 1.3 s)
+        stop_group(proc, sig=signal.SIGKILL)
 
 
 @contextlib.contextmanager
