@@ -11,11 +11,12 @@ from scraper.base import endpoints
 from scraper.base import settings as settings_mod
 from scraper.base.errors import FetchError, HandedBack
 from scraper.base.webhooks import Secret
-from scraper.db import store
+from scraper.db import browsersessions, store
 from scraper.db.queue import Queue
 from scraper.net import browser, browserbase, http
 from scraper.politeness.limiter import NoLimiter
-from scraper.pool import worker
+from scraper.pool import deadsessions, worker
+from scraper.products import status
 from scripts.standin import browsers, client
 from scripts.standin.browserbase import HOSTILE, BrowserbaseStandin
 from tests import test_fetcher_auto as auto
@@ -195,6 +196,36 @@ def test_a_hostile_browserbase_answer_ends_the_attempt_with_its_reason_not_the_w
     assert not rows(cfg.db_path, "SELECT * FROM browser_sessions")     # no session was ever opened
 
 
+def test_the_next_start_closes_what_dead_workers_left_open_releasing_browserbase_sessions(tmp_path, caplog):
+    conn = store.open_db(str(tmp_path / "jobs.db"))
+    opened = [("cdp", "cdp:http://127.0.0.1:9222/?token=***", None), ("browserbase", "browserbase", "sess-1"),
+              ("browserbase", "browserbase", "sess-2")]
+    for provider, endpoint, provider_session in opened:
+        recorder = browsersessions.Recorder(conn, 7, "w0-1", "here", 2**22 + 1, lambda: 100.0)
+        recorder.opened(provider, endpoint, provider_session)
+        recorder.page_started()
+        recorder.paged(True)
+    recorder.page_started()
+    recorder.paged(False, "disconnect")
+    recorder.closed()       # sess-2 ended as it should; the others were open when their worker died
+    s = settings_mod.build(db_path=str(tmp_path / "jobs.db"), browserbase_url=API_URL, browserbase_key=KEY)
+    with responses.RequestsMock() as rsps:
+        rsps.post(API_URL + "/v1/sessions/sess-1", json={"status": "COMPLETED"},
+                  match=[matchers.json_params_matcher({"status": "REQUEST_RELEASE"})])
+        assert deadsessions.sweep(s, conn, 130.0, lambda row: True) == 2     # cdp's closed, sess-1 released
+    assert not browsersessions.left_open(conn)
+    shown = status.browser_sessions(conn, 7, 500.0)
+    assert [(b["provider"], b["session"], b["open"], b["uptime_s"], b["pages"], b["errors_by_kind"]["disconnect"])
+            for b in shown] == [("cdp", None, False, 30.0, 1, 0), ("browserbase", "sess-1", False, 30.0, 1, 0),
+                                ("browserbase", "sess-2", False, 0.0, 1, 1)]
+    # without the key it cannot be released: closed all the same (it ends at its timeout), and said
+    recorder.opened("browserbase", "browserbase", "sess-3")
+    with caplog.at_level("WARNING"):
+        deadsessions.sweep(settings_mod.build(db_path=str(tmp_path / "jobs.db")), conn, 140.0, lambda row: True)
+    assert not browsersessions.left_open(conn) and "(no SCRAPER_BROWSERBASE_KEY)" in caplog.text
+    conn.close()
+
+
 # --- Browserbase's stand-in, a whole run killed with -9 and resumed ---------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -232,6 +263,7 @@ def test_browserbase_sessions_are_released_once_after_a_kill_9_too_and_the_key_s
         got = auto.stored(db)
         shown = auto.scraper(e, "config")
         status = json.loads(auto.scraper(e, "status", "--json").stdout)
+        text = auto.scraper(e, "status").stdout
     assert not watch.chromium       # every page rendered elsewhere
     # nothing lost, nothing doubled
     assert set(got) == {t["url"] for t in truth} and count(db, "SELECT COUNT(*) FROM items") == len(truth)
@@ -242,15 +274,19 @@ def test_browserbase_sessions_are_released_once_after_a_kill_9_too_and_the_key_s
     assert after["sessions"] and all(s["pages"] <= 2 for s in after["sessions"])
     # the key and every session's signing key (its connectUrl's): in no output, log or table
     secrets = [KEY] + [s["signing"] for s in bb.sessions.values()]
-    said = killed_err + second.stdout + second.stderr + shown.stdout + shown.stderr + json.dumps(status)
+    said = killed_err + second.stdout + second.stderr + shown.stdout + shown.stderr + json.dumps(status) + text
     kept = b"".join(p.read_bytes() for p in tmp_path.glob("jobs.db*") if p.is_file())
     assert not [s for s in secrets if s in said or s.encode() in kept]
     # no session left open; the last run's, as status shows them, add up to the pages it rendered
     assert not rows(db, "SELECT id FROM browser_sessions WHERE closed_at IS NULL")
     last = status["browser_sessions"]
     rendered = count(db, "SELECT COUNT(*) FROM run_jobs WHERE status = 'done' AND run_id = (SELECT MAX(id) FROM runs)")
-    assert last and sum(s["pages"] for s in last) == rendered
+    errors = sum(s["errors"] for s in last)     # a session's own (none expected; a loaded machine may see one)
+    assert last and sum(s["pages"] for s in last) == rendered, (last, second.stderr[-3000:])
+    assert f"browser   {len(last)} remote session(s) of the run on browserbase: 0 open, {rendered} page(s), " \
+           f"{errors} session error(s)" in text
     assert all(s["provider"] == s["endpoint"] == "browserbase" and not s["open"] and s["load"] == 0 for s in last)
     theirs = {s["id"]: s["pages"] for s in after["sessions"]}
-    assert all(theirs[s["session"]] == s["pages"] for s in last)    # the stand-in counted the same pages
+    # the stand-in counted the same pages (it counts those a session lost too)
+    assert all(theirs[s["session"]] == s["pages"] + s["errors"] for s in last), (theirs, last)
     assert "Traceback" not in killed_err + second.stderr

@@ -26,6 +26,7 @@ import logging
 import os
 import subprocess
 import time
+from typing import Protocol
 from urllib.parse import urljoin
 
 from scraper.base import endpoints
@@ -70,6 +71,17 @@ class _Page:
 
     def allowed(self, url):
         return domain_of(url) in self.allow or domain_of(url) == self.domain
+
+
+class SessionLog(Protocol):
+    """What records a fetcher's remote sessions, one at a time (`db/browsersessions.Recorder`): a session
+    opened (its provider, its endpoint as shown, the provider's id), each page begun and ended (rendered, or
+    lost to the session's own `failure`: crash, disconnect, protocol), the session closed."""
+
+    def opened(self, provider: str, endpoint: str, provider_session: str | None) -> None: ...
+    def page_started(self) -> None: ...
+    def paged(self, rendered: bool, failure: str | None = None) -> None: ...
+    def closed(self) -> None: ...
 
 
 class BrowserFetcher:
@@ -282,11 +294,11 @@ class BrowserFetcher:
         deadline = time.monotonic() + deadline_s
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)
+        context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
+                                            accept_downloads=False, **context_proxy(proxy))
         rendered = False
         if self._logged:
             self.sessions.page_started()
-        context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
-                                            accept_downloads=False, **context_proxy(proxy))
         try:
             page = context.new_page()
             cdp = context.new_cdp_session(page)

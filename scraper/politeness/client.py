@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import requests
 
     from scraper.base.settings import Settings
-    from scraper.net.browser import BrowserFetcher
+    from scraper.net.browser import BrowserFetcher, SessionLog
     from scraper.politeness import Limiter
 
 log = logging.getLogger(__name__)
@@ -284,8 +284,10 @@ class Client:
                                        browserbase.session_timeout(plan.session_timeout_s, self.s.browser_deadline_s),
                                        self.s.user_agent)
         # a remote browser's sessions are recorded (`status`, and the next start releases a dead worker's)
-        sessions = browsersessions.Recorder(self.queue.conn, self.queue.run_id, self.name, runstate.host(),
-                                            os.getpid(), self.clock) if plan.endpoint.remote else None
+        sessions: SessionLog | None = None
+        if plan.endpoint.remote:
+            sessions = browsersessions.Recorder(self.queue.conn, self.queue.run_id, self.name, runstate.host(),
+                                                os.getpid(), self.clock)
         return browser.BrowserFetcher(executable, user_agent=self.s.user_agent, slots=slots,
                                       endpoint=plan.endpoint, pages_per_browser=plan.session_pages,
                                       session_timeout_s=plan.session_timeout_s, provider=provider, sessions=sessions)
