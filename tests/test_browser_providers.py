@@ -239,26 +239,34 @@ def bb(tmp_path_factory):
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
-def test_browserbase_sessions_are_released_once_after_a_kill_9_too_and_the_key_shows_nowhere(bb, tmp_path):
+def test_remote_sessions_end_after_a_kill_9_browserbase_ones_released_once_and_the_key_shows_nowhere(bb, tmp_path):
     db = tmp_path / "jobs.db"
-    with client.start(catalogue=True, events=8, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
-        extra = 'browser_endpoint = "browserbase"\nbrowser_sessions = 2\nbrowser_session_pages = 2\n' \
-                'settle = ".organizer"'
+    with client.start(catalogue=True, events=10, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
+        extra = 'browser_sessions = 2\nbrowser_session_pages = 2\nsettle = ".organizer"'
         e = auto.env(tmp_path, auto.sources(calendar.url, "browser", extra=extra), SCRAPER_BROWSERBASE_URL=bb.url,
                      SCRAPER_BROWSERBASE_KEY=KEY)
         before = targets(bb.cdp_base)
         assert auto.scraper(e, "seed").returncode == 0
-        def midway(_):      # pages stored, and a session in the middle of a page (not about to be released)
-            return count(db, "SELECT COUNT(*) FROM items") >= 2 and count(
+
+        def midway(items):      # pages stored, and a session in the middle of a page (not about to be released)
+            return lambda _: count(db, "SELECT COUNT(*) FROM items") >= items and count(
                 db, "SELECT COUNT(*) FROM browser_sessions WHERE active = 1 AND closed_at IS NULL")
 
-        code, killed_err, watch = auto.run_watched(e, "--workers", "2", kill_when=midway)
+        # the stand-in's Chromium as a plain CDP endpoint first, then Browserbase's sessions; each run killed
+        code, cdp_err, cdp_watch = auto.run_watched({**e, "SCRAPER_BROWSER_ENDPOINT": "cdp:" + bb.cdp_base},
+                                                    "--workers", "2", kill_when=midway(1))
         assert code == -9
         # the contexts of the dead workers' sessions went with their connections
         assert wait_until(lambda: targets(bb.cdp_base) == before, timeout=10, every=0.1)
+        e["SCRAPER_BROWSER_ENDPOINT"] = "browserbase"
+        code, killed_err, watch = auto.run_watched(e, "--workers", "2",
+                                                   kill_when=midway(count(db, "SELECT COUNT(*) FROM items") + 1))
+        assert code == -9
+        assert wait_until(lambda: targets(bb.cdp_base) == before, timeout=10, every=0.1)
         killed = bb.snapshot()
         left = rows(db, "SELECT provider_session FROM browser_sessions WHERE closed_at IS NULL")
-        assert left and killed["created"] > killed["released"]      # what the dead workers held
+        # what the dead workers held: the cdp run's sessions closed by the second run's start
+        assert left and all(r["provider_session"] for r in left) and killed["created"] > killed["released"]
         second = auto.scraper(e, "run", "--workers", "2")
         assert second.returncode == 0, second.stderr[-3000:]
         truth = calendar.truth()["events"]
@@ -266,7 +274,9 @@ def test_browserbase_sessions_are_released_once_after_a_kill_9_too_and_the_key_s
         shown = auto.scraper(e, "config")
         status = json.loads(auto.scraper(e, "status", "--json").stdout)
         text = auto.scraper(e, "status").stdout
-    assert not watch.chromium       # every page rendered elsewhere
+    assert not watch.chromium and not cdp_watch.chromium     # every page rendered elsewhere
+    assert rows(db, "SELECT DISTINCT provider FROM browser_sessions ORDER BY provider") == [
+        {"provider": "browserbase"}, {"provider": "cdp"}]
     # nothing lost, nothing doubled
     assert set(got) == {t["url"] for t in truth} and count(db, "SELECT COUNT(*) FROM items") == len(truth)
     assert count(db, "SELECT COUNT(*) FROM jobs WHERE status != 'done'") == 0
@@ -276,7 +286,8 @@ def test_browserbase_sessions_are_released_once_after_a_kill_9_too_and_the_key_s
     assert after["sessions"] and all(s["pages"] <= 2 for s in after["sessions"])
     # the key and every session's signing key (its connectUrl's): in no output, log or table
     secrets = [KEY] + [s["signing"] for s in bb.sessions.values()]
-    said = killed_err + second.stdout + second.stderr + shown.stdout + shown.stderr + json.dumps(status) + text
+    said = "".join((cdp_err, killed_err, second.stdout, second.stderr, shown.stdout, shown.stderr, json.dumps(status),
+                    text))
     kept = b"".join(p.read_bytes() for p in tmp_path.glob("jobs.db*") if p.is_file())
     assert not [s for s in secrets if s in said or s.encode() in kept]
     # no session left open; the last run's, as status shows them, add up to the pages it rendered
@@ -291,4 +302,4 @@ def test_browserbase_sessions_are_released_once_after_a_kill_9_too_and_the_key_s
     theirs = {s["id"]: s["pages"] for s in after["sessions"]}
     # the stand-in counted the same pages (it counts those a session lost too)
     assert all(s["pages"] <= theirs[s["session"]] <= s["pages"] + s["errors"] for s in last), (theirs, last)
-    assert "Traceback" not in killed_err + second.stderr
+    assert "Traceback" not in cdp_err + killed_err + second.stderr
