@@ -196,8 +196,8 @@ def test_a_hostile_browserbase_answer_ends_the_attempt_with_its_reason_not_the_w
     assert not rows(cfg.db_path, "SELECT * FROM browser_sessions")     # no session was ever opened
 
 
-def test_the_next_start_closes_what_dead_workers_left_open_releasing_browserbase_sessions(tmp_path, caplog):
-    conn = store.open_db(str(tmp_path / "jobs.db"))
+def test_the_next_start_closes_what_dead_workers_left_open_releasing_browserbase_sessions(backend, caplog):
+    conn = store.open_db(backend)
     opened = [("cdp", "cdp:http://127.0.0.1:9222/?token=***", None), ("browserbase", "browserbase", "sess-1"),
               ("browserbase", "browserbase", "sess-2")]
     for provider, endpoint, provider_session in opened:
@@ -208,7 +208,7 @@ def test_the_next_start_closes_what_dead_workers_left_open_releasing_browserbase
     recorder.page_started()
     recorder.paged(False, "disconnect")
     recorder.closed()       # sess-2 ended as it should; the others were open when their worker died
-    s = settings_mod.build(db_path=str(tmp_path / "jobs.db"), browserbase_url=API_URL, browserbase_key=KEY)
+    s = settings_mod.build(db_path=backend, browserbase_url=API_URL, browserbase_key=KEY)
     with responses.RequestsMock() as rsps:
         rsps.post(API_URL + "/v1/sessions/sess-1", json={"status": "COMPLETED"},
                   match=[matchers.json_params_matcher({"status": "REQUEST_RELEASE"})])
@@ -221,7 +221,7 @@ def test_the_next_start_closes_what_dead_workers_left_open_releasing_browserbase
     # without the key it cannot be released: closed all the same (it ends at its timeout), and said
     recorder.opened("browserbase", "browserbase", "sess-3")
     with caplog.at_level("WARNING"):
-        deadsessions.sweep(settings_mod.build(db_path=str(tmp_path / "jobs.db")), conn, 140.0, lambda row: True)
+        deadsessions.sweep(settings_mod.build(db_path=backend), conn, 140.0, lambda row: True)
     assert not browsersessions.left_open(conn) and "(no SCRAPER_BROWSERBASE_KEY)" in caplog.text
     conn.close()
 
