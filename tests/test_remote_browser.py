@@ -21,31 +21,22 @@ from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
 from scraper.pool import worker
-from scripts.standin import cdp, client
+from scripts.standin import client
 from tests import test_fetcher_auto as auto
-from tests.helpers import invoke, rows, wait_gone, wait_until
+from tests.helpers import invoke, rows, script_page, wait_gone, wait_until
 
 TOKEN = "tok-5f3a9c"
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    ("browserbase", "browser_endpoint 'browserbase' is not supported yet; use local or cdp:URL."),
-    ("playwright:ws://127.0.0.1:3000/", "browser_endpoint 'playwright:WS-URL' is not supported yet; use local or "
-                                        "cdp:URL."),
+    ("playwright:http://127.0.0.1:3000/", "playwright: must be followed by a ws(s) URL."),
     ("cdp:ftp://127.0.0.1/?token=" + TOKEN, "cdp: must be followed by an http(s) or ws(s) URL."),
     ("chrome", "it must be local, cdp:URL"),
 ])
-def test_an_endpoint_the_code_cannot_honour_is_one_sentence_naming_no_secret(value, said):
+def test_an_endpoint_that_is_none_of_the_kinds_is_one_sentence_naming_no_secret(value, said):
     with pytest.raises(ConfigError) as e:
         settings_mod.build(browser_endpoint=value)
     assert said in str(e.value) and TOKEN not in str(e.value) and "\n" not in str(e.value)
-
-
-def test_the_browserbase_keys_are_refused_not_ignored_until_browserbase_is_supported():
-    for values in ({"browserbase_url": "http://127.0.0.1:9/"}, {"browserbase_key": TOKEN}):
-        with pytest.raises(ConfigError, match="not supported yet") as e:
-            settings_mod.build(**values)
-        assert TOKEN not in str(e.value)
 
 
 def test_a_cdp_endpoint_is_shown_without_its_token_and_connects_with_it(tmp_path, monkeypatch):
@@ -66,8 +57,9 @@ def test_the_browserbase_key_from_the_environment_is_never_shown(tmp_path, monke
     db = str(tmp_path / "jobs.db")
     store.open_db(db).close()
     monkeypatch.setenv("SCRAPER_BROWSERBASE_KEY", TOKEN)
+    monkeypatch.setenv("SCRAPER_BROWSER_ENDPOINT", "browserbase")
     said = invoke("config", "--json", db=db)
-    assert said.exit_code == 2 and "not supported yet" in said.output and TOKEN not in said.output
+    assert said.exit_code == 0 and TOKEN not in said.output and '"browser_endpoint"' in said.output
 
 
 def write_sources(tmp_path, extra):
@@ -83,13 +75,13 @@ def write_sources(tmp_path, extra):
 
 
 @pytest.mark.parametrize(("extra", "said"), [
-    ('browser_endpoint = "browserbase"', "key 'browser_endpoint' is 'browserbase'; browser_endpoint "
-                                         "'browserbase' is not supported yet; use local or cdp:URL."),
+    ('browser_endpoint = "browserless"', "key 'browser_endpoint' is 'browserless'; it must be local, cdp:URL"),
     (f'browser_endpoint = "cdp:nothing?token={TOKEN}"', "cdp: must be followed by an http(s) or ws(s) URL."),
     ("browser_sessions = 0", "key 'browser_sessions' is 0; it must be a whole number, 1 or more."),
     ("browser_session_pages = true", "key 'browser_session_pages' is True; it must be a whole number"),
     ("browser_session_timeout = -1", "key 'browser_session_timeout' is -1; it must be a number of seconds"),
-    ('browserbase_url = "http://127.0.0.1:9/"', "it serves browser_endpoint 'browserbase', which is not supported"),
+    ('browserbase_url = "ftp://127.0.0.1:9/"', "key 'browserbase_url' is 'ftp://127.0.0.1:9/'; it must be an http(s) "
+                                              "URL"),
 ])
 def test_a_sources_bad_browser_key_is_one_sentence_naming_the_file_and_source(tmp_path, extra, said):
     path = write_sources(tmp_path, extra)
@@ -148,14 +140,6 @@ def test_a_local_and_a_remote_source_run_together_but_two_remote_browsers_are_re
 
 needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
                                     reason="no Chromium on PATH (apt-get install chromium) or no Playwright")
-
-
-@pytest.fixture(scope="module")
-def cdp_endpoint(tmp_path_factory):
-    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL (one for
-    the module: each test leaves its targets as it found them); its whole process group stopped at the end."""
-    with cdp.endpoint(browser.find_browser("chromium"), str(tmp_path_factory.mktemp("cdp"))) as (url, _):
-        yield url
 
 
 def targets(base):
@@ -224,32 +208,11 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
     conn.close()
 
 
-class _Page(http_server.BaseHTTPRequestHandler):
-    """A page whose script fetches one JSON more (its record comes from a script, as on /live/ pages)."""
-
-    BODIES = {"/page": (b'<html><body><div id="app"></div><script>fetch("/api.json").then(r => r.json())'
-                        b'.then(d => { document.getElementById("app").textContent = d.name; });</script></body></html>',
-                        "text/html"),
-              "/api.json": (b'{"name": "Jazz night"}', "application/json")}
-
-    def do_GET(self):
-        body, kind = self.BODIES.get(self.path, (b"nothing", "text/plain"))
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
 def test_a_remote_session_gates_every_request_is_retired_by_pages_and_age_and_leaves_the_browser_running(cdp_endpoint):
-    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = script_page()
     url = f"http://127.0.0.1:{server.server_address[1]}/page"
     before = targets(cdp_endpoint)
     gated = []
