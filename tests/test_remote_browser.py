@@ -21,9 +21,10 @@ from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
 from scraper.pool import worker
+from scraper.products import status
 from scripts.standin import client
 from tests import test_fetcher_auto as auto
-from tests.helpers import invoke, rows, script_page, wait_gone, wait_until
+from tests.helpers import count, invoke, rows, script_page, wait_gone, wait_until
 
 TOKEN = "tok-5f3a9c"
 
@@ -350,6 +351,16 @@ def test_a_provider_at_capacity_that_drops_sessions_mid_page_costs_no_attempt_an
     lost = [line for line in err.splitlines() if "was lost mid-page" in line]
     assert len(lost) == 2 and all("tried again on a new session, uncharged" in line for line in lost), lost
     assert domains_untouched(db) == [] and stats["http_429"] == 0
+    # every session recorded and closed, each lost one with its disconnect (the retry opened a new one), and
+    # their pages as `status` shows them add up to the pages the run rendered
+    conn = store.connect(str(db))
+    try:
+        shown = status.browser_sessions(conn, count(db, "SELECT MAX(id) FROM runs"), time.time())
+    finally:
+        conn.close()
+    assert sorted(s["errors_by_kind"]["disconnect"] for s in shown)[-3:] == [0, 1, 1], shown
+    assert sum(s["errors"] for s in shown) == 2 and not any(s["open"] for s in shown), shown
+    assert sum(s["pages"] for s in shown) == count(db, "SELECT COUNT(*) FROM run_jobs WHERE status = 'done'"), shown
     assert "breaker" not in err and "Traceback" not in err
 
 
