@@ -12,16 +12,14 @@ from scraper.base import settings as settings_mod
 from scraper.base.errors import FetchError, HandedBack
 from scraper.base.webhooks import Secret
 from scraper.db import browsersessions, store
-from scraper.db.queue import Queue
-from scraper.net import browser, browserbase, http
-from scraper.politeness.limiter import NoLimiter
-from scraper.pool import deadsessions, worker
+from scraper.net import browser, browserbase
+from scraper.pool import deadsessions
 from scraper.products import status
 from scripts.standin import browsers, client
 from scripts.standin.browserbase import HOSTILE, BrowserbaseStandin
 from tests import test_fetcher_auto as auto
 from tests.helpers import count, invoke, rows, script_page, wait_until
-from tests.test_remote_browser import needs_chromium, targets
+from tests.test_remote_browser import needs_chromium, targets, worker_with_a_job
 
 
 @pytest.fixture(scope="module")
@@ -63,24 +61,6 @@ def test_a_playwright_server_renders_through_the_gate_and_its_sessions_are_retir
         assert fetcher.browser_pid is None      # nothing launched here: the browser is the server's
     finally:
         fetcher.close()
-
-
-@pytest.mark.chromium
-@pytest.mark.slow
-@needs_chromium
-def test_a_playwright_server_that_is_not_there_is_a_capacity_wait(page_url):
-    gated = []
-
-    def wait():         # the worker's capacity wait hands the job back, uncharged
-        raise HandedBack("events:/page")
-
-    fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse("playwright:ws://127.0.0.1:9/x"))
-    try:
-        with pytest.raises(HandedBack):
-            fetcher.render(page_url, gated.append, 10.0, 2**20, wait=wait)
-    finally:
-        fetcher.close()
-    assert gated == [] and fetcher.launches == 0
 
 
 # --- Browserbase: its session API ---------------------------------------------------------------------------
@@ -149,17 +129,20 @@ def test_a_run_with_browserbase_and_no_key_is_one_sentence(tmp_path, monkeypatch
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
-def test_browserbase_at_capacity_is_a_capacity_wait(page_url):
+@pytest.mark.parametrize("endpoint", ["playwright:ws://127.0.0.1:9/x", "browserbase"])
+def test_a_playwright_server_not_there_or_browserbase_at_capacity_is_a_capacity_wait(page_url, endpoint):
     gated = []
 
     def wait():         # the worker's capacity wait hands the job back, uncharged
         raise HandedBack("events:/page")
 
-    fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse("browserbase"), provider=api())
+    fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse(endpoint), provider=api())
     try:
-        with responses.RequestsMock() as rsps, pytest.raises(HandedBack):
-            rsps.post(API_URL + "/v1/sessions", status=429)
-            fetcher.render(page_url, gated.append, 10.0, 2**20, wait=wait)
+        with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+            rsps.post(API_URL + "/v1/sessions", status=429)     # Browserbase's answer at its plan's concurrency
+            with pytest.raises(HandedBack):
+                fetcher.render(page_url, gated.append, 10.0, 2**20, wait=wait)
+            assert len(rsps.calls) == (endpoint == "browserbase")
     finally:
         fetcher.close()
     assert gated == [] and fetcher.launches == 0
@@ -171,20 +154,9 @@ def test_browserbase_at_capacity_is_a_capacity_wait(page_url):
 def test_a_hostile_browserbase_answer_ends_the_attempt_with_its_reason_not_the_worker(tmp_path):
     cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
                              browser_endpoint="browserbase", browserbase_url=API_URL, browserbase_key=KEY)
-    conn = store.open_db(cfg.db_path)
-    queue = Queue(conn)
-    queue.seed([("events:/live/x-1", "catalogue", "http://127.0.0.2:9/live/x-1", "127.0.0.2")], now=1.0)
-    session = http.make_session(cfg.user_agent)
-    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
-    try:
-        job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
-        with responses.RequestsMock() as rsps, pytest.raises(FetchError) as e:
-            rsps.post(API_URL + "/v1/sessions", body=HOSTILE["wrong-type"], status=201)
-            w.context(job).render(job.url)
-    finally:
-        w.close()
-        session.close()
-        conn.close()
+    with worker_with_a_job(cfg) as (w, job), responses.RequestsMock() as rsps, pytest.raises(FetchError) as e:
+        rsps.post(API_URL + "/v1/sessions", body=HOSTILE["wrong-type"], status=201)
+        w.context(job).render(job.url)
     # the attempt's reason, not the site's fault (the breaker untouched), naming no secret
     assert e.value.kind == "internal" and KEY not in str(e.value)
     assert str(e.value) == ("Browserbase's answer is no session: POST /v1/sessions: the answer has no usable "

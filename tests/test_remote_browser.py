@@ -1,5 +1,6 @@
 """Remote browsers (issue 42): the browser_* keys, run-wide and per source, and what they refuse."""
 
+import contextlib
 import http.server as http_server
 import json
 import os
@@ -150,6 +151,23 @@ def targets(base):
 
 
 @pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
+@contextlib.contextmanager
+def worker_with_a_job(cfg):
+    """A worker on `cfg`'s new database with one catalogue job claimed (on 127.0.0.2:9, where nothing answers):
+    (worker, job); the worker, its session and its connection closed at the end."""
+    conn = store.open_db(cfg.db_path)
+    queue = Queue(conn)
+    queue.seed([("events:/live/x-1", "catalogue", "http://127.0.0.2:9/live/x-1", "127.0.0.2")], now=1.0)
+    session = http.make_session(cfg.user_agent)
+    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
+    try:
+        yield w, queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
+    finally:
+        w.close()
+        session.close()
+        conn.close()
+
+
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
@@ -185,28 +203,17 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
         port = s.getsockname()[1]
     cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
                              browser_endpoint=f"cdp:http://127.0.0.1:{port}")
-    conn = store.open_db(cfg.db_path)
-    queue = Queue(conn)
-    url = "http://127.0.0.2:9/live/x-1"
-    queue.seed([("events:/live/x-1", "catalogue", url, "127.0.0.2")], now=1.0)
-    session = http.make_session(cfg.user_agent)
-    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
     others = {p.pid for p in psutil.Process().children(recursive=True)}     # the module's CDP endpoint, say
-    try:
-        job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
+    with worker_with_a_job(cfg) as (w, job):
         with pytest.raises(HandedBack):
             w.context(job).render(job.url)
         # the run's remote sessions bound it, not the local browser slots
         assert (w.browser.slots.path, w.browser.slots.n) == (cfg.sessions_lock_path, cfg.browser_sessions)
         own = set(w.browser.pids()) - others
         assert own and not any("chrom" in psutil.Process(p).name().lower() for p in own)
-    finally:
-        w.close()
-        session.close()
     (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
     assert (row["status"], row["attempts"]) == ("pending", 0)       # back in the queue, no attempt spent
     assert not rows(cfg.db_path, "SELECT * FROM requests")          # nothing reached (or was charged to) the site
-    conn.close()
 
 
 @pytest.mark.chromium
@@ -262,23 +269,14 @@ def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(
     threading.Thread(target=server.serve_forever, daemon=True).start()
     cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
                              browser_endpoint=f"cdp:http://127.0.0.1:{server.server_address[1]}")
-    conn = store.open_db(cfg.db_path)
-    queue = Queue(conn)
-    queue.seed([("events:/live/x-1", "catalogue", "http://127.0.0.2:9/live/x-1", "127.0.0.2")], now=1.0)
-    session = http.make_session(cfg.user_agent)
-    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
     try:
-        job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
-        with caplog.at_level("INFO"), pytest.raises(HandedBack):
+        with worker_with_a_job(cfg) as (w, job), caplog.at_level("INFO"), pytest.raises(HandedBack):
             w.context(job).render(job.url)
     finally:
-        w.close()
-        session.close()
         server.shutdown()
     (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
     assert (row["status"], row["attempts"]) == ("pending", 0)
     assert any("refused a session" in r.getMessage() for r in caplog.records)     # the reason, in one line
-    conn.close()
 
 
 # --- a local and a remote browser side by side; a provider at capacity, and one that drops sessions ----------
