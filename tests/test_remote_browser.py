@@ -21,7 +21,7 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
-from scraper.pool import worker
+from scraper.pool import browserslot, worker
 from scraper.products import status
 from scripts.standin import client
 from tests import test_fetcher_auto as auto
@@ -150,7 +150,14 @@ def targets(base):
         return sorted(t["type"] for t in json.loads(answer.read()))
 
 
-@pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
+@pytest.fixture
+def impatient(monkeypatch):
+    """A job whose endpoint refused goes back after 50 ms, not a second (and the next try comes after 50 ms):
+    what these tests check is that it goes back, uncharged, not when."""
+    monkeypatch.setattr(browserslot, "SLOT_PATIENCE_S", 0.05)
+    monkeypatch.setattr(browser, "CONNECT_RETRY_S", 0.05)
+
+
 @contextlib.contextmanager
 def worker_with_a_job(cfg):
     """A worker on `cfg`'s new database with one catalogue job claimed (on 127.0.0.2:9, where nothing answers):
@@ -168,6 +175,7 @@ def worker_with_a_job(cfg):
         conn.close()
 
 
+@pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
@@ -197,7 +205,7 @@ def test_a_cdp_endpoint_renders_every_event_within_the_rate_and_no_chromium_runs
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
-def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
+def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path, impatient):
     with socket.socket() as s:      # a port nothing listens on: connection refused
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -263,10 +271,10 @@ class _Hostile(http_server.BaseHTTPRequestHandler):
 @pytest.mark.parametrize("answer", [b"{not json", b"\xff\xfe\x00garbage", b'{"webSocketDebuggerUrl": 5}',
                                     b'{"webSocketDebuggerUrl": "ws://127.0.0.1:9/x' + b"y" * 3_000_000 + b'"}'],
                          ids=["malformed", "not-utf8", "wrong-type", "huge"])
-def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(tmp_path, answer, caplog):
+def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(tmp_path, answer, caplog, impatient):
     handler = type("Answer", (_Hostile,), {"answer": answer})
     server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()   # its shutdown: 50 ms, not 0.5 s
     cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
                              browser_endpoint=f"cdp:http://127.0.0.1:{server.server_address[1]}")
     try:
