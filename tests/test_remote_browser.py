@@ -222,6 +222,7 @@ def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path, impatie
     (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
     assert (row["status"], row["attempts"]) == ("pending", 0)       # back in the queue, no attempt spent
     assert not rows(cfg.db_path, "SELECT * FROM requests")          # nothing reached (or was charged to) the site
+    assert not rows(cfg.db_path, "SELECT * FROM browser_sessions")  # a refused connection is no session
 
 
 @pytest.mark.chromium
