@@ -15,11 +15,11 @@ from scraper.base.clock import FakeClock
 from scraper.db import politeness as politeness_rows
 from scraper.db import store
 from scraper.db.queue import Queue
-from scraper.net import http
+from scraper.net import browser, http
 from scraper.politeness import limiter, robots
 from scraper.pool import worker
 from scraper.sites import n8n
-from scripts.standin import client
+from scripts.standin import cdp, client
 from tests import proxies, warm
 from tests.helpers import API, NOW, SAFE_ENV, SITE, TID
 from tests.pg import pg_migrated_url, pg_server, pg_url  # noqa: F401 - fixtures, registered by being here
@@ -143,6 +143,15 @@ def youtube_standin():
     yield start
     for site in started:
         site.stop()
+
+
+@pytest.fixture(scope="module")
+def cdp_endpoint(tmp_path_factory):
+    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port (`scripts/standin/cdp`): its
+    http base URL, one for the module (each test leaves its targets as it found them; the Browserbase stand-in
+    stands in front of it); its whole process group stopped at the end."""
+    with cdp.endpoint(browser.find_browser("chromium"), str(tmp_path_factory.mktemp("cdp"))) as (url, _):
+        yield url
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from the stand-in's data, and the in-process CLI with its one-sentence errors.""
 
 import contextlib
 import copy
+import http.server as http_server
 import json
 import logging
 import os
@@ -670,3 +671,31 @@ def trickling_server(head):
         stop.set()
         thread.join(5)
         server.close()
+
+
+class _ScriptPage(http_server.BaseHTTPRequestHandler):
+    """/page: a page whose script fetches /api.json and writes its name into #app (its record comes from a
+    script, as on the catalogue's /live/ pages)."""
+
+    BODIES = {"/page": (b'<html><body><div id="app"></div><script>fetch("/api.json").then(r => r.json())'
+                        b'.then(d => { document.getElementById("app").textContent = d.name; });</script></body></html>',
+                        "text/html"),
+              "/api.json": (b'{"name": "Jazz night"}', "application/json")}
+
+    def do_GET(self):
+        body, kind = self.BODIES.get(self.path, (b"nothing", "text/plain"))
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def script_page():
+    """A `_ScriptPage` server on a free loopback port, serving in a daemon thread (the caller shuts it down)."""
+    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), _ScriptPage)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()   # its shutdown: 50 ms, not 0.5 s
+    return server

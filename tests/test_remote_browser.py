@@ -1,5 +1,6 @@
 """Remote browsers (issue 42): the browser_* keys, run-wide and per source, and what they refuse."""
 
+import contextlib
 import http.server as http_server
 import json
 import os
@@ -20,32 +21,24 @@ from scraper.db import store
 from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
-from scraper.pool import worker
-from scripts.standin import cdp, client
+from scraper.pool import browserslot, worker
+from scraper.products import status
+from scripts.standin import client
 from tests import test_fetcher_auto as auto
-from tests.helpers import invoke, rows, wait_gone, wait_until
+from tests.helpers import count, invoke, rows, script_page, wait_gone, wait_until
 
 TOKEN = "tok-5f3a9c"
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    ("browserbase", "browser_endpoint 'browserbase' is not supported yet; use local or cdp:URL."),
-    ("playwright:ws://127.0.0.1:3000/", "browser_endpoint 'playwright:WS-URL' is not supported yet; use local or "
-                                        "cdp:URL."),
+    ("playwright:http://127.0.0.1:3000/", "playwright: must be followed by a ws(s) URL."),
     ("cdp:ftp://127.0.0.1/?token=" + TOKEN, "cdp: must be followed by an http(s) or ws(s) URL."),
     ("chrome", "it must be local, cdp:URL"),
 ])
-def test_an_endpoint_the_code_cannot_honour_is_one_sentence_naming_no_secret(value, said):
+def test_an_endpoint_that_is_none_of_the_kinds_is_one_sentence_naming_no_secret(value, said):
     with pytest.raises(ConfigError) as e:
         settings_mod.build(browser_endpoint=value)
     assert said in str(e.value) and TOKEN not in str(e.value) and "\n" not in str(e.value)
-
-
-def test_the_browserbase_keys_are_refused_not_ignored_until_browserbase_is_supported():
-    for values in ({"browserbase_url": "http://127.0.0.1:9/"}, {"browserbase_key": TOKEN}):
-        with pytest.raises(ConfigError, match="not supported yet") as e:
-            settings_mod.build(**values)
-        assert TOKEN not in str(e.value)
 
 
 def test_a_cdp_endpoint_is_shown_without_its_token_and_connects_with_it(tmp_path, monkeypatch):
@@ -66,8 +59,9 @@ def test_the_browserbase_key_from_the_environment_is_never_shown(tmp_path, monke
     db = str(tmp_path / "jobs.db")
     store.open_db(db).close()
     monkeypatch.setenv("SCRAPER_BROWSERBASE_KEY", TOKEN)
+    monkeypatch.setenv("SCRAPER_BROWSER_ENDPOINT", "browserbase")
     said = invoke("config", "--json", db=db)
-    assert said.exit_code == 2 and "not supported yet" in said.output and TOKEN not in said.output
+    assert said.exit_code == 0 and TOKEN not in said.output and '"browser_endpoint"' in said.output
 
 
 def write_sources(tmp_path, extra):
@@ -83,13 +77,13 @@ def write_sources(tmp_path, extra):
 
 
 @pytest.mark.parametrize(("extra", "said"), [
-    ('browser_endpoint = "browserbase"', "key 'browser_endpoint' is 'browserbase'; browser_endpoint "
-                                         "'browserbase' is not supported yet; use local or cdp:URL."),
+    ('browser_endpoint = "browserless"', "key 'browser_endpoint' is 'browserless'; it must be local, cdp:URL"),
     (f'browser_endpoint = "cdp:nothing?token={TOKEN}"', "cdp: must be followed by an http(s) or ws(s) URL."),
     ("browser_sessions = 0", "key 'browser_sessions' is 0; it must be a whole number, 1 or more."),
     ("browser_session_pages = true", "key 'browser_session_pages' is True; it must be a whole number"),
     ("browser_session_timeout = -1", "key 'browser_session_timeout' is -1; it must be a number of seconds"),
-    ('browserbase_url = "http://127.0.0.1:9/"', "it serves browser_endpoint 'browserbase', which is not supported"),
+    ('browserbase_url = "ftp://127.0.0.1:9/"', "key 'browserbase_url' is 'ftp://127.0.0.1:9/'; it must be an http(s) "
+                                              "URL"),
 ])
 def test_a_sources_bad_browser_key_is_one_sentence_naming_the_file_and_source(tmp_path, extra, said):
     path = write_sources(tmp_path, extra)
@@ -150,18 +144,35 @@ needs_chromium = pytest.mark.skipif(browser.problem("chromium") is not None,
                                     reason="no Chromium on PATH (apt-get install chromium) or no Playwright")
 
 
-@pytest.fixture(scope="module")
-def cdp_endpoint(tmp_path_factory):
-    """Debian's Chromium, headless, as a DevTools endpoint on a free loopback port: its http base URL (one for
-    the module: each test leaves its targets as it found them); its whole process group stopped at the end."""
-    with cdp.endpoint(browser.find_browser("chromium"), str(tmp_path_factory.mktemp("cdp"))) as (url, _):
-        yield url
-
-
 def targets(base):
     """The endpoint's open targets (pages, workers): what a client that cleaned up leaves as it found it."""
     with urllib.request.urlopen(base + "/json/list", timeout=5) as answer:
         return sorted(t["type"] for t in json.loads(answer.read()))
+
+
+@pytest.fixture
+def impatient(monkeypatch):
+    """A job whose endpoint refused goes back after 50 ms, not a second (and the next try comes after 50 ms):
+    what these tests check is that it goes back, uncharged, not when."""
+    monkeypatch.setattr(browserslot, "SLOT_PATIENCE_S", 0.05)
+    monkeypatch.setattr(browser, "CONNECT_RETRY_S", 0.05)
+
+
+@contextlib.contextmanager
+def worker_with_a_job(cfg):
+    """A worker on `cfg`'s new database with one catalogue job claimed (on 127.0.0.2:9, where nothing answers):
+    (worker, job); the worker, its session and its connection closed at the end."""
+    conn = store.open_db(cfg.db_path)
+    queue = Queue(conn)
+    queue.seed([("events:/live/x-1", "catalogue", "http://127.0.0.2:9/live/x-1", "127.0.0.2")], now=1.0)
+    session = http.make_session(cfg.user_agent)
+    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
+    try:
+        yield w, queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
+    finally:
+        w.close()
+        session.close()
+        conn.close()
 
 
 @pytest.mark.timing      # Chromium and rate windows: after the parallel phase (`make test`)
@@ -194,62 +205,31 @@ def test_a_cdp_endpoint_renders_every_event_within_the_rate_and_no_chromium_runs
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
-def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path):
+def test_an_endpoint_that_refuses_hands_the_job_back_uncharged(tmp_path, impatient):
     with socket.socket() as s:      # a port nothing listens on: connection refused
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
                              browser_endpoint=f"cdp:http://127.0.0.1:{port}")
-    conn = store.open_db(cfg.db_path)
-    queue = Queue(conn)
-    url = "http://127.0.0.2:9/live/x-1"
-    queue.seed([("events:/live/x-1", "catalogue", url, "127.0.0.2")], now=1.0)
-    session = http.make_session(cfg.user_agent)
-    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
     others = {p.pid for p in psutil.Process().children(recursive=True)}     # the module's CDP endpoint, say
-    try:
-        job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
+    with worker_with_a_job(cfg) as (w, job):
         with pytest.raises(HandedBack):
             w.context(job).render(job.url)
         # the run's remote sessions bound it, not the local browser slots
         assert (w.browser.slots.path, w.browser.slots.n) == (cfg.sessions_lock_path, cfg.browser_sessions)
         own = set(w.browser.pids()) - others
         assert own and not any("chrom" in psutil.Process(p).name().lower() for p in own)
-    finally:
-        w.close()
-        session.close()
     (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
     assert (row["status"], row["attempts"]) == ("pending", 0)       # back in the queue, no attempt spent
     assert not rows(cfg.db_path, "SELECT * FROM requests")          # nothing reached (or was charged to) the site
-    conn.close()
-
-
-class _Page(http_server.BaseHTTPRequestHandler):
-    """A page whose script fetches one JSON more (its record comes from a script, as on /live/ pages)."""
-
-    BODIES = {"/page": (b'<html><body><div id="app"></div><script>fetch("/api.json").then(r => r.json())'
-                        b'.then(d => { document.getElementById("app").textContent = d.name; });</script></body></html>',
-                        "text/html"),
-              "/api.json": (b'{"name": "Jazz night"}', "application/json")}
-
-    def do_GET(self):
-        body, kind = self.BODIES.get(self.path, (b"nothing", "text/plain"))
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+    assert not rows(cfg.db_path, "SELECT * FROM browser_sessions")  # a refused connection is no session
 
 
 @pytest.mark.chromium
 @pytest.mark.slow
 @needs_chromium
 def test_a_remote_session_gates_every_request_is_retired_by_pages_and_age_and_leaves_the_browser_running(cdp_endpoint):
-    server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = script_page()
     url = f"http://127.0.0.1:{server.server_address[1]}/page"
     before = targets(cdp_endpoint)
     gated = []
@@ -292,29 +272,20 @@ class _Hostile(http_server.BaseHTTPRequestHandler):
 @pytest.mark.parametrize("answer", [b"{not json", b"\xff\xfe\x00garbage", b'{"webSocketDebuggerUrl": 5}',
                                     b'{"webSocketDebuggerUrl": "ws://127.0.0.1:9/x' + b"y" * 3_000_000 + b'"}'],
                          ids=["malformed", "not-utf8", "wrong-type", "huge"])
-def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(tmp_path, answer, caplog):
+def test_a_hostile_endpoint_hands_the_job_back_uncharged_and_the_worker_goes_on(tmp_path, answer, caplog, impatient):
     handler = type("Answer", (_Hostile,), {"answer": answer})
     server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()   # its shutdown: 50 ms, not 0.5 s
     cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), workers=1, no_limit=True, robots="ignore",
                              browser_endpoint=f"cdp:http://127.0.0.1:{server.server_address[1]}")
-    conn = store.open_db(cfg.db_path)
-    queue = Queue(conn)
-    queue.seed([("events:/live/x-1", "catalogue", "http://127.0.0.2:9/live/x-1", "127.0.0.2")], now=1.0)
-    session = http.make_session(cfg.user_agent)
-    w = worker.Worker(cfg, "w0-1", queue, NoLimiter(), session=session)
     try:
-        job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
-        with caplog.at_level("INFO"), pytest.raises(HandedBack):
+        with worker_with_a_job(cfg) as (w, job), caplog.at_level("INFO"), pytest.raises(HandedBack):
             w.context(job).render(job.url)
     finally:
-        w.close()
-        session.close()
         server.shutdown()
     (row,) = rows(cfg.db_path, "SELECT status, attempts FROM jobs")
     assert (row["status"], row["attempts"]) == ("pending", 0)
     assert any("refused a session" in r.getMessage() for r in caplog.records)     # the reason, in one line
-    conn.close()
 
 
 # --- a local and a remote browser side by side; a provider at capacity, and one that drops sessions ----------
@@ -387,6 +358,16 @@ def test_a_provider_at_capacity_that_drops_sessions_mid_page_costs_no_attempt_an
     lost = [line for line in err.splitlines() if "was lost mid-page" in line]
     assert len(lost) == 2 and all("tried again on a new session, uncharged" in line for line in lost), lost
     assert domains_untouched(db) == [] and stats["http_429"] == 0
+    # every session recorded and closed, each lost one with its disconnect (the retry opened a new one), and
+    # their pages as `status` shows them add up to the pages the run rendered
+    conn = store.connect(str(db))
+    try:
+        shown = status.browser_sessions(conn, count(db, "SELECT MAX(id) FROM runs"), time.time())
+    finally:
+        conn.close()
+    assert sorted(s["errors_by_kind"]["disconnect"] for s in shown)[-3:] == [0, 1, 1], shown
+    assert sum(s["errors"] for s in shown) == 2 and not any(s["open"] for s in shown), shown
+    assert sum(s["pages"] for s in shown) == count(db, "SELECT COUNT(*) FROM run_jobs WHERE status = 'done'"), shown
     assert "breaker" not in err and "Traceback" not in err
 
 

@@ -2,8 +2,10 @@
 
 `local` (the default) launches the system's Chromium here; `cdp:URL` attaches to a Chromium elsewhere over
 the DevTools protocol (an http(s) base such as http://127.0.0.1:9222, whose /json/version names the
-websocket, or the ws(s):// URL itself); `playwright:WS-URL` and `browserbase` are known names that this
-version cannot honour yet (`unsupported()` says so in one sentence, at start).
+websocket, or the ws(s):// URL itself); `playwright:WS-URL` attaches to a Playwright server (`launchServer`,
+`run-server`, Browserless's /chromium/playwright) over Playwright's own protocol; `browserbase` creates a
+session through Browserbase's session API (`browserbase_url`, the key from SCRAPER_BROWSERBASE_KEY) for each
+connection (net/browserbase).
 
 `Endpoint` is a `str` whose text is the shown form: a user name or password as `***`, every query value as
 `***` (Browserless takes its token as `?token=`), so settings rows, `scraper config`, logs and errors show
@@ -15,7 +17,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 LOCAL = "local"
 KINDS = ("local", "cdp", "playwright", "browserbase")
-SUPPORTED = ("local", "cdp")
 ALLOWED = "local, cdp:URL (an http(s) or ws(s) URL of a DevTools endpoint), playwright:WS-URL or browserbase"
 _SCHEMES = {"cdp": ("http", "https", "ws", "wss"), "playwright": ("ws", "wss")}
 _SCHEMES_SAID = {"cdp": "an http(s) or ws(s) URL", "playwright": "a ws(s) URL"}
@@ -45,17 +46,19 @@ class Endpoint(str):
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The browser a source's pages use: its endpoint, the sessions open at once (remote), the pages and the
-    age (s, None: no limit) after which a session is retired."""
+    age (s, None: no limit) after which a session is retired, and for browserbase the API's URL."""
 
     endpoint: Endpoint
     sessions: int
     session_pages: int
     session_timeout_s: float | None
+    api_url: str | None = None      # browserbase: the session API's base URL
 
     @property
-    def key(self) -> tuple[str, str | None, int, int, float | None]:
+    def key(self) -> tuple[str, str | None, int, int, float | None, str | None]:
         """What tells two plans apart (the endpoint by its URL: two shown alike may differ in their tokens)."""
-        return (self.endpoint.kind, self.endpoint.url, self.sessions, self.session_pages, self.session_timeout_s)
+        return (self.endpoint.kind, self.endpoint.url, self.sessions, self.session_pages, self.session_timeout_s,
+                self.api_url)
 
 
 def parse(text: object) -> Endpoint:
@@ -75,14 +78,6 @@ def parse(text: object) -> Endpoint:
     if parts.scheme.lower() not in _SCHEMES[kind] or not parts.hostname or re.search(r"\s", url):
         raise ValueError(f"{kind}: must be followed by {_SCHEMES_SAID[kind]}")
     return Endpoint(kind, url)
-
-
-def unsupported(endpoint: Endpoint) -> str | None:
-    """The sentence refusing an endpoint this version cannot honour (without its final stop), or None."""
-    if endpoint.kind in SUPPORTED:
-        return None
-    name = endpoint.kind if endpoint.kind == "browserbase" else "playwright:WS-URL"
-    return f"browser_endpoint {name!r} is not supported yet; use local or cdp:URL"
 
 
 def shown_url(url: str) -> str:

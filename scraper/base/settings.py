@@ -64,6 +64,7 @@ BROWSER_SESSION_PAGES = 100  # a session (a local browser too) is retired after 
 # down, not full: the jobs that wait for it end `browser_unavailable` (Browserbase ends a session unconnected
 # for 5 minutes; a provider that is only full frees a session well within that)
 BROWSER_WAIT_S = 300.0
+BROWSERBASE_URL = "https://api.browserbase.com"
 ADAPTIVE_RECOVER_S = 60.0    # a slowed domain climbs back from its floor to its rate within this long
 GIVE_UP_AFTER_S = 600.0     # a domain is given up only after its breaker has been open this long (an outage)
 ROBOTS = "obey"             # robots.txt: obey or ignore
@@ -125,9 +126,11 @@ class Settings:
                                 env_aliases=("SCRAPER_BROWSER",), allowed="a Chromium executable (a path or a name)")
     browser_endpoint: endpoints.Endpoint = setting(
         endpoints.Endpoint(BROWSER_ENDPOINT), "browser_endpoint", "str", "Where the pages of sources with fetcher "
-        "browser or auto are rendered: local (the system's Chromium, launched here) or cdp:URL (a Chromium "
-        "elsewhere, over the DevTools protocol: http://HOST:PORT or its ws:// URL; every request of its pages "
-        "still takes the site's rate slot here); a source's own browser_endpoint wins.",
+        "browser or auto are rendered: local (the system's Chromium, launched here), cdp:URL (a Chromium "
+        "elsewhere, over the DevTools protocol: http://HOST:PORT or its ws:// URL), playwright:WS-URL (a "
+        "Playwright server, over Playwright's protocol) or browserbase (a session of Browserbase's API per "
+        "connection, its key in SCRAPER_BROWSERBASE_KEY); every request of a remote page still takes the site's "
+        "rate slot here; a source's own browser_endpoint wins.",
         item=endpoints.parse, allowed=endpoints.ALLOWED, metavar="ENDPOINT")
     browser_sessions: int = setting(BROWSER_SESSIONS, "browser_sessions", "int", "Sessions (connections) open "
                                     "at once to a remote browser_endpoint across the pool; a job waits for one "
@@ -144,9 +147,12 @@ class Settings:
                                                       "browser session is retired after its current page "
                                                       "(default: only by browser_session_pages).", unit="s",
                                                       above=0, optional=True)
-    browserbase_url: str | None = setting(None, "browserbase_url", "url", "The Browserbase session API's base "
-                                          "URL (for browser_endpoint browserbase, not supported yet).",
-                                          optional=True)
+    browserbase_url: str = setting(BROWSERBASE_URL, "browserbase_url", "url", "The Browserbase session API's "
+                                   "base URL (for browser_endpoint browserbase); a source's own wins.")
+    browserbase_project: str | None = setting(None, "browserbase_project", "str", "The Browserbase project "
+                                              "sessions are created in (its projectId; default: the key's).",
+                                              optional=True, allowed="a project id",
+                                              check=lambda v: v.strip() and v.isprintable())
     browserbase_key: webhooks.Secret | None = setting(None, "browserbase_key", "secret", "Browserbase's API key "
                                                       "(shown nowhere: set it in the environment as "
                                                       "SCRAPER_BROWSERBASE_KEY).", optional=True,
@@ -332,10 +338,12 @@ class Settings:
         """The browser a source's pages use: its own browser_* keys, else the run's (None: the run's)."""
         def own(key, default):
             return default if source is None else source.opt(key, default)
-        return endpoints.Plan(own("browser_endpoint", self.browser_endpoint),
-                              own("browser_sessions", self.browser_sessions),
+        endpoint = own("browser_endpoint", self.browser_endpoint)
+        return endpoints.Plan(endpoint, own("browser_sessions", self.browser_sessions),
                               own("browser_session_pages", self.browser_session_pages),
-                              own("browser_session_timeout", self.browser_session_timeout_s))
+                              own("browser_session_timeout", self.browser_session_timeout_s),
+                              own("browserbase_url", self.browserbase_url) if endpoint.kind == "browserbase"
+                              else None)
 
     @functools.cached_property
     def browsers(self) -> dict[bool, endpoints.Plan]:
@@ -439,10 +447,6 @@ def build(**values):
     _check(s.worker_share_mb >= MIN_SHARE_MB,
            f"the memory_limit of {s.memory_limit_mb} MB is too small for {s.workers} workers (each needs a share "
            f"of at least {MIN_SHARE_MB} MB; use fewer workers or a higher limit).")
-    _check(endpoints.unsupported(s.browser_endpoint) is None, f"{endpoints.unsupported(s.browser_endpoint)}.")
-    _check(s.browserbase_url is None and s.browserbase_key is None,
-           "browserbase_url and SCRAPER_BROWSERBASE_KEY serve browser_endpoint 'browserbase', which is not "
-           "supported yet; unset them (use local or cdp:URL).")
     check_db_path(s.db_path)
     return s
 

@@ -201,16 +201,12 @@ def _check_kind(kind, o, bad):
 
 
 def _check_browser(o, bad):
-    """A catalogue's own browser keys (base/endpoints), the endpoint parsed in place; one the code cannot
-    honour yet is refused, as the run's is."""
+    """A catalogue's own browser keys (base/endpoints), the endpoint parsed in place."""
     if "browser_endpoint" in o:
         try:
             o["browser_endpoint"] = endpoints.parse(o["browser_endpoint"])
         except ValueError as e:
             raise bad("browser_endpoint", str(e)) from None
-        refused = endpoints.unsupported(o["browser_endpoint"])
-        if refused:
-            raise bad("browser_endpoint", refused)
     for key in ("browser_sessions", "browser_session_pages"):
         if key in o and (isinstance(o[key], bool) or not isinstance(o[key], int) or o[key] < 1):
             raise bad(key, "it must be a whole number, 1 or more")
@@ -220,8 +216,8 @@ def _check_browser(o, bad):
         raise bad("browser_session_timeout", "it must be a number of seconds above 0")
     if "browser_session_timeout" in o:
         o["browser_session_timeout"] = float(timeout)
-    if "browserbase_url" in o:
-        raise bad("browserbase_url", "it serves browser_endpoint 'browserbase', which is not supported yet")
+    if "browserbase_url" in o and not _is_url(o["browserbase_url"]):
+        raise bad("browserbase_url", "it must be an http(s) URL such as https://api.browserbase.com")
 
 
 def _is_url(value):

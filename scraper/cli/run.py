@@ -21,8 +21,8 @@ HIDDEN = ("max_answer_mb", "inflight", "lease", "with_page", "max_jobs_per_worke
           "notify_url", "adaptive", "adaptive_recover", "proxies", "proxy_check_url", "proxy_quarantine", "etl_url",
           "etl_key", "revalidate", "revalidate_sample", "browser_endpoint", "browser_sessions",
           "browser_session_pages", "browser_session_timeout", "browser_wait", "browserbase_url", "browserbase_key",
-          "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout", "min_free_mb",
-          "lock_report_after")
+          "browserbase_project", "db_down_after", "db_connect_timeout", "db_keepalive", "db_statement_timeout",
+          "min_free_mb", "lock_report_after")
 
 
 @click.command("run")
@@ -74,6 +74,11 @@ def run_cmd(ctx, run_sources, adopt_urls, **flags):
             _ = s.browsers  # the sources this run renders agree on one local and one remote browser
         except ConfigError as e:
             raise Failure(str(e)) from None
+        # the run's endpoint stands for its sources' when none renders (as `browser_of(None)` does)
+        kinds = {plan.endpoint.kind for plan in s.browsers.values()} or {s.browser_endpoint.kind}
+        if "browserbase" in kinds and s.browserbase_key is None:
+            raise Failure("browser_endpoint browserbase needs Browserbase's API key: set SCRAPER_BROWSERBASE_KEY "
+                          "in the environment.")
         # a source that needs a browser none can start is not worked: its jobs wait for the next run
         browserless = without_browser(s)
         if browserless:

@@ -1,5 +1,7 @@
 """The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one), or a
-Chromium elsewhere attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`).
+Chromium elsewhere, attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`) or Playwright's own
+(`"playwright:WS-URL"`, a Playwright server), or a session Browserbase's API creates (`"browserbase"`,
+net/browserbase) attached over CDP.
 
 At most one local `BrowserFetcher` and one remote per worker process, opened after the fork, both through the
 thread's one Playwright `Driver`. Each holds at most one browser (a local one, or a session: one connection
@@ -10,7 +12,9 @@ only the connection is dropped (Playwright's driver stopped), never the remote b
 that refuses or cannot be reached is a capacity wait, like a slot held by others: the caller's `wait()` runs
 (it hands the job back, uncharged) and the connection is tried again, never counted against the site, until
 it has refused for `wait_s` (browser_wait) with no session of the pool serving: FetchError `browser_unavailable`.
-A session lost under a page is `SessionLost`: the caller tries the page again on a new one.
+A session lost under a page is `SessionLost`: the caller tries the page again on a new one. Each remote
+session is recorded through a `SessionLog` (opened, its pages, its own errors, closed: `status`'s figures, and
+what the next start releases after a kill -9); a Browserbase session is released once, when it is retired.
 Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
 unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
 robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
@@ -28,12 +32,14 @@ import logging
 import os
 import subprocess
 import time
+from typing import Protocol
 from urllib.parse import urljoin
 
 from scraper.base import endpoints
 from scraper.base.errors import FetchError, JobInvalid, SessionLost
 from scraper.base.settings import BROWSER_WAIT_S
 from scraper.base.urls import domain_of
+from scraper.net import browserbase
 from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
     LAUNCH_FLAGS,
     LEAN_FLAGS,
@@ -78,6 +84,17 @@ class _Page:
         return domain_of(url) in self.allow or domain_of(url) == self.domain
 
 
+class SessionLog(Protocol):
+    """What records a fetcher's remote sessions, one at a time (`db/browsersessions.Recorder`): a session
+    opened (its provider, its endpoint as shown, the provider's id), each page begun and ended (rendered, or
+    lost to the session's own `failure`: crash, disconnect, protocol), the session closed."""
+
+    def opened(self, provider: str, endpoint: str, provider_session: str | None) -> None: ...
+    def page_started(self) -> None: ...
+    def paged(self, rendered: bool, failure: str | None = None) -> None: ...
+    def closed(self) -> None: ...
+
+
 class Driver:
     """Playwright's driver (node) of one thread, shared by the thread's fetchers: Playwright's sync API takes
     one instance per thread (a second one refuses to start), so a worker's local browser and its remote
@@ -113,9 +130,13 @@ class BrowserFetcher:
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
                  lean=True, slots=None, endpoint=None, session_timeout_s=None, driver=None,
-                 wait_s=BROWSER_WAIT_S):
+                 wait_s=BROWSER_WAIT_S, provider=None, sessions=None):
         self.executable = executable
         self.endpoint = endpoint    # base.endpoints.Endpoint; None or local: launch `executable` here
+        self.provider = provider    # browserbase: its `net.browserbase.Api`
+        self.sessions = sessions    # a `SessionLog` that records each remote session, or None
+        self._session = None        # browserbase: the `net.browserbase.Session` attached now
+        self._logged = False        # `sessions` holds an open record of the session attached now
         self.session_timeout_s = session_timeout_s
         self.driver = driver or Driver()
         self.wait_s = wait_s        # refusals for this long, no session of the pool serving: the endpoint is down
@@ -221,19 +242,64 @@ class BrowserFetcher:
         return True
 
     def _connect(self):
-        """One session: a connection to the endpoint's browser (Playwright asks an http base's /json/version
-        for its websocket). False when it refuses, is full or cannot be reached."""
+        """One session: a connection to the endpoint's browser, over CDP (`cdp:`; Playwright asks an http base's
+        /json/version for its websocket), Playwright's own protocol (`playwright:`, a Playwright server), or
+        over CDP to a session Browserbase's API created for it (`browserbase`). False when it refuses, is full
+        or cannot be reached; FetchError `internal` when the provider's answer is no session."""
         from playwright.sync_api import Error as PlaywrightError
+        url = self.endpoint.url
+        if self.endpoint.kind == "browserbase":
+            try:
+                self._session = self.provider.create()
+            except browserbase.Busy as e:
+                log.info("Browserbase refused a session: %s", e)
+                return False
+            except browserbase.ApiError as e:
+                self.retire()   # frees the slot
+                raise FetchError("internal", f"Browserbase's answer is no session: {e}") from None
+            url = self._session.connect_url
+            # recorded before the attach: it exists at the provider from now on, and a kill -9 from here must
+            # leave its id for the next start to release
+            self._record()
+        # connect()'s own default timeout is 0, forever: a server at its --max-clients would hold the job
+        attach = self._pw.chromium.connect if self.endpoint.kind == "playwright" else self._pw.chromium.connect_over_cdp
         try:
-            self._browser = self._pw.chromium.connect_over_cdp(self.endpoint.url, timeout=LAUNCH_TIMEOUT_S * 1000)
+            self._browser = attach(url, timeout=LAUNCH_TIMEOUT_S * 1000)
         except PlaywrightError as e:
-            # the error names the URL it dialled: said only as the shown endpoint, never the token
-            log.info("the browser endpoint %s refused a session: %s", self.endpoint,
-                     endpoints.shown(_first_line(e)))
+            # the error names the URL it dialled: said only as the shown endpoint, never a token or connectUrl
+            log.info("the browser endpoint %s refused a session: %s", self.endpoint, self.said(e))
+            self._end_session()
             return False
+        if not self._logged:    # a connection the endpoint refused was no session: only one it took is recorded
+            self._record()
         self.launches += 1
         self.pages = 0
         return True
+
+    def _record(self):
+        """The session attached now begins its record (`sessions`: its provider, endpoint as shown, id)."""
+        if self.sessions is not None:
+            self.sessions.opened(self.endpoint.kind, str(self.endpoint),
+                                 None if self._session is None else self._session.id)
+            self._logged = True
+
+    def said(self, e):
+        """The first line of an error of the remote browser, fit to log and store: a provider's connectUrl as
+        `<connectUrl>`, any other URL's credentials and query values as ***."""
+        said = _first_line(e)
+        if self._session is not None:
+            said = said.replace(self._session.connect_url, "<connectUrl>")
+        return endpoints.shown(said)
+
+    def _end_session(self):
+        """The session is over (retired, lost, never attached): recorded closed, and a provider's released,
+        once (the flag is cleared before the call; the API's errors are logged)."""
+        session, self._session = self._session, None
+        logged, self._logged = self._logged, False
+        if logged:
+            self.sessions.closed()
+        if session is not None:
+            self.provider.release(session.id)
 
     def _start_watchdog(self, pgid):
         """`sh` blocks reading a pipe only we write to: at its end (we closed it or died) it kills the group."""
@@ -270,6 +336,7 @@ class BrowserFetcher:
         if self._pw is not None:
             self._pw = None
             self.driver.give(self)
+        self._end_session()
         if self.slots is not None:
             self.slots.release()
 
@@ -297,9 +364,12 @@ class BrowserFetcher:
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
         state = _Page(url, allow, deadline, max_bytes)
         context = None
+        rendered = False
         try:
             context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
                                                 accept_downloads=False, **context_proxy(proxy))
+            if self._logged:    # a page begins once its context exists
+                self.sessions.page_started()
             page = context.new_page()
             cdp = context.new_cdp_session(page)
             cdp.send("Network.enable")
@@ -347,25 +417,24 @@ class BrowserFetcher:
             if len(html.encode()) > max_bytes:
                 raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
             status = response.status if response is not None else 0
+            rendered = True
             self.served()
             return status, page.url, html
         except FetchError as e:
             if self._lost(str(e)):  # the page failed because its session dropped (a navigation's error says so)
-                self.retire()
-                raise SessionLost(f"the browser session to {self.endpoint} was lost mid-page: "
-                                  f"{endpoints.shown(str(e))}") from None
+                raise self._session_lost(self.said(e)) from None
             raise
         except PlaywrightError as e:
-            # the browser or its page died under us: a fresh browser next time
-            lost = self._lost(str(e))
-            self.retire()
-            said = _first_line(e)
-            if self.remote:     # it may name the endpoint's URL, and the job's error is stored: its shown form
-                said = endpoints.shown(said)
-            if lost:
+            # the browser or its page died under us: a fresh browser next time; it may name the endpoint's URL,
+            # and the job's error is stored: its shown form
+            said = self.said(e) if self.remote else _first_line(e)
+            if self._lost(str(e)):
                 # the remote session dropped (the provider's doing, not the site's): the caller tries the page
                 # again on a new session
-                raise SessionLost(f"the browser session to {self.endpoint} was lost mid-page: {said}") from None
+                raise self._session_lost(said) from None
+            if self._logged:
+                self.sessions.paged(False, "crash" if "crash" in said.lower() else "protocol")
+            self.retire()
             raise FetchError("network", f"the browser failed: {said}", url) from None
         finally:
             if context is not None:
@@ -374,6 +443,8 @@ class BrowserFetcher:
                 except Exception as e:
                     log.debug("closing a context: %s", e)
             self.pages += 1
+            if self._logged:
+                self.sessions.paged(rendered)
             old = self.session_timeout_s is not None and self.connected_at is not None \
                 and time.monotonic() - self.connected_at >= self.session_timeout_s
             if self.pages >= self.pages_per_browser or old or (self.slots is not None and self.slots.wanted()):
@@ -384,6 +455,14 @@ class BrowserFetcher:
         browser says, or the error `said` does (it may come before the browser's own word of the disconnect)."""
         return self.remote and (self._browser is None or not self._browser.is_connected()
                                 or any(words in said for words in CLOSED))
+
+    def _session_lost(self, said):
+        """The session dropped under a page: counted as its `disconnect` error, retired (its record closed, a
+        provider's session released), and the SessionLost the caller raises (`said`: the error, as shown)."""
+        if self._logged:
+            self.sessions.paged(False, "disconnect")
+        self.retire()
+        return SessionLost(f"the browser session to {self.endpoint} was lost mid-page: {said}")
 
     def pids(self):
         """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""

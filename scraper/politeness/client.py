@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import requests
 
     from scraper.base.settings import Settings
-    from scraper.net.browser import BrowserFetcher
+    from scraper.net.browser import BrowserFetcher, SessionLog
     from scraper.politeness import Limiter
 
 log = logging.getLogger(__name__)
@@ -279,12 +279,26 @@ class Client:
         """A browser of the process as `plan` says (launched, or connected to a remote endpoint, on its first
         page, within `slots`: the pool's local browser slots, or the run's remote sessions), through `driver`
         (`net.browser.Driver`, the thread's Playwright, shared by its local and remote browsers)."""
-        from scraper.net import browser
+        import os
+
+        from scraper.db import browsersessions, runstate
+        from scraper.net import browser, browserbase
         executable = None if plan.endpoint.remote else browser.require(self.s.browser_path)
+        provider = None
+        if plan.endpoint.kind == "browserbase":
+            assert plan.api_url is not None
+            provider = browserbase.Api(plan.api_url, self.s.browserbase_key, self.s.browserbase_project,
+                                       browserbase.session_timeout(plan.session_timeout_s, self.s.browser_deadline_s),
+                                       self.s.user_agent)
+        # a remote browser's sessions are recorded (`status`, and the next start releases a dead worker's)
+        sessions: SessionLog | None = None
+        if plan.endpoint.remote:
+            sessions = browsersessions.Recorder(self.queue.conn, self.queue.run_id, self.name, runstate.host(),
+                                                os.getpid(), self.clock)
         return browser.BrowserFetcher(executable, user_agent=self.s.user_agent, slots=slots,
                                       endpoint=plan.endpoint, pages_per_browser=plan.session_pages,
                                       session_timeout_s=plan.session_timeout_s, driver=driver,
-                                      wait_s=self.s.browser_wait_s)
+                                      wait_s=self.s.browser_wait_s, provider=provider, sessions=sessions)
 
     def close(self) -> None:
         """Write what the proxy pool still holds (the caller closes the session and limiter it gave)."""

@@ -23,7 +23,7 @@ from scraper.db.queue import Queue
 from scraper.mirror import record, source
 from scraper.policy import progress
 from scraper.politeness import proxypool
-from scraper.pool import memory, orphans, pacing, worker
+from scraper.pool import deadsessions, memory, orphans, pacing, worker
 from scraper.pool.outage import Outage
 from scraper.pool.wakeup import Wakeup
 
@@ -136,6 +136,9 @@ class Supervisor:
                 taken = self.queue.requeue(self.clock())    # we hold the lock: every running row is an orphan
             if taken:
                 log.info("took back %d jobs of workers that no longer run", taken)
+            # the remote browser sessions dead workers left open (SQLite: every one, we hold the lock)
+            live = {r["id"] for r in runrecord.live_runs(conn, self.clock())} if self.s.postgres else set()
+            deadsessions.sweep(self.s, conn, self.clock(), lambda r: r["run_id"] not in live)
             self._resume_sites(conn)
             for domain in self.queue.new_run(self.clock()):
                 log.info("trying %s again: a previous run gave it up", domain)
@@ -150,6 +153,8 @@ class Supervisor:
             if code != exitcodes.DB_DOWN:
                 try:
                     self._count_outages()
+                    # this run's workers that died with a session open (a crash, a kill -9 of one of them)
+                    deadsessions.sweep(self.s, conn, self.clock(), self._gone)
                     self._finish_run(conn, self.run_id, code)
                 except DatabaseUnavailable as e:    # stopped while the database was away: its row stays open
                     log.warning("the run's end could not be recorded (%s); the next run notes it", e)
@@ -571,6 +576,10 @@ class Supervisor:
         os.kill(slot.process.pid, signal.SIGUSR1)
 
     # --- bookkeeping ------------------------------------------------------------------
+
+    def _gone(self, row):
+        """Whether a `browser_sessions` row is this run's and its worker no longer runs."""
+        return row["run_id"] == self.run_id and not (row["host"] == runstate.host() and psutil.pid_exists(row["pid"]))
 
     def _note_unfinished_run(self, conn):
         """A run killed with -9 (or by a reboot) could not say so: say it now, in the log it left."""

@@ -70,6 +70,7 @@ def report(queue, now, run=None, runs=None, settings=None, requests_per_job=None
         "endpoints": endpoints(queue.conn, now, settings),
         # per source: what validators earned, as `sources --json` shows it
         "validators": sources_mod.revalidation(queue.conn)[0],
+        "browser_sessions": browser_sessions(queue.conn, latest, now),
         "clock_skew_s": clock_skew_s(queue.conn),
         "db_outages": every.get("db_outages", 0), "db_outage_s": every.get("db_outage_s", 0),
         "database": dbstate.report(queue, now, settings, run),
@@ -83,6 +84,25 @@ def of_database(conn, now, settings):
     from scraper.db.queue import Queue
     return report(Queue(conn), now, runstate.current(conn, settings.lock_path, now),
                   runstate.runs(conn, settings.lock_path, now), settings=settings)
+
+
+def browser_sessions(conn, run_id, now):
+    """The remote browser sessions of run `run_id` (the current or the last), as `status --json` shows them:
+    [{provider, endpoint (as shown), session (the provider's id), worker, open, uptime_s, pages, errors (the
+    session's own: crash, disconnect, protocol), errors_by_kind, load (pages under way, of 1)}]."""
+    from scraper.db import browsersessions
+    if run_id is None:
+        return []
+    out = []
+    for r in browsersessions.of_run(conn, run_id):
+        is_open = r["closed_at"] is None
+        errors = {kind: r[f"errors_{kind}"] for kind in browsersessions.ERRORS}
+        out.append({"provider": r["provider"], "endpoint": r["endpoint"], "session": r["provider_session"],
+                    "worker": r["worker"], "open": is_open,
+                    "uptime_s": round(max(0.0, (now if is_open else r["closed_at"]) - r["opened_at"]), 1),
+                    "pages": r["pages"], "errors": sum(errors.values()), "errors_by_kind": errors,
+                    "load": float(r["active"]) if is_open else 0.0})
+    return out
 
 
 def clock_skew_s(conn):
@@ -237,6 +257,12 @@ def render(r):
             extra += f"; banned for {', '.join(p['banned_domains'])}" if p["banned_domains"] else ""
             lines.append(f"proxy     {p['url']}: {p['state']}{extra}; {p['requests']} request(s), "
                          f"{p['failures']} failure(s)")
+    sessions = r.get("browser_sessions") or []
+    if sessions:
+        shown = ", ".join(dict.fromkeys(b["endpoint"] for b in sessions))
+        lines.append(f"browser   {len(sessions)} remote session(s) of the run on {shown}: "
+                     f"{sum(b['open'] for b in sessions)} open, {sum(b['pages'] for b in sessions)} page(s), "
+                     f"{sum(b['errors'] for b in sessions)} session error(s)")
     for e in r.get("endpoints") or []:
         lines.append(f"webhook   {e['url']}: " + ("DISABLED; " if e["disabled"] else "")
                      + f"cursor {e['cursor']}, {e['backlog']} event(s) waiting"
