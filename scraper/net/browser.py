@@ -95,6 +95,19 @@ class SessionLog(Protocol):
     def closed(self) -> None: ...
 
 
+NODE_YOUNG = "--max-semi-space-size=1"     # MB of each of V8's young-generation semi-spaces (its default is 16)
+
+
+def _small_young_generation():
+    """The driver (node) starts with this process's environment: V8's young generation of 3 x 16 MB is most
+    of an idle driver's own memory (122 MB of PSS, 71 MB with 1 MB semi-spaces, measured with Playwright 1.65
+    here; pages per second unchanged in `scripts/bench_browser --compare`), and every worker with a browser
+    runs one. A NODE_OPTIONS of the user's is kept; one that already sizes the semi-spaces wins."""
+    options = os.environ.get("NODE_OPTIONS", "")
+    if "semi-space" not in options:
+        os.environ["NODE_OPTIONS"] = f"{options} {NODE_YOUNG}".strip()
+
+
 class Driver:
     """Playwright's driver (node) of one thread, shared by the thread's fetchers: Playwright's sync API takes
     one instance per thread (a second one refuses to start), so a worker's local browser and its remote
@@ -108,6 +121,7 @@ class Driver:
     def take(self, user):
         if self.pw is None:
             from playwright.sync_api import sync_playwright
+            _small_young_generation()
             self.pw = sync_playwright().start()
         self.users.add(id(user))
         return self.pw
