@@ -417,6 +417,13 @@ def test_the_check_catches_jitter_beyond_the_margin():
     assert _bucket_refuses(arrivals, rate, burst)
 
 
+@given(rate=st.floats(0.01, 1000.0), burst=st.integers(1, 100))
+def test_a_slot_is_never_kept_longer_than_half_of_what_the_burst_absorbs(rate, burst):
+    """The stale-slot check (issue 45) leaves half of the absorbed delay to the network and the server."""
+    kept = margin.stale_after_s(rate, burst)
+    assert 0.0 <= kept <= margin.STALE_S and kept <= margin.jitter_absorbed_s(rate, burst) / 2 + 1e-12
+
+
 def test_the_margin_is_time_a_fraction_of_a_unit_at_a_low_rate():
     assert margin.tolerance_s(2, 5) == pytest.approx(2.0 - 0.1)               # 4 units of 500 ms, less 100 ms
     assert margin.tolerance_s(2, 2) == pytest.approx(0.5 - 0.1)               # a fraction of a unit

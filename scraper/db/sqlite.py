@@ -148,8 +148,9 @@ class Connection(sqlite3.Connection):
     def commit(self) -> None:
         try:
             # through sqlite3's statement cache: its own commit() prepares "COMMIT" anew each time (~5 us a
-            # transaction, two a job)
-            _execute(self, "COMMIT")
+            # transaction, two a job); as commit(), nothing to do outside a transaction
+            if self.in_transaction:
+                _execute(self, "COMMIT")
         except sqlite3.Error as e:
             raise error(e) from e
 

@@ -35,3 +35,10 @@ def tolerance_s(rate_per_s: float, burst: int) -> float:
 def jitter_absorbed_s(rate_per_s: float, burst: int) -> float:
     """The slot-to-arrival delay a server enforcing exactly (rate, burst) tolerates from a GCRA's slots."""
     return (burst - 1) / rate_per_s - tolerance_s(rate_per_s, burst)
+
+
+def stale_after_s(rate_per_s: float, burst: int) -> float:
+    """How old a granted slot may be when its request leaves: `STALE_S`, or half the delay the site's burst
+    absorbs where that is less (100/s with a burst of 5 absorbs 40 ms: 20 ms), so that what remains of the
+    delay after the send (the network, the server's accept queue) has the other half."""
+    return min(STALE_S, jitter_absorbed_s(rate_per_s, burst) / 2)

@@ -113,9 +113,10 @@ class Politeness:
         return True
 
     def stale(self) -> bool:
-        """The last slot was granted longer ago than `margin.STALE_S`: a request sent on it now could arrive
-        bunched with the next ones past what the margin absorbs, so it takes another (`Client._through`)."""
-        return self.clock.monotonic() - self.granted_at > margin.STALE_S
+        """The last slot was granted longer ago than `margin.stale_after_s` allows: a request sent on it now
+        could arrive bunched with the next ones past what the burst absorbs, so it takes another
+        (`Client._through`)."""
+        return self.clock.monotonic() - self.granted_at > margin.stale_after_s(*self.rate())
 
     def _breaker(self) -> breaker.Breaker:
         return self.queue.breaker(self.domain)
