@@ -53,7 +53,8 @@ def test_decide_is_total_and_gives_one_of_the_documented_outcomes(kind, status, 
     assert isinstance(out.counted, bool)
     assert math.isfinite(out.delay_s) and 0.0 <= out.delay_s <= cap
     if out.action != retry.RETRY:
-        assert out.delay_s == 0.0 and out.counted
+        # an endpoint that kept refusing a browser ends the job with its attempt given back (the site is not to blame)
+        assert out.delay_s == 0.0 and out.counted == (kind != retry.BROWSER_UNAVAILABLE)
     # a counted attempt is retried only while attempts remain: at max_attempts the job ends
     if out.action == retry.RETRY and out.counted:
         assert n < max_attempts
@@ -419,9 +420,11 @@ def test_the_check_catches_jitter_beyond_the_margin():
 
 @given(rate=st.floats(0.01, 1000.0), burst=st.integers(1, 100))
 def test_a_slot_is_never_kept_longer_than_half_of_what_the_burst_absorbs(rate, burst):
-    """The stale-slot check (issue 45) leaves half of the absorbed delay to the network and the server."""
+    """The stale-slot check (issue 45) leaves half of the absorbed delay to the network and the server, and
+    never asks for less than an ordinary process's time from a grant to its send."""
     kept = margin.stale_after_s(rate, burst)
-    assert 0.0 <= kept <= margin.STALE_S and kept <= margin.jitter_absorbed_s(rate, burst) / 2 + 1e-12
+    assert margin.STALE_FLOOR_S <= kept <= margin.STALE_S       # a burst of 1 absorbs nothing: still some
+    assert kept <= max(margin.STALE_FLOOR_S, margin.jitter_absorbed_s(rate, burst) / 2) + 1e-12
 
 
 def test_the_margin_is_time_a_fraction_of_a_unit_at_a_low_rate():

@@ -20,6 +20,8 @@ far more than the margin (`test_properties`: a slot stream arriving up to the ma
 
 ARRIVAL_JITTER_S = 0.1   # slot-to-arrival delay absorbed; measured up to ~120 ms for a run's first requests
 STALE_S = 0.05           # a slot older than this when its request would leave is not used: another is taken
+STALE_FLOOR_S = 0.01     # ... or than half what the burst absorbs, but never less than this (a PostgreSQL round trip)
+STALE_TAKES = 3          # stale slots in a row after which the request goes on the next one whatever its age
 # how far past a whole interval and the tolerance a rate slot may lie before it counts as left there by a clock
 # stepped back (then the schedule starts again from now): more than any wait a slower rate leaves before a
 # change of rate (a 5-minute Crawl-delay), far less than an hour's step
@@ -40,5 +42,7 @@ def jitter_absorbed_s(rate_per_s: float, burst: int) -> float:
 def stale_after_s(rate_per_s: float, burst: int) -> float:
     """How old a granted slot may be when its request leaves: `STALE_S`, or half the delay the site's burst
     absorbs where that is less (100/s with a burst of 5 absorbs 40 ms: 20 ms), so that what remains of the
-    delay after the send (the network, the server's accept queue) has the other half."""
-    return min(STALE_S, jitter_absorbed_s(rate_per_s, burst) / 2)
+    delay after the send (the network, the server's accept queue) has the other half; never under
+    `STALE_FLOOR_S`, the time from a grant to its send in an ordinary process (a burst of 1 absorbs nothing:
+    every slot would be stale, and nothing would ever be sent)."""
+    return max(STALE_FLOOR_S, min(STALE_S, jitter_absorbed_s(rate_per_s, burst) / 2))

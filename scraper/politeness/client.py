@@ -28,7 +28,7 @@ from scraper.base.urls import domain_of
 from scraper.db import requestlog, store
 from scraper.db.queue import Queue
 from scraper.net import http
-from scraper.policy import retry
+from scraper.policy import margin, retry
 from scraper.policy import revalidate as revalidate_rules
 from scraper.politeness import domain as politeness
 from scraper.politeness import proxypool, rates, revalidation
@@ -186,7 +186,7 @@ class Client:
         polite = self.politeness_of(errand.domain(url))
         if pool is not None:
             self.proxy_usable(errand, polite, pool, url, avoid)     # before the slot: none usable takes no slot
-        while True:
+        for taken in range(1, margin.STALE_TAKES + 2):
             errand.turn(polite, url)
             proxy = None
             if pool is not None:
@@ -194,9 +194,10 @@ class Client:
                 proxy = self.proxies.choose(polite.domain, pool, avoid)
                 if proxy is None:
                     errand.no_proxy(polite, pool, avoid, url)   # they went while we waited for the slot
-            if not polite.stale():
+            # descheduled between the slot and the send: sent now, it could arrive bunched past the margin, so
+            # another is taken; a process too starved to send on any (STALE_TAKES in a row) sends on the last
+            if taken > margin.STALE_TAKES or not polite.stale():
                 break
-            # descheduled between the slot and the send: sent now, it could arrive bunched past the margin
             log.debug("%s: the slot of %s went stale before its request could leave; taking another",
                       self.name, polite.domain)
         errand.sent += 1
