@@ -54,8 +54,9 @@ class Limiter(Protocol):
         """Seconds until the domain has a slot (0.0: now); takes nothing."""
 
     def acquire(self, domain: str, timeout_s: float | None = None,
-                should_stop: Callable[[], bool] = ...) -> bool:
-        """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
+                should_stop: Callable[[], bool] = ..., on_try: Callable[[], None] = ...) -> bool:
+        """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first; `on_try()`
+        just before each try (the admitting one's start is the latest time the slot can date from)."""
 
     def refresh(self, domain: str) -> None:
         """Read the domain's rate again before the next slot."""

@@ -11,13 +11,17 @@ RATE_TTL_S = 1.0            # a domain's rate is read again this often: a lowere
 
 
 def wait_for_slot(try_acquire: Callable[[], float], clock: Clock, timeout_s: float | None = None,
-                  should_stop: Callable[[], bool] = lambda: False) -> bool:
+                  should_stop: Callable[[], bool] = lambda: False,
+                  on_try: Callable[[], None] = lambda: None) -> bool:
     """The acquire loop of both limiters: `try_acquire()` (0.0 admitted, else seconds to wait) until it
-    admits; False when `timeout_s` passed on `clock` or `should_stop()` turned true first."""
+    admits; False when `timeout_s` passed on `clock` or `should_stop()` turned true first. `on_try()` runs
+    just before each try: the slot a try grants is computed after it, so the caller dates the slot no later
+    than the admitting try's start (a PostgreSQL take returns only after its commit)."""
     deadline = None if timeout_s is None else clock.monotonic() + timeout_s
     while True:
         if should_stop():
             return False
+        on_try()
         wait = try_acquire()
         if wait == 0.0:
             return True

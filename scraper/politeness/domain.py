@@ -104,12 +104,17 @@ class Politeness:
                     raise FetchError(retry.NETWORK, "lease lost during a 429 pause", url=url)
 
     def _wait_for_slot(self, renew: Callable[[], bool]) -> bool:
-        while not self.limiter.acquire(self.domain, ACQUIRE_SLICE_S, self.stopping):
+        tried: list[float] = []
+
+        def trying() -> None:       # the slot dates from its try, not from when the take's answer came back
+            tried[:] = [self.clock.monotonic()]
+
+        while not self.limiter.acquire(self.domain, ACQUIRE_SLICE_S, self.stopping, trying):
             if self.stopping():
                 return False
             if not renew():
                 return False
-        self.granted_at = self.clock.monotonic()
+        self.granted_at = tried[0] if tried else self.clock.monotonic()
         return True
 
     def stale(self) -> bool:

@@ -46,9 +46,10 @@ class GcraLimiter:
         return slots.take(self._conn, domain, interval, tolerance)
 
     def acquire(self, domain: str, timeout_s: float | None = None,
-                should_stop: Callable[[], bool] = lambda: False) -> bool:
-        """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first."""
-        return wait_for_slot(lambda: self.try_acquire(domain), self._clock, timeout_s, should_stop)
+                should_stop: Callable[[], bool] = lambda: False, on_try: Callable[[], None] = lambda: None) -> bool:
+        """Wait for a slot; False when `timeout_s` passed or `should_stop()` turned true first (`on_try`:
+        `budget.wait_for_slot`'s)."""
+        return wait_for_slot(lambda: self.try_acquire(domain), self._clock, timeout_s, should_stop, on_try)
 
     def close(self) -> None:
         self._conn.close()
