@@ -673,6 +673,15 @@ def trickling_server(head):
         server.close()
 
 
+def answer(handler, body, kind, status=200):
+    """A whole answer from a test server's handler: its status, Content-Type and length, then the body."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", kind)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 class _ScriptPage(http_server.BaseHTTPRequestHandler):
     """/page: a page whose script fetches /api.json and writes its name into #app (its record comes from a
     script, as on the catalogue's /live/ pages)."""
@@ -683,12 +692,7 @@ class _ScriptPage(http_server.BaseHTTPRequestHandler):
               "/api.json": (b'{"name": "Jazz night"}', "application/json")}
 
     def do_GET(self):
-        body, kind = self.BODIES.get(self.path, (b"nothing", "text/plain"))
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        answer(self, *self.BODIES.get(self.path, (b"nothing", "text/plain")))
 
     def log_message(self, *args):
         pass

@@ -17,7 +17,7 @@ import pytest
 from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
 from scraper.net import browser, chromium
 from tests import warm
-from tests.helpers import ROOT, wait_gone
+from tests.helpers import ROOT, answer, wait_gone
 
 # Chromium: run after the parallel phase, one at a time on its CPU (`make test`)
 pytestmark = [pytest.mark.timing, pytest.mark.chromium]
@@ -58,11 +58,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             "/never": (NEVER_SETTLES, "text/html"),
             "/big": (b"<html><body>" + b"x" * 300_000 + b"</body></html>", "text/html"),
         }.get(path, (b"nothing", "text/plain"))
-        self.send_response(200 if path != "/missing" else 404)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        answer(self, body, kind, 200 if path != "/missing" else 404)
 
     def log_message(self, *args):
         pass
