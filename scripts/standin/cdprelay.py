@@ -115,9 +115,11 @@ class Relay:
             await writer.drain()
             writer.close()
             return
+        self.stats["open"] += 1     # taken before the upstream connects: a session arriving meanwhile sees it
         try:
             up_reader, up_writer = await asyncio.open_connection(self.up_host, self.up_port)
         except OSError:
+            self.stats["open"] -= 1
             writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             writer.close()
             return
@@ -129,7 +131,6 @@ class Relay:
         pair = (writer, up_writer)
         self.sessions.add(pair)
         self.stats["opened"] += 1
-        self.stats["open"] += 1
         self.stats["max_open"] = max(self.stats["max_open"], self.stats["open"])
         try:
             await asyncio.gather(self.pipe(reader, up_writer, pair, watch=False),
