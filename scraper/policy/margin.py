@@ -5,20 +5,23 @@ A request reaches the server some time after its slot was granted (process sched
 round trip, connection set-up, the server's own accept queue). The margin is that time,
 `ARRIVAL_JITTER_S`, kept back from the burst's tolerance, not a count of requests and nothing per request
 (issues 31 and 45): both limiters are GCRAs (`db/slots` on PostgreSQL, `db/ratelog` beside a SQLite file),
-so at n8n.io's 2/s with a burst of 5 the burst loses two fifths of a unit, not one (four requests at once,
-the fifth 200 ms later), and where the burst is worth less than the margin (20/s or 30/s with a burst of 5,
-100/s with 10) there is none left to use: every slot comes on the rate's schedule. The sustained rate is
-never cut: a slot taken late does not move the next one later.
+so at n8n.io's 2/s with a burst of 5 the burst loses a fifth of a unit, not one (four requests at once,
+the fifth 100 ms later), and where the burst is worth less than the margin (100/s with a burst of 10)
+there is none left to use: every slot comes on the rate's schedule. The sustained rate is never cut: a
+slot taken late does not move the next one later.
 
-Why 200 ms remains: the slot-to-arrival delay was measured up to ~60 ms in steady state on a loaded 2-core
-CI box (a worker descheduled between its slot and its send), but a run's first requests, each the first of
-a freshly forked process, arrived up to ~120 ms after their slots on this loaded 2-core machine (issue 45:
-with 100 ms, one 429 at 2/s with a burst of 5 in three short runs). A request that arrives later than the
-margin after one that used the whole burst meets an empty bucket, a 429 that pauses the domain and costs
-far more than the margin (`test_properties`: a slot stream arriving up to the margin late always fits).
+Why 100 ms is enough: this process's part of the delay is bounded by the stale-slot check
+(`stale_after_s`): a slot older than that when its request would leave is not used, another is taken
+(`Client._through`). That part once needed 200 ms: a run's first requests, each the first of a freshly
+forked process, arrived up to ~120 ms after their slots on a loaded 2-core machine (with a 100 ms margin
+and no check, one 429 at 2/s in three short runs). The rest is for the network and the server's own
+accept queue (arrivals at the stand-in needed 8-24 ms past the schedule at 20/s). A request that arrives
+later than the margin after one that used the whole burst meets an empty bucket, a 429 that pauses the
+domain and costs far more than the margin (`test_properties`: a slot stream arriving up to the margin late
+always fits).
 """
 
-ARRIVAL_JITTER_S = 0.1   # slot-to-arrival delay absorbed; measured up to ~120 ms for a run's first requests
+ARRIVAL_JITTER_S = 0.1   # slot-to-arrival delay absorbed: STALE_S in this process, the rest the network's
 STALE_S = 0.05           # a slot older than this when its request would leave is not used: another is taken
 STALE_FLOOR_S = 0.01     # ... or than half what the burst absorbs, but never less than this (a PostgreSQL round trip)
 STALE_TAKES = 3          # stale slots in a row after which the request goes on the next one whatever its age

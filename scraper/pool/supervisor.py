@@ -176,8 +176,9 @@ class Supervisor:
     def _loop(self):
         prev_handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         self.wakeup = Wakeup()
-        # what exists now lives to the end: out of the collector's sight, the forked workers never write to
-        # its pages (they stay shared), and no collection walks it again (the CPython docs' advice for fork)
+        # what exists now lives to the end: out of the collector's sight, no collection here or in a forked
+        # worker walks it again (fewer pages copied on write; the CPython docs' advice for fork), and the
+        # interpreter's last collections at the exit skip it
         gc.freeze()
         try:
             return self._work()
