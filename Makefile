@@ -82,8 +82,12 @@ demo: install
 	$(BIN)/python -m scripts.demo --templates $(DEMO_TEMPLATES) --workers $(WORKERS) --db $(DEMO_DB)
 
 # the bench extra (Scrapy, for the side-by-side) where it can be installed; without it those rows say so
+# the project byte-compiled first, as for the tests: where PYTHONDONTWRITEBYTECODE is set, a module changed since
+# the last compile is compiled again by every process that imports it (28 stale modules put 35 ms on a run's
+# start, and on every stand-in and worker)
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]' || echo "bench: Scrapy could not be installed; its rows are left out"
+	$(BIN)/python -m compileall -q scraper scripts
 	$(BIN)/python -m scripts.bench
 	$(BIN)/python -m scripts.bench_postgres
 	$(BIN)/python -m scripts.bench_transcripts
