@@ -6,6 +6,7 @@ import typing
 
 from scraper.base.errors import ConfigError, FetchError, ParseError
 from scraper.db import store
+from scraper.mirror.readahead import ReadAhead
 from scraper.policy import retry
 from scraper.politeness import client
 from scraper.sites import n8n
@@ -53,20 +54,25 @@ def discover(settings, limit=None, sleep=time.sleep, clock=None, polite=None):
 
 def _walk(settings, polite, limit, sleep):
     get_page = polite.walk(settings.n8n_source, settings.domain, sleep=sleep)     # issue 29: proxies too
+    ahead = ReadAhead(settings, settings.n8n_source, settings.domain, sleep)
 
     def get(url, parse):
-        return _get_page(settings, get_page, url, parse, sleep)
+        return _get_page(settings, get_page, url, parse, sleep, first=ahead.take(url))
 
-    return Walk(*n8n.discover(settings.api_url, get, limit))
+    try:
+        return Walk(*n8n.discover(settings.api_url, get, limit, ahead=ahead.want))
+    finally:
+        ahead.close()
 
 
-def _get_page(settings, get, url, parse, sleep):
+def _get_page(settings, get, url, parse, sleep, first=None):
     """`parse(body)` of one search page (`get(url)`: the polite GET), retried with the run's policy
-    (--max-attempts, backoff, 429 pauses)."""
+    (--max-attempts, backoff, 429 pauses). `first()`, when given, is the first try (a page read ahead)."""
     attempts = waits = 0
     while True:
         try:
-            body = get(url)
+            fetched, first = first, None
+            body = fetched() if fetched is not None else get(url)
             return _parsed(parse, body, url)
         except (FetchError, ParseError) as e:
             kind, status = (e.kind, e.status) if isinstance(e, FetchError) else (retry.PARSE, 200)

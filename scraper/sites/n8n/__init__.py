@@ -102,9 +102,11 @@ def search_done(page: int, rows: int, got: int, total: int) -> bool:
     return got < rows or page * rows >= total
 
 
-def discover(api_url: str, get, limit: int | None = None) -> tuple[dict, bool, int]:
+def discover(api_url: str, get, limit: int | None = None, ahead=None) -> tuple[dict, bool, int]:
     """The listing from the search API, page after page; `get(url, parse)` is the caller's polite GET,
-    which returns `parse(body)` and retries a page whose body `parse` refuses.
+    which returns `parse(body)` and retries a page whose body `parse` refuses. `ahead(urls)`, when given, is
+    told of the pages after the one asked now, in the order the walk asks them, as far as totalWorkflows
+    and `limit` say they are needed (the caller may fetch some meanwhile).
 
     The listing is read in createdAt order (stable: a walk sees each id once). Should the API not honour
     the sort, or the order move anyway, the walk counts distinct ids against totalWorkflows and, when it
@@ -118,9 +120,15 @@ def discover(api_url: str, get, limit: int | None = None) -> tuple[dict, bool, i
     reads = 0
     ordered = True      # every page so far came in createdAt order: the API honoured the sort
     last_at = None
+    total = 0           # totalWorkflows, from the first page on
     for sweep in (1, 2):
         page = 1
         while True:
+            if ahead is not None and sweep == 1 and page > 1:
+                last = -(-total // SEARCH_ROWS)
+                if limit is not None:   # this page brings up to SEARCH_ROWS more; no page past the limit's
+                    last = min(last, page - (-(limit - len(entries) - SEARCH_ROWS) // SEARCH_ROWS))
+                ahead(search_url(api_url, p) for p in range(page + 1, last + 1))
             items, total = get(search_url(api_url, page), lambda body, page=page: checked_search_page(body, page))
             reads += 1
             if sweep == 1 and ordered and not in_order(items, last_at):

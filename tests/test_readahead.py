@@ -1,0 +1,76 @@
+"""A walk reads its next pages ahead (issue 45, `mirror/readahead`): the listing's pages after the second
+are fetched by readers, each with a polite client of its own, while the walk reads the page it has. Every
+page is asked once, none past what `limit` needs, and a page that failed ahead is the walk's first try of
+it (its backoff and retry follow). In-process, the network faked by `responses`, real databases."""
+
+import json
+import re
+import threading
+import urllib.parse
+
+import responses
+
+from scraper.base import settings
+from scraper.db import store
+from scraper.mirror import seed
+from tests.helpers import API, SITE
+
+SEARCH = re.compile(re.escape(API) + r"/templates/search.*")
+TOTAL = 450     # five pages of 100, the last one short
+
+
+def _listing(net, fail_once=()):
+    """The search API of TOTAL templates on `net`; returns [(page, thread name)] of each page answered.
+    A page in `fail_once` answers 503 the first time."""
+    asked, failed = [], set()
+
+    def answer(request):
+        page = int(urllib.parse.parse_qs(urllib.parse.urlsplit(request.url).query)["page"][0])
+        asked.append((page, threading.current_thread().name))
+        if page in fail_once and page not in failed:
+            failed.add(page)
+            return 503, {}, "busy"
+        ids = range((page - 1) * 100 + 1, min(page * 100, TOTAL) + 1)
+        return 200, {}, json.dumps({"totalWorkflows": TOTAL, "workflows": [{"id": i, "name": f"t{i}"} for i in ids]})
+
+    net.add_callback(responses.GET, SEARCH, callback=answer)
+    return asked
+
+
+def _settings(backend):
+    return settings.build(db_path=backend, api_url=API, site_url=SITE, rate_per_s=1000, burst=100,
+                          backoff_base_s=0.01)
+
+
+def test_a_walk_reads_its_pages_ahead_each_once_through_the_polite_client(backend, net):
+    s = _settings(backend)
+    asked = _listing(net)
+    walk = seed.discover(s, sleep=lambda seconds: None)
+    assert list(walk.entries) == list(range(1, TOTAL + 1)) and walk.complete and walk.pages == 5
+    assert sorted(page for page, _ in asked) == [1, 2, 3, 4, 5]
+    ahead = {page for page, thread in asked if thread.startswith("read-ahead")}
+    assert ahead == {3, 4, 5}       # told of them while the walk asked page 2
+    conn = store.open_db(s.db_path)
+    logged = [r["kind"] for r in conn.execute("SELECT kind FROM requests WHERE kind = 'ok'")]
+    conn.close()
+    assert len(logged) == 5         # the readers' requests are in the request log too
+    assert not [t for t in threading.enumerate() if t.name.startswith("read-ahead")]
+
+
+def test_a_page_that_failed_ahead_is_the_walk_s_first_try_of_it(backend, net):
+    s = _settings(backend)
+    asked = _listing(net, fail_once={4})
+    waits = []
+    walk = seed.discover(s, sleep=waits.append)
+    assert walk.complete and len(walk.entries) == TOTAL
+    fours = [thread for page, thread in asked if page == 4]
+    assert len(fours) == 2 and fours[0].startswith("read-ahead") and not fours[1].startswith("read-ahead")
+    assert len(waits) == 1 and 0.005 < waits[0] < 0.02      # the run's backoff after its first try
+
+
+def test_no_page_is_read_ahead_past_what_the_limit_needs(tmp_path, net):
+    s = _settings(str(tmp_path / "jobs.db"))
+    asked = _listing(net)
+    walk = seed.discover(s, limit=250, sleep=lambda seconds: None)
+    assert len(walk.entries) == 250 and not walk.complete
+    assert sorted(page for page, _ in asked) == [1, 2, 3]
