@@ -299,7 +299,8 @@ class Client:
         return browser.BrowserFetcher(executable, user_agent=self.s.user_agent, slots=slots,
                                       endpoint=plan.endpoint, pages_per_browser=plan.session_pages,
                                       session_timeout_s=plan.session_timeout_s, driver=driver,
-                                      wait_s=self.s.browser_wait_s, provider=provider, sessions=sessions)
+                                      wait_s=self.s.browser_wait_s, provider=provider, sessions=sessions,
+                                      max_bytes=self.s.max_answer_bytes)
 
     def close(self) -> None:
         """Write what the proxy pool still holds (the caller closes the session and limiter it gave)."""
