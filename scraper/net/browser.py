@@ -485,6 +485,8 @@ class BrowserFetcher:
     def _lost(self, said):
         """A remote session that is no longer connected (the provider dropped it, or its browser died): so the
         browser says, or the error `said` does (it may come before the browser's own word of the disconnect)."""
+        if self.driverless:     # net/cdp says which: the connection went, or we closed it on a bad message
+            return self._browser is None or isinstance(self._browser.closed, cdp.Closed)
         return self.remote and (self._browser is None or not self._browser.is_connected()
                                 or any(words in said for words in CLOSED))
 
