@@ -1,24 +1,27 @@
 """The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one), or a
-Chromium elsewhere, attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`) or Playwright's own
+Chromium elsewhere: attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`), Playwright's own
 (`"playwright:WS-URL"`, a Playwright server), or a session Browserbase's API creates (`"browserbase"`,
-net/browserbase) attached over CDP.
+net/browserbase) attached over CDP. A `cdp:` or `browserbase` browser is spoken to by net/cdp, the worker's
+own CDP client over one websocket, its pages rendered by net/cdppage: no Playwright driver (node, about 71 MB
+of PSS) runs for it. A local browser and a `playwright:` one go through Playwright.
 
-At most one local `BrowserFetcher` and one remote per worker process, opened after the fork, both through the
-thread's one Playwright `Driver`. Each holds at most one browser (a local one, or a session: one connection
-to the remote one), gives each page a fresh context that is closed afterwards,
+At most one local `BrowserFetcher` and one remote per worker process, opened after the fork; those that use
+Playwright share the thread's one `Driver`. Each holds at most one browser (a local one, or a session: one
+connection to the remote one), gives each page a fresh context that is closed afterwards,
 and retires the browser after `pages_per_browser` pages (or once older than `session_timeout_s`). A remote
 browser launches nothing here: its slots are the run's sessions, not the local browser slots; at its end
-only the connection is dropped (Playwright's driver stopped), never the remote browser itself. An endpoint
+only the connection is dropped (Playwright's driver stopped, or the CDP websocket closed: the contexts it
+made go with it), never the remote browser itself. An endpoint
 that refuses or cannot be reached is a capacity wait, like a slot held by others: the caller's `wait()` runs
 (it hands the job back, uncharged) and the connection is tried again, never counted against the site, until
 it has refused for `wait_s` (browser_wait) with no session of the pool serving: FetchError `browser_unavailable`.
 A session lost under a page is `SessionLost`: the caller tries the page again on a new one. Each remote
 session is recorded through a `SessionLog` (opened, its pages, its own errors, closed: `status`'s figures, and
 what the next start releases after a kill -9); a Browserbase session is released once, when it is retired.
-Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
-unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
-robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
-over navigation and settling, and a cap on the bytes its responses carry.
+Every request the page sends is routed by net/pagerules, whichever renderer: images, fonts and media are
+aborted, other domains are refused unless allowed, and each request that is let through first passes
+`gate(url)` (the caller's rate slot and robots check; it may raise to refuse that request). A page is bounded
+like an HTTP answer: one deadline over navigation and settling, and a cap on the bytes its responses carry.
 
 Chromium never outlives its worker: Playwright starts it in its own process group, and a watchdog (`sh`,
 in a session of its own so a kill of the run's process group spares it) holds the read end of a pipe
@@ -100,9 +103,9 @@ def _small_young_generation():
 
 class Driver:
     """Playwright's driver (node) of one thread, shared by the thread's fetchers: Playwright's sync API takes
-    one instance per thread (a second one refuses to start), so a worker's local browser and its remote
-    session go through the same driver. Started by the first fetcher that needs it, stopped when the last one
-    lets it go (an idle driver holds about 90 MB of PSS)."""
+    one instance per thread (a second one refuses to start), so a worker's local browser and its `playwright:`
+    session go through the same driver (a `cdp:` or `browserbase` session needs none). Started by the first
+    fetcher that needs it, stopped when the last one lets it go (an idle driver holds about 90 MB of PSS)."""
 
     def __init__(self):
         self.pw = None
@@ -130,7 +133,8 @@ class BrowserFetcher:
     """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser at a time.
 
     One local BrowserFetcher per worker, and one remote: every source of a worker that renders in the same
-    place shares it (each page passes its source's `allow_domains`); the two share the thread's `Driver`."""
+    place shares it (each page passes its source's `allow_domains`); those that use Playwright share the
+    thread's `Driver`."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
                  lean=True, slots=None, endpoint=None, session_timeout_s=None, driver=None,
@@ -499,7 +503,8 @@ class BrowserFetcher:
         return SessionLost(f"the browser session to {self.endpoint} was lost mid-page: {said}")
 
     def pids(self):
-        """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""
+        """Pids of this process's descendants (Playwright's driver, Chromium's; none for a driverless fetcher),
+        for tests and the bench."""
         return [p.pid for p in _descendants_procs()]
 
 

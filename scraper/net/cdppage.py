@@ -48,11 +48,16 @@ def render(conn, url, gate, state, deadline_s, settle=None, proxy=None, user_age
     errors of `BrowserFetcher.render`, and cdp.CdpError from the connection (the caller says what it means).
     `state` a pagerules.PageState; `began()` runs once the page's context exists."""
     deadline = state.deadline
+    page = None
 
     def call(method, params=None, session=None):
         try:
             return conn.send(method, params, session, deadline)
-        except cdp.Timeout:
+        except (cdp.Timeout, cdp.CommandFailed) as e:
+            if page is not None:    # the page's target went under the command: that, not the command, says why
+                page.check(url)
+            if isinstance(e, cdp.CommandFailed):
+                raise
             state.check(url)
             raise timeout_error(url, deadline_s) from None
 
@@ -77,8 +82,10 @@ def render(conn, url, gate, state, deadline_s, settle=None, proxy=None, user_age
             setup.append(("Emulation.setUserAgentOverride", {"userAgent": user_agent}))
         try:
             conn.send_all(page.routing() + setup, page.session, deadline)
-        except cdp.Timeout:
-            state.check(url)
+        except (cdp.Timeout, cdp.CommandFailed) as e:
+            page.check(url)
+            if isinstance(e, cdp.CommandFailed):
+                raise
             raise timeout_error(url, deadline_s) from None
         navigated = call("Page.navigate", {"url": url}, page.session)
         state.check(url)
@@ -140,8 +147,8 @@ class _Page:
         try:
             handle(self, session, params)
         except (KeyError, TypeError, ValueError, AttributeError):
-            # an event not of the protocol's shape: the connection cannot be trusted with the page
-            self.gone = self.gone or cdp.ProtocolError(f"the browser sent a malformed {method[:60]} event")
+            # an event not of the protocol's shape (a request it names would stay paused): the page ends now
+            raise cdp.ProtocolError(f"the browser sent a malformed {method[:60]} event") from None
 
     def paused(self, session, params):
         """A request of the page, held for us: let through (`Fetch.continueRequest`) or failed."""

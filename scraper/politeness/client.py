@@ -279,7 +279,8 @@ class Client:
     def open_browser(self, slots: Any, plan: Plan, driver: Any = None) -> BrowserFetcher:
         """A browser of the process as `plan` says (launched, or connected to a remote endpoint, on its first
         page, within `slots`: the pool's local browser slots, or the run's remote sessions), through `driver`
-        (`net.browser.Driver`, the thread's Playwright, shared by its local and remote browsers)."""
+        (`net.browser.Driver`, the thread's Playwright, shared by its local and `playwright:` browsers; a `cdp:`
+        or `browserbase` one speaks CDP itself, net/cdp)."""
         import os
 
         from scraper.db import browsersessions, runstate
