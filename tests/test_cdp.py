@@ -16,6 +16,7 @@ from scraper.base.errors import FetchError, HandedBack, JobInvalid, SessionLost
 from scraper.db import browsersessions, store
 from scraper.net import browser, cdp
 from scraper.products import status
+from tests.helpers import wait_until
 from tests.test_browser import _Handler, pages  # noqa: F401 - `pages`: the fixture, registered by being here
 from tests.test_remote_browser import needs_chromium
 
@@ -144,6 +145,39 @@ def test_a_hostile_browser_ends_the_pages_attempt_not_the_worker(recorded, answe
             fetcher.close()
     shown = status.browser_sessions(conn, 1, 200.0)
     assert [(s["provider"], s["open"], s["errors_by_kind"][kind]) for s in shown] == [("cdp", False, 1)] * 2
+
+
+def test_a_session_the_browser_closed_between_pages_is_opened_again_not_lost(recorded):
+    """A provider that ends an idle session (its timeout): the next page opens a new one; nothing is lost."""
+    from websockets.sync.server import serve
+    conn, recorder = recorded
+    timed_out, sessions = threading.Event(), []
+
+    def session(ws):
+        sessions.append(ws)
+        if len(sessions) == 1:      # the first session ends when the test says; the next stays open
+            timed_out.wait(5)
+            ws.close()
+        with contextlib.suppress(Exception):
+            for _ in ws:
+                pass
+
+    with serve(session, "127.0.0.1", 0, compression=None) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"ws://127.0.0.1:{server.socket.getsockname()[1]}/devtools/browser/x"
+        fetcher = browser.BrowserFetcher(None, endpoint=endpoints.parse("cdp:" + url), sessions=recorder)
+        try:
+            fetcher.ready()
+            first = fetcher._browser
+            timed_out.set()
+            assert wait_until(lambda: not first.is_connected(), timeout=5, every=0.01)
+            fetcher.ready()
+            assert fetcher.launches == 2 and fetcher._browser.is_connected()
+        finally:
+            fetcher.close()
+            server.shutdown()
+    shown = status.browser_sessions(conn, 1, 200.0)
+    assert [(s["open"], s["errors"]) for s in shown] == [(False, 0)] * 2
 
 
 # --- Debian's Chromium as the endpoint -----------------------------------------------------------------------

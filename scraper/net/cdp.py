@@ -127,7 +127,10 @@ class Connection:
         return cls(ws, max_message_bytes)
 
     def is_connected(self):
-        return self.closed is None
+        """Not closed by either side: the websocket's own state says when the browser closed it while idle
+        (a provider's session timed out between pages), before a command finds out."""
+        from websockets.protocol import State
+        return self.closed is None and self.ws.state is State.OPEN
 
     def close(self):
         """Drop the connection (the browser disposes of the contexts made `disposeOnDetach`)."""
