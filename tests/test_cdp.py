@@ -11,7 +11,7 @@ import threading
 import psutil
 import pytest
 
-from scraper.base import endpoints
+from scraper.base import endpoints, proxies
 from scraper.base.errors import FetchError, HandedBack, JobInvalid, SessionLost
 from scraper.db import browsersessions, store
 from scraper.net import browser, cdp
@@ -252,6 +252,18 @@ def test_the_page_rules_hold_over_cdp_as_in_the_local_browser(pages, remote):  #
     assert e.value.kind == "too_large"
     assert remote.render(pages + "/missing", lambda u: None, 20, 2**20, settle="body")[0] == 404
     assert remote.launches == 1     # none of these cost the session
+
+
+@pytest.mark.chromium
+@needs_chromium
+@pytest.mark.parametrize("mode", ["dead", "reset"])
+def test_a_proxy_that_fails_under_a_remote_page_is_the_proxys_failure(pages, remote, proxy_servers, mode):  # noqa: F811
+    """A proxy that resets the connection, or resets it mid-body (Chromium would show what came): the page
+    fails, in words that say the proxy did (the caller quarantines it and tries another), as Playwright's do."""
+    proxy = proxies.parse(proxy_servers(mode=mode).url)
+    with pytest.raises(FetchError) as e:
+        remote.render(pages.replace("127.0.0.1", "127.0.0.2") + "/page", lambda u: None, 8, 2**20, proxy=proxy)
+    assert e.value.kind == "network" and browser.is_proxy_failure(e.value), str(e.value)
 
 
 def _soon(s=5.0):

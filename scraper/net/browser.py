@@ -508,9 +508,11 @@ class BrowserFetcher:
         return [p.pid for p in _descendants_procs()]
 
 
-# what Chromium and Playwright's own fetch say when the proxy, not the site, failed
+# what Chromium and Playwright's own fetch say when the proxy, not the site, failed (asked only of a page a
+# proxy carried: its connections are the proxy's); the driverless renderer's page comes through Chromium, whose
+# words for a proxy that refuses, resets or closes are its connection errors
 PROXY_FAILURES = ("ERR_PROXY", "ERR_TUNNEL", "ERR_EMPTY_RESPONSE", "ECONNREFUSED", "ECONNRESET", "socket hang up",
-                  "407")
+                  "407", "ERR_CONNECTION_", "ERR_SOCKET_NOT_CONNECTED")
 
 
 def context_proxy(proxy):

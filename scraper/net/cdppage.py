@@ -51,8 +51,12 @@ def render(conn, url, gate, state, deadline_s, settle=None, proxy=None, user_age
     page = None
 
     def call(method, params=None, session=None):
+        return calls([(method, params)], session)[0]
+
+    def calls(commands, session=None):
+        """The commands' results under the page's deadline; the page's own end, when it came, says why not."""
         try:
-            return conn.send(method, params, session, deadline)
+            return conn.send_all(commands, session, deadline)
         except (cdp.Timeout, cdp.CommandFailed) as e:
             if page is not None:    # the page's target went under the command: that, not the command, says why
                 page.check(url)
@@ -80,13 +84,7 @@ def render(conn, url, gate, state, deadline_s, settle=None, proxy=None, user_age
                  ("Page.addScriptToEvaluateOnNewDocument", {"source": NO_SERVICE_WORKERS})]
         if user_agent:
             setup.append(("Emulation.setUserAgentOverride", {"userAgent": user_agent}))
-        try:
-            conn.send_all(page.routing() + setup, page.session, deadline)
-        except (cdp.Timeout, cdp.CommandFailed) as e:
-            page.check(url)
-            if isinstance(e, cdp.CommandFailed):
-                raise
-            raise timeout_error(url, deadline_s) from None
+        calls(page.routing() + setup, page.session)
         navigated = call("Page.navigate", {"url": url}, page.session)
         state.check(url)
         error = navigated.get("errorText")
@@ -127,6 +125,7 @@ class _Page:
         self.loader = None          # the navigation's loader id: its document's request id
         self.statuses = {}          # a document request id -> its response's status
         self.auth_tried = set()
+        self.failures = {}          # a document request id -> why it failed
         self.gone = None            # a cdp.CdpError: the page's target closed or crashed under us
 
     def routing(self):
@@ -197,6 +196,10 @@ class _Page:
 
     def finished(self, session, params):
         request_id = _str(params["requestId"])
+        if params.get("type") == "Document" and params.get("errorText") and not params.get("canceled"):
+            # a document that failed after its head (a proxy that resets mid-body): Chromium would show what
+            # came; Playwright's own fetch of it failed the page, and so does this
+            self.failures[request_id] = str(params["errorText"])[:200]
         if request_id in self.inflight:
             self.inflight.discard(request_id)
             if not self.inflight:
@@ -241,6 +244,8 @@ class _Page:
         if self.gone is not None:
             raise self.gone
         self.state.check(url)
+        if self.loader in self.failures:
+            raise FetchError("network", f"the page's request failed: {self.failures[self.loader]}", url)
 
     def committed(self, loader):
         self.loader = loader if isinstance(loader, str) else None
