@@ -227,6 +227,10 @@ def test_the_page_rules_hold_over_cdp_as_in_the_local_browser(pages, remote):  #
     gated.clear()
     status_, final_url, html = remote.render(pages + "/to-1/page", gated.append, 20, 2**20)
     assert (status_, final_url) == (200, pages + "/page") and gated[:2] == [pages + "/to-1/page", pages + "/page"]
+    assert remote.render(pages + "/to-1" * 5 + "/page", lambda u: None, 20, 2**20)[1] == pages + "/page"
+    with pytest.raises(FetchError) as e:
+        remote.render(pages + "/to-1" * 6 + "/page", lambda u: None, 20, 2**20)
+    assert e.value.kind == "http_4xx" and "more than 5 redirects" in str(e.value)
     _Handler.seen.clear()
     with pytest.raises(FetchError) as e:
         remote.render(pages + "/to-2/page", gated.append, 20, 2**20)
