@@ -290,7 +290,8 @@ class BrowserFetcher:
         return True
 
     def _attach(self, url):
-        """The connection to the remote browser at `url`; cdp.Refused or Playwright's Error when refused."""
+        """The connection to the remote browser at `url`; cdp.Refused when the endpoint refused it (a Playwright
+        server's refusal said as one, so both are one capacity wait in `_connect`)."""
         if self.driverless:
             return cdp.Connection.open(url, LAUNCH_TIMEOUT_S, cdppage.message_cap(self.max_bytes))
         from playwright.sync_api import Error as PlaywrightError
