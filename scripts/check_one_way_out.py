@@ -2,10 +2,11 @@
 (`scraper/politeness/client.py`: rate slot, robots.txt, 429 pause, breaker, proxies, request log), so no
 other module of the package may hold the means to send one (STYLE.md 25):
 
-- import an HTTP library (requests, urllib3, httpx, urllib.request, http.client, aiohttp, playwright),
-  other than for annotations (under `if TYPE_CHECKING:`);
+- import an HTTP library (requests, urllib3, httpx, urllib.request, http.client, aiohttp, playwright,
+  websockets), other than for annotations (under `if TYPE_CHECKING:`);
 - use the transport's request functions: `scraper.net.http.fetch` or `make_session`;
-- use the browser that renders pages: `scraper.net.browser.BrowserFetcher`.
+- use the browser that renders pages: `scraper.net.browser.BrowserFetcher`, or what it renders remote pages
+  with: `scraper.net.cdp.Connection`, `scraper.net.cdppage.render`.
 
 The transport itself (`scraper/net/`) and the client are where they live; ALLOWED names the few other
 modules that may, each with its reason. An offence is printed with its file, line and what it uses.
@@ -28,8 +29,9 @@ ALLOWED = {
     # on it asks the job's Context (the polite client bound to the job) for its turn before each one and logs it
     "scraper/sites/youtube.py": {"requests"},
 }
-LIBRARIES = ("requests", "urllib3", "httpx", "urllib.request", "http.client", "aiohttp", "playwright")
-SENDERS = {"scraper.net.http": ("fetch", "make_session"), "scraper.net.browser": ("BrowserFetcher",)}
+LIBRARIES = ("requests", "urllib3", "httpx", "urllib.request", "http.client", "aiohttp", "playwright", "websockets")
+SENDERS = {"scraper.net.http": ("fetch", "make_session"), "scraper.net.browser": ("BrowserFetcher",),
+           "scraper.net.cdp": ("Connection",), "scraper.net.cdppage": ("render",)}
 
 
 def _library(module):

@@ -212,16 +212,19 @@ def test_a_quarantined_proxy_is_used_again_once_its_quarantine_is_over(standin, 
 @pytest.mark.timing     # drives Chromium
 @pytest.mark.chromium
 @pytest.mark.skipif(browser.problem("chromium") is not None, reason="no Chromium on PATH or no Playwright")
-def test_the_browser_s_pages_go_through_the_pool(proxy_servers, tmp_path):
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "cdp"])
+def test_the_browser_s_pages_go_through_the_pool(proxy_servers, tmp_path, request, remote):
     """A page rendered in the worker's browser and its script's request come through the proxy (the catalogue
     stand-in on 127.0.0.2 sees the proxy's outgoing 127.0.0.3, never this host's 127.0.0.1), credentials
-    going to the proxy only."""
+    going to the proxy only: in the local browser, and in a remote one spoken to over CDP (net/cdppage: the
+    context's proxyServer, its credentials answered to the proxy's challenge)."""
+    endpoint = "cdp:" + request.getfixturevalue("cdp_endpoint") if remote else "local"
     proxy = proxy_servers(bind="127.0.0.3", user="u", password=SECRET)
     site = client.start(catalogue=True, events=6, seed=3, rate=5, burst=2)
     try:
         live = [e["url"] for e in site.truth()["events"] if "/live/" in e["url"]][:1]
         s = settings.build(db_path=str(tmp_path / "jobs.db"), rate_per_s=5, burst=2, timeout_s=20, workers=1,
-                           proxies=f"http://u:{SECRET}@127.0.0.1:{proxy.port}")
+                           proxies=f"http://u:{SECRET}@127.0.0.1:{proxy.port}", browser_endpoint=endpoint)
         conn = store.open_db(s.db_path)
         queue = Queue(conn)
         queue.seed([(f"events:{url.split(':', 2)[2]}", "catalogue", url, "127.0.0.2") for url in live], now=1.0)

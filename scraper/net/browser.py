@@ -1,24 +1,27 @@
 """The browser fetcher: Playwright for Python driving the system's Chromium (never a downloaded one), or a
-Chromium elsewhere, attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`) or Playwright's own
+Chromium elsewhere: attached over the DevTools protocol (`browser_endpoint = "cdp:URL"`), Playwright's own
 (`"playwright:WS-URL"`, a Playwright server), or a session Browserbase's API creates (`"browserbase"`,
-net/browserbase) attached over CDP.
+net/browserbase) attached over CDP. A `cdp:` or `browserbase` browser is spoken to by net/cdp, the worker's
+own CDP client over one websocket, its pages rendered by net/cdppage: no Playwright driver (node, about 71 MB
+of PSS) runs for it. A local browser and a `playwright:` one go through Playwright.
 
-At most one local `BrowserFetcher` and one remote per worker process, opened after the fork, both through the
-thread's one Playwright `Driver`. Each holds at most one browser (a local one, or a session: one connection
-to the remote one), gives each page a fresh context that is closed afterwards,
+At most one local `BrowserFetcher` and one remote per worker process, opened after the fork; those that use
+Playwright share the thread's one `Driver`. Each holds at most one browser (a local one, or a session: one
+connection to the remote one), gives each page a fresh context that is closed afterwards,
 and retires the browser after `pages_per_browser` pages (or once older than `session_timeout_s`). A remote
 browser launches nothing here: its slots are the run's sessions, not the local browser slots; at its end
-only the connection is dropped (Playwright's driver stopped), never the remote browser itself. An endpoint
+only the connection is dropped (Playwright's driver stopped, or the CDP websocket closed: the contexts it
+made go with it), never the remote browser itself. An endpoint
 that refuses or cannot be reached is a capacity wait, like a slot held by others: the caller's `wait()` runs
 (it hands the job back, uncharged) and the connection is tried again, never counted against the site, until
 it has refused for `wait_s` (browser_wait) with no session of the pool serving: FetchError `browser_unavailable`.
 A session lost under a page is `SessionLost`: the caller tries the page again on a new one. Each remote
 session is recorded through a `SessionLog` (opened, its pages, its own errors, closed: `status`'s figures, and
 what the next start releases after a kill -9); a Browserbase session is released once, when it is retired.
-Every request the page sends is routed: images, fonts and media are aborted, other domains are refused
-unless allowed, and each request that is let through first passes `gate(url)` (the caller's rate slot and
-robots check; it may raise to refuse that request). A page is bounded like an HTTP answer: one deadline
-over navigation and settling, and a cap on the bytes its responses carry.
+Every request the page sends is routed by net/pagerules, whichever renderer: images, fonts and media are
+aborted, other domains are refused unless allowed, and each request that is let through first passes
+`gate(url)` (the caller's rate slot and robots check; it may raise to refuse that request). A page is bounded
+like an HTTP answer: one deadline over navigation and settling, and a cap on the bytes its responses carry.
 
 Chromium never outlives its worker: Playwright starts it in its own process group, and a watchdog (`sh`,
 in a session of its own so a kill of the run's process group spares it) holds the read end of a pipe
@@ -37,9 +40,8 @@ from urllib.parse import urljoin
 
 from scraper.base import endpoints
 from scraper.base.errors import FetchError, JobInvalid, SessionLost
-from scraper.base.settings import BROWSER_WAIT_S
-from scraper.base.urls import domain_of
-from scraper.net import browserbase
+from scraper.base.settings import BROWSER_WAIT_S, MAX_ANSWER_MB
+from scraper.net import browserbase, cdp, cdppage
 from scraper.net.chromium import (  # noqa: F401 - the names callers know as browser.*
     LAUNCH_FLAGS,
     LEAN_FLAGS,
@@ -52,38 +54,29 @@ from scraper.net.chromium import (  # noqa: F401 - the names callers know as bro
     require,
     sources_without_browser,
 )
+from scraper.net.pagerules import (
+    MAX_REDIRECTS,
+    SETTLE_SLICE_S,
+    PageState,
+    admit,
+    first_line,
+    ms_left,
+    redirect_refused,
+    timeout_error,
+)
 from scraper.policy.retry import BROWSER_UNAVAILABLE
 
 log = logging.getLogger(__name__)
 
-MAX_REDIRECTS = 5               # as plain HTTP's
 PAGES_PER_BROWSER = 100         # a browser is retired (closed, a fresh one launched) after this many pages
 LAUNCH_TIMEOUT_S = 30.0         # a browser that has not started (or a remote one not answered) by then is not going to
 CONNECT_RETRY_S = 1.0           # a remote endpoint that refused is tried again after this (the job waits, or goes back)
-SETTLE_SLICE_S = 0.25           # how often the settle wait looks at the byte count and the gate's verdict
-BLOCKED_TYPES = frozenset({"image", "font", "media"})
+DRIVERLESS = ("cdp", "browserbase")     # endpoints spoken to over CDP by net/cdp, with no Playwright driver
 # what Playwright says of a call whose connection went (we close a page's context only after its last call)
 CLOSED = ("Target page, context or browser has been closed", "Browser has been closed", "Target closed",
           "Connection closed")
 # Without the background-networking flags Chromium keeps calling home (updates, field trials, safe
 # browsing): on a closed network that is a stream of failing connections, and never polite.
-class _Page:
-    """What the routing and event handlers learnt about one page (they run inside Playwright's waits)."""
-
-    def __init__(self, url, allow, deadline, max_bytes):
-        self.deadline, self.max_bytes = deadline, max_bytes
-        self.domain = domain_of(url)
-        self.allow = allow
-        self.error = None       # an exception that ends the attempt (the page request refused, a stop)
-        self.bytes = 0
-        self.sent = 0           # requests let through
-        self.refused = 0        # other domains, images, fonts, media, refused by the gate
-        self.redirect = None    # where the page's own request was redirected (render navigates there)
-
-    def allowed(self, url):
-        return domain_of(url) in self.allow or domain_of(url) == self.domain
-
-
 class SessionLog(Protocol):
     """What records a fetcher's remote sessions, one at a time (`db/browsersessions.Recorder`): a session
     opened (its provider, its endpoint as shown, the provider's id), each page begun and ended (rendered, or
@@ -110,9 +103,9 @@ def _small_young_generation():
 
 class Driver:
     """Playwright's driver (node) of one thread, shared by the thread's fetchers: Playwright's sync API takes
-    one instance per thread (a second one refuses to start), so a worker's local browser and its remote
-    session go through the same driver. Started by the first fetcher that needs it, stopped when the last one
-    lets it go (an idle driver holds about 90 MB of PSS)."""
+    one instance per thread (a second one refuses to start), so a worker's local browser and its `playwright:`
+    session go through the same driver (a `cdp:` or `browserbase` session needs none). Started by the first
+    fetcher that needs it, stopped when the last one lets it go (an idle driver holds about 90 MB of PSS)."""
 
     def __init__(self):
         self.pw = None
@@ -140,12 +133,14 @@ class BrowserFetcher:
     """`render(url, gate, deadline_s, max_bytes)` -> (status, final_url, html), one browser at a time.
 
     One local BrowserFetcher per worker, and one remote: every source of a worker that renders in the same
-    place shares it (each page passes its source's `allow_domains`); the two share the thread's `Driver`."""
+    place shares it (each page passes its source's `allow_domains`); those that use Playwright share the
+    thread's `Driver`."""
 
     def __init__(self, executable, user_agent=None, allow_domains=(), pages_per_browser=PAGES_PER_BROWSER,
                  lean=True, slots=None, endpoint=None, session_timeout_s=None, driver=None,
-                 wait_s=BROWSER_WAIT_S, provider=None, sessions=None):
+                 wait_s=BROWSER_WAIT_S, provider=None, sessions=None, max_bytes=MAX_ANSWER_MB * 2**20):
         self.executable = executable
+        self.max_bytes = max_bytes  # the largest page `render` is given: it bounds a CDP message (cdppage)
         self.endpoint = endpoint    # base.endpoints.Endpoint; None or local: launch `executable` here
         self.provider = provider    # browserbase: its `net.browserbase.Api`
         self.sessions = sessions    # a `SessionLog` that records each remote session, or None
@@ -228,12 +223,19 @@ class BrowserFetcher:
     def remote(self):
         return self.endpoint is not None and self.endpoint.remote
 
+    @property
+    def driverless(self):
+        """Pages are rendered over CDP by net/cdp: no Playwright driver (node) runs for this fetcher."""
+        return self.endpoint is not None and self.endpoint.kind in DRIVERLESS
+
     def _launch(self):
         """Launch the browser, or connect to the remote one: True; False when the remote endpoint refused."""
+        self.connected_at = time.monotonic()
+        if self.driverless:
+            return self._connect()
         if self._pw is None:
             self._pw = self.driver.take(self)
         from playwright.sync_api import Error as PlaywrightError
-        self.connected_at = time.monotonic()
         if self.remote:
             return self._connect()
         before = _descendants()
@@ -245,7 +247,7 @@ class BrowserFetcher:
         except PlaywrightError as e:
             self.retire()   # frees the slot
             # not the site's fault: `internal`, so the domain's breaker does not count it
-            raise FetchError("internal", f"the browser {self.executable} did not start: {_first_line(e)}") from None
+            raise FetchError("internal", f"the browser {self.executable} did not start: {first_line(e)}") from None
         self.launches += 1
         self.pages = 0
         self.browser_pid = _browser_leader(before)
@@ -256,11 +258,10 @@ class BrowserFetcher:
         return True
 
     def _connect(self):
-        """One session: a connection to the endpoint's browser, over CDP (`cdp:`; Playwright asks an http base's
-        /json/version for its websocket), Playwright's own protocol (`playwright:`, a Playwright server), or
+        """One session: a connection to the endpoint's browser, over CDP by net/cdp (`cdp:`; an http base's
+        /json/version names its websocket), Playwright's own protocol (`playwright:`, a Playwright server), or
         over CDP to a session Browserbase's API created for it (`browserbase`). False when it refuses, is full
         or cannot be reached; FetchError `internal` when the provider's answer is no session."""
-        from playwright.sync_api import Error as PlaywrightError
         url = self.endpoint.url
         if self.endpoint.kind == "browserbase":
             try:
@@ -275,12 +276,10 @@ class BrowserFetcher:
             # recorded before the attach: it exists at the provider from now on, and a kill -9 from here must
             # leave its id for the next start to release
             self._record()
-        # connect()'s own default timeout is 0, forever: a server at its --max-clients would hold the job
-        attach = self._pw.chromium.connect if self.endpoint.kind == "playwright" else self._pw.chromium.connect_over_cdp
         try:
-            self._browser = attach(url, timeout=LAUNCH_TIMEOUT_S * 1000)
-        except PlaywrightError as e:
-            # the error names the URL it dialled: said only as the shown endpoint, never a token or connectUrl
+            self._browser = self._attach(url)
+        except cdp.Refused as e:
+            # the error may name the URL it dialled: said only as the shown endpoint, never a token or connectUrl
             log.info("the browser endpoint %s refused a session: %s", self.endpoint, self.said(e))
             self._end_session()
             return False
@@ -289,6 +288,18 @@ class BrowserFetcher:
         self.launches += 1
         self.pages = 0
         return True
+
+    def _attach(self, url):
+        """The connection to the remote browser at `url`; cdp.Refused when the endpoint refused it (a Playwright
+        server's refusal said as one, so both are one capacity wait in `_connect`)."""
+        if self.driverless:
+            return cdp.Connection.open(url, LAUNCH_TIMEOUT_S, cdppage.message_cap(self.max_bytes))
+        from playwright.sync_api import Error as PlaywrightError
+        try:
+            # connect()'s own default timeout is 0, forever: a server at its --max-clients would hold the job
+            return self._pw.chromium.connect(url, timeout=LAUNCH_TIMEOUT_S * 1000)
+        except PlaywrightError as e:
+            raise cdp.Refused(str(e)) from None
 
     def _record(self):
         """The session attached now begins its record (`sessions`: its provider, endpoint as shown, id)."""
@@ -300,7 +311,7 @@ class BrowserFetcher:
     def said(self, e):
         """The first line of an error of the remote browser, fit to log and store: a provider's connectUrl as
         `<connectUrl>`, any other URL's credentials and query values as ***."""
-        said = _first_line(e)
+        said = first_line(e)
         if self._session is not None:
             said = said.replace(self._session.connect_url, "<connectUrl>")
         return endpoints.shown(said)
@@ -330,8 +341,9 @@ class BrowserFetcher:
         90 MB of PSS each) held 371 MB of a 4-worker `auto` run's 754 MB peak, outside what the slots count."""
         browser, self._browser = self._browser, None
         # a remote browser is left running: stopping the driver below drops the connection (and with it the
-        # contexts it made), where close() could end a browser that is not ours
-        if browser is not None and not self.remote:
+        # contexts it made), where Playwright's close() could end a browser that is not ours; a CDP
+        # connection's close() is that drop itself
+        if browser is not None and (self.driverless or not self.remote):
             try:
                 browser.close()
             except Exception as e:  # a browser that died already: its group is killed below anyway
@@ -371,78 +383,31 @@ class BrowserFetcher:
         Without a browser, first waits for a slot (`wait` as in `_take_slot`); the deadline starts after.
         `allow_domains` (a source's) replaces the fetcher's own for this page. `proxy` (a
         `base.proxies.ProxyUrl`, not `direct`) carries every request of the page: one proxy per context."""
-        from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
         self.ready(wait)
         deadline = time.monotonic() + deadline_s
         allow = self.allow_domains if allow_domains is None else frozenset(d.lower() for d in allow_domains)
-        state = _Page(url, allow, deadline, max_bytes)
-        context = None
+        state = PageState(url, allow, deadline, max_bytes)
         rendered = False
         try:
-            context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
-                                                accept_downloads=False, **context_proxy(proxy))
-            if self._logged:    # a page begins once its context exists
-                self.sessions.page_started()
-            page = context.new_page()
-            cdp = context.new_cdp_session(page)
-            cdp.send("Network.enable")
-            cdp.on("Network.dataReceived", lambda e: _count(state, e.get("dataLength", 0)))
-            page.on("request", lambda request: _redirected(state, gate, request))
-            context.route("**/*", lambda route, request: _route(state, gate, page, route, request))
-
-            def check():
-                if state.error is not None:
-                    raise state.error
-                if state.bytes > max_bytes:
-                    raise FetchError("too_large", f"the page transferred more than {max_bytes / 2**20:g} MB", url)
-
-            target = url
-            for _ in range(MAX_REDIRECTS + 1):
-                try:
-                    response = page.goto(target, wait_until="commit", timeout=_ms_left(deadline, url, deadline_s))
-                except PlaywrightTimeout:
-                    check()
-                    raise _timeout(url, deadline_s) from None
-                except PlaywrightError as e:
-                    check()
-                    if state.redirect is None:
-                        raise FetchError("network", f"the browser could not load the page: {_first_line(e)}",
-                                         url) from None
-                check()
-                if state.redirect is None:
-                    break
-                target, state.redirect = state.redirect, None
+            if self.driverless:
+                out = cdppage.render(self._browser, url, gate, state, deadline_s, settle, proxy, self.user_agent,
+                                     began=self._page_began)
             else:
-                raise FetchError("http_4xx", f"more than {MAX_REDIRECTS} redirects", url)
-            while True:
-                check()
-                try:
-                    wait_ms = min(SETTLE_SLICE_S * 1000, _ms_left(deadline, url, deadline_s))
-                    if settle:
-                        page.wait_for_selector(settle, state="attached", timeout=wait_ms)
-                    else:
-                        page.wait_for_load_state("networkidle", timeout=wait_ms)
-                    break
-                except PlaywrightTimeout:
-                    continue
-            check()
-            html = page.content()
-            if len(html.encode()) > max_bytes:
-                raise FetchError("too_large", f"the rendered page is larger than {max_bytes / 2**20:g} MB", url)
-            status = response.status if response is not None else 0
+                out = self._render_playwright(url, gate, state, deadline_s, settle, proxy)
             rendered = True
             self.served()
-            return status, page.url, html
+            return out
         except FetchError as e:
             if self._lost(str(e)):  # the page failed because its session dropped (a navigation's error says so)
                 raise self._session_lost(self.said(e)) from None
             raise
-        except PlaywrightError as e:
+        except Exception as e:
+            if not isinstance(e, cdp.CdpError) and not _playwright_error(e):
+                raise
             # the browser or its page died under us: a fresh browser next time; it may name the endpoint's URL,
             # and the job's error is stored: its shown form
-            said = self.said(e) if self.remote else _first_line(e)
-            if self._lost(str(e)):
+            said = self.said(e) if self.remote else first_line(e)
+            if isinstance(e, cdp.Closed) or self._lost(str(e)):
                 # the remote session dropped (the provider's doing, not the site's): the caller tries the page
                 # again on a new session
                 raise self._session_lost(said) from None
@@ -451,11 +416,6 @@ class BrowserFetcher:
             self.retire()
             raise FetchError("network", f"the browser failed: {said}", url) from None
         finally:
-            if context is not None:
-                try:
-                    context.close()
-                except Exception as e:
-                    log.debug("closing a context: %s", e)
             self.pages += 1
             if self._logged:
                 self.sessions.paged(rendered)
@@ -464,9 +424,74 @@ class BrowserFetcher:
             if self.pages >= self.pages_per_browser or old or (self.slots is not None and self.slots.wanted()):
                 self.retire()
 
+    def _page_began(self):
+        if self._logged:    # a page begins once its context exists
+            self.sessions.page_started()
+
+    def _render_playwright(self, url, gate, state, deadline_s, settle, proxy):
+        """`render`'s page in Playwright's browser: its context routes every request by net/pagerules."""
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+        deadline = state.deadline
+        context = None
+        try:
+            context = self._browser.new_context(user_agent=self.user_agent, service_workers="block",
+                                                accept_downloads=False, **context_proxy(proxy))
+            self._page_began()
+            page = context.new_page()
+            cdp_session = context.new_cdp_session(page)
+            cdp_session.send("Network.enable")
+            cdp_session.on("Network.dataReceived", lambda e: _count(state, e.get("dataLength", 0)))
+            page.on("request", lambda request: _redirected(state, gate, request))
+            context.route("**/*", lambda route, request: _route(state, gate, page, route, request))
+            target = url
+            for _ in range(MAX_REDIRECTS + 1):
+                try:
+                    response = page.goto(target, wait_until="commit", timeout=ms_left(deadline, url, deadline_s))
+                except PlaywrightTimeout:
+                    state.check(url)
+                    raise timeout_error(url, deadline_s) from None
+                except PlaywrightError as e:
+                    state.check(url)
+                    if state.redirect is None:
+                        raise FetchError("network", f"the browser could not load the page: {first_line(e)}",
+                                         url) from None
+                state.check(url)
+                if state.redirect is None:
+                    break
+                target, state.redirect = state.redirect, None
+            else:
+                raise FetchError("http_4xx", f"more than {MAX_REDIRECTS} redirects", url)
+            while True:
+                state.check(url)
+                try:
+                    wait_ms = min(SETTLE_SLICE_S * 1000, ms_left(deadline, url, deadline_s))
+                    if settle:
+                        page.wait_for_selector(settle, state="attached", timeout=wait_ms)
+                    else:
+                        page.wait_for_load_state("networkidle", timeout=wait_ms)
+                    break
+                except PlaywrightTimeout:
+                    continue
+            state.check(url)
+            html = page.content()
+            if len(html.encode()) > state.max_bytes:
+                raise FetchError("too_large", f"the rendered page is larger than {state.max_bytes / 2**20:g} MB",
+                                 url)
+            status = response.status if response is not None else 0
+            return status, page.url, html
+        finally:
+            if context is not None:
+                try:
+                    context.close()
+                except Exception as e:
+                    log.debug("closing a context: %s", e)
+
     def _lost(self, said):
         """A remote session that is no longer connected (the provider dropped it, or its browser died): so the
         browser says, or the error `said` does (it may come before the browser's own word of the disconnect)."""
+        if self.driverless:     # net/cdp says which: the connection went, or we closed it on a bad message
+            return self._browser is None or isinstance(self._browser.closed, cdp.Closed)
         return self.remote and (self._browser is None or not self._browser.is_connected()
                                 or any(words in said for words in CLOSED))
 
@@ -479,13 +504,16 @@ class BrowserFetcher:
         return SessionLost(f"the browser session to {self.endpoint} was lost mid-page: {said}")
 
     def pids(self):
-        """Pids of this fetcher's processes (Playwright's driver, Chromium's), for tests and the bench."""
+        """Pids of this process's descendants (Playwright's driver, Chromium's; none for a driverless fetcher),
+        for tests and the bench."""
         return [p.pid for p in _descendants_procs()]
 
 
-# what Chromium and Playwright's own fetch say when the proxy, not the site, failed
+# what Chromium and Playwright's own fetch say when the proxy, not the site, failed (asked only of a page a
+# proxy carried: its connections are the proxy's); the driverless renderer's page comes through Chromium, whose
+# words for a proxy that refuses, resets or closes are its connection errors
 PROXY_FAILURES = ("ERR_PROXY", "ERR_TUNNEL", "ERR_EMPTY_RESPONSE", "ECONNREFUSED", "ECONNRESET", "socket hang up",
-                  "407")
+                  "407", "ERR_CONNECTION_", "ERR_SOCKET_NOT_CONNECTED")
 
 
 def context_proxy(proxy):
@@ -504,27 +532,12 @@ def is_proxy_failure(error):
 
 
 def _route(state, gate, page, route, request):
-    """Every request of the page: refuse what is not needed or not ours, gate the rest."""
+    """Every request of the page: refuse what is not needed or not ours, gate the rest (net/pagerules)."""
     try:
-        url = request.url
-        if request.resource_type in BLOCKED_TYPES or not url.startswith(("http://", "https://")) \
-                or not state.allowed(url):
-            state.refused += 1
+        own = request.is_navigation_request() and request.frame == page.main_frame
+        if not admit(state, gate, request.url, request.resource_type, own):
             route.abort("blockedbyclient")
-            return
-        try:
-            gate(url)
-        except Exception as e:
-            state.refused += 1
-            route.abort("blockedbyclient")
-            own = request.is_navigation_request() and request.frame == page.main_frame
-            # the page's own request refused ends the attempt with the gate's reason; for another request
-            # only a stop (not a refusal such as robots) does
-            if state.error is None and (own or not isinstance(e, (FetchError, JobInvalid))):
-                state.error = e
-            return
-        state.sent += 1
-        if request.is_navigation_request():
+        elif request.is_navigation_request():
             _navigate(state, route)
         else:
             route.continue_()
@@ -541,16 +554,14 @@ def _navigate(state, route):
         response = route.fetch(max_redirects=0, timeout=max(1.0, (state.deadline - time.monotonic()) * 1000))
     except PlaywrightError as e:
         # no answer (a proxy that refuses or closes, a reset): the page fails now, not at its deadline
-        state.error = state.error or FetchError("network", f"the page's request failed: {_first_line(e)}",
+        state.error = state.error or FetchError("network", f"the page's request failed: {first_line(e)}",
                                                 route.request.url)
         route.abort("failed")
         return
     location = response.headers.get("location")
     if 300 <= response.status < 400 and location:
         target = urljoin(route.request.url, location)
-        if not state.allowed(target):
-            state.error = FetchError("http_4xx", f"redirect to another domain refused: {target}", target,
-                                     response.status)
+        redirect_refused(state, target, response.status)
         state.redirect = target
         route.fulfill(status=204)   # "no content": the navigation ends without an error page in the way
         return
@@ -565,10 +576,7 @@ def _navigate(state, route):
 def _redirected(state, gate, request):
     """Playwright does not route the next request of a script's or an XHR's redirect: one to a refused
     domain fails the page; one within it takes its rate slot as it goes (it may already be on its way)."""
-    if request.redirected_from is None or state.error is not None:
-        return
-    if not state.allowed(request.url):
-        state.error = FetchError("http_4xx", f"redirect to another domain refused: {request.url}", request.url)
+    if request.redirected_from is None or state.error is not None or redirect_refused(state, request.url):
         return
     try:
         gate(request.url)
@@ -582,19 +590,11 @@ def _count(state, n):
     state.bytes += n
 
 
-def _ms_left(deadline, url, deadline_s):
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise _timeout(url, deadline_s)
-    return max(1.0, left * 1000)
-
-
-def _timeout(url, deadline_s):
-    return FetchError("timeout", f"the page did not settle within {deadline_s:g} s", url)
-
-
-def _first_line(e):
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+def _playwright_error(e):
+    """Whether `e` is Playwright's Error (its module imported only where a Playwright browser runs)."""
+    import sys
+    module = sys.modules.get("playwright.sync_api")
+    return module is not None and isinstance(e, module.Error)
 
 
 def _descendants_procs():

@@ -279,7 +279,8 @@ class Client:
     def open_browser(self, slots: Any, plan: Plan, driver: Any = None) -> BrowserFetcher:
         """A browser of the process as `plan` says (launched, or connected to a remote endpoint, on its first
         page, within `slots`: the pool's local browser slots, or the run's remote sessions), through `driver`
-        (`net.browser.Driver`, the thread's Playwright, shared by its local and remote browsers)."""
+        (`net.browser.Driver`, the thread's Playwright, shared by its local and `playwright:` browsers; a `cdp:`
+        or `browserbase` one speaks CDP itself, net/cdp)."""
         import os
 
         from scraper.db import browsersessions, runstate
@@ -299,7 +300,8 @@ class Client:
         return browser.BrowserFetcher(executable, user_agent=self.s.user_agent, slots=slots,
                                       endpoint=plan.endpoint, pages_per_browser=plan.session_pages,
                                       session_timeout_s=plan.session_timeout_s, driver=driver,
-                                      wait_s=self.s.browser_wait_s, provider=provider, sessions=sessions)
+                                      wait_s=self.s.browser_wait_s, provider=provider, sessions=sessions,
+                                      max_bytes=self.s.max_answer_bytes)
 
     def close(self) -> None:
         """Write what the proxy pool still holds (the caller closes the session and limiter it gave)."""

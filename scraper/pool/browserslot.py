@@ -1,8 +1,9 @@
 """A worker's browsers: at most one local and one remote, each made on the first page a job of a source
 rendered there asks for (the job's own source's plan, `Settings.browser_of`). A local browser takes one of
 the pool's browser slots (`<db>-browser.lock`, `chromium.slots_for`); a remote one a session of the run's
-`browser_sessions` (`<db>-sessions.lock`), the local slots left free. Both go through the thread's one
-Playwright driver (`net.browser.Driver`).
+`browser_sessions` (`<db>-sessions.lock`), the local slots left free. Those that use Playwright (the local
+one, a `playwright:` one) go through the thread's one Playwright driver (`net.browser.Driver`); a `cdp:` or
+`browserbase` one speaks CDP itself (net/cdp), with no driver.
 
 A job that needs a page waits for a slot; when every slot stays held by workers that keep rendering, the
 job goes back to the queue for a slot holder rather than keep this worker idle (`slot_wait`), and while it
