@@ -6,13 +6,14 @@ it (its backoff and retry follow). In-process, the network faked by `responses`,
 import json
 import re
 import threading
+import time
 import urllib.parse
 
 import responses
 
 from scraper.base import settings
 from scraper.db import store
-from scraper.mirror import seed
+from scraper.mirror import seed, walks
 from tests.helpers import API, SITE
 
 SEARCH = re.compile(re.escape(API) + r"/templates/search.*")
@@ -74,3 +75,19 @@ def test_no_page_is_read_ahead_past_what_the_limit_needs(tmp_path, net):
     walk = seed.discover(s, limit=250, sleep=lambda seconds: None)
     assert len(walk.entries) == 250 and not walk.complete
     assert sorted(page for page, _ in asked) == [1, 2, 3]
+
+
+def test_the_walks_of_seed_and_update_read_ahead_beside_their_own_client(tmp_path, net):
+    """`walk_due` (bare `seed`, `update`, cron) walks with a client of its own on an open connection: the
+    readers' clients work beside it, and what the walk found is queued."""
+    s = _settings(str(tmp_path / "jobs.db"))
+    asked = _listing(net)
+    conn = store.open_db(s.db_path)
+    try:
+        (outcome,) = walks.walk_due(conn, s, time.time())
+        queued = conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+    finally:
+        conn.close()
+    assert outcome.error is None and queued == TOTAL
+    assert sorted(page for page, _ in asked) == [1, 2, 3, 4, 5]
+    assert {page for page, thread in asked if thread.startswith("read-ahead")} == {3, 4, 5}
