@@ -286,7 +286,7 @@ class BrowserFetcher:
                 self.retire()   # frees the slot
                 # no wait cures it: every job of this browser ends at once, uncharged, and the run's last line
                 # says this once (naming the setting, never the key)
-                self.key_refused = f"Browserbase refused the key in {KEY_SETTING} ({str(e).split(': ', 1)[-1]})"
+                self.key_refused = f"Browserbase refused the key in {KEY_SETTING} (HTTP {e.status})"
                 self.usable()
             except browserbase.ApiError as e:
                 self.retire()   # frees the slot

@@ -57,7 +57,11 @@ class ApiError(Exception):
 
 
 class KeyRefused(ApiError):
-    """The API refused the key (401, 403): no session comes with it however long one waits."""
+    """The API refused the key (`status` 401 or 403): no session comes with it however long one waits."""
+
+    def __init__(self, reason: str, status: int) -> None:
+        super().__init__(reason)
+        self.status = status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +146,7 @@ class Api:
         if status in BUSY_STATUSES:
             raise Busy(f"POST /v1/sessions: HTTP {status}")
         if status in (401, 403):
-            raise KeyRefused(f"POST /v1/sessions: HTTP {status} (is SCRAPER_BROWSERBASE_KEY right?)")
+            raise KeyRefused(f"POST /v1/sessions: HTTP {status} (is SCRAPER_BROWSERBASE_KEY right?)", status)
         if not 200 <= status < 300:
             raise ApiError(f"POST /v1/sessions: HTTP {status}")
         try:
