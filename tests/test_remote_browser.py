@@ -17,7 +17,7 @@ import pytest
 from scraper.base import endpoints, exitcodes, sources
 from scraper.base import settings as settings_mod
 from scraper.base.errors import ConfigError, FetchError, HandedBack
-from scraper.db import store
+from scraper.db import browsersessions, runstate, store
 from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
@@ -512,19 +512,31 @@ def place(w, jc):
 def test_a_slow_domain_gets_no_more_remote_sessions_than_its_rate_feeds_and_a_fast_one_all(tmp_path, impatient):
     # 0.5 requests/s, 2 requests a page, 1 s a page: the rate feeds one session (Little's law)
     with workers_on_one_domain(tmp_path / "slow", 0.5, 4) as (cfg, ws):
+        # a worker that died (kill -9) left its session open and busy with the domain: it holds no connection
+        dead = browsersessions.Recorder(ws[0][0].queue.conn, 1, "w9-1", runstate.host(), 2**22 + 1, time.time)
+        dead.opened("cdp", "cdp:http://127.0.0.1:9", None)
+        dead.placed("127.0.0.2")
         assert [place(w, jc) for w, jc in ws] == ["new", "wait", "wait", "wait"]
-        (first,) = rows(cfg.db_path, "SELECT id, active, domain, closed_at FROM browser_sessions")
+        (first,) = rows(cfg.db_path, "SELECT id, active, domain, closed_at FROM browser_sessions WHERE pid = ?",
+                        os.getpid())
         assert (first["active"], first["domain"], first["closed_at"]) == (1, "127.0.0.2", None)   # busy, reserved
         # the first session opened and rendered its page: free now, the others' jobs still wait for it
         w0, jc0 = ws[0]
         w0.browser_slot.fetchers[True].sessions.opened("cdp", "cdp:http://127.0.0.1:9", None)
         w0.browser_slot.fetchers[True].sessions.paged(True)
         assert [place(w, jc) for w, jc in ws[1:]] == [str(first["id"])] * 3     # that session's, not a new one
+        # its own worker's next page goes on it (the connection faked: nothing listens on the endpoint), busy again
+        # with the domain, which is then at its cap: the others wait
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(browser.BrowserFetcher, "connected", property(lambda f: f.sessions.attached))
+            assert place(w0, jc0) == "mine"
+            assert [place(w, jc) for w, jc in ws[1:]] == ["wait"] * 3
+            w0.browser_slot.fetchers[True].sessions.paged(True)
         # the wait is a capacity wait: the job goes back, uncharged, nothing sent
         w1, jc1 = ws[1]
         with pytest.raises(HandedBack):
             w1.browser_slot.ready(jc1)
-        assert count(cfg.db_path, "SELECT COUNT(*) FROM browser_sessions") == 1
+        assert count(cfg.db_path, "SELECT COUNT(*) FROM browser_sessions WHERE pid = ?", os.getpid()) == 1
         assert rows(cfg.db_path, "SELECT status, attempts FROM jobs WHERE key = ?", jc1.job.key) == [
             {"status": "pending", "attempts": 0}]
     # 20 requests/s feeds 10 sessions: all 4 of browser_sessions open, none past them

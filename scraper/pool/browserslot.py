@@ -179,9 +179,12 @@ class BrowserSlot:
         fetcher.usable()
         if self.placed == jc.job.key and fetcher.connected:
             return      # placed already (before the job's plain HTTP, `browser_ready`)
-        while (answer := self.place(jc, fetcher)) not in (MINE, picker.NEW):
-            wait()
-            self.clock.sleep(chromium.SLOT_WAIT_S)
+        try:
+            while (answer := self.place(jc, fetcher)) not in (MINE, picker.NEW):
+                wait()
+                self.clock.sleep(chromium.SLOT_WAIT_S)
+        finally:
+            fetcher.slots.unwant()      # a job that could not go back asked holders to close (`slot_wait`): no more
         self.placed = jc.job.key
         if answer == picker.NEW:
             try:
@@ -190,12 +193,15 @@ class BrowserSlot:
                 self.placed = None
                 fetcher.sessions.unreserve()
                 raise
-            fetcher.sessions.placed(jc.job.domain)     # a session the reserved row did not become (re-created)
+            # busy with the page's domain: the reserved row, or the one a session re-created meanwhile made
+            fetcher.sessions.placed(jc.job.domain)
 
     def place(self, jc, fetcher):
         """Where the page of `jc`'s job goes, decided on the run's open sessions (those of live workers) while no
         other worker decides: MINE (this worker's session, marked busy with the job's domain), NEW (a row is
-        reserved for the session this worker opens now) or the picker's WAIT or another worker's session id."""
+        reserved for the session this worker opens now) or the picker's WAIT or another worker's session id.
+        Every session in the view is healthy: one that fails is retired by its own worker at once, and a dead
+        worker's holds no connection (left out, so it blocks no new session)."""
         plan = self.s.browser_of(self.s.source(jc.source))
         domain = jc.job.domain
         if not fetcher.connected:
