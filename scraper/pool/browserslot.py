@@ -180,7 +180,13 @@ class BrowserSlot:
         if self.placed == jc.job.key and fetcher.connected:
             return      # placed already (before the job's plain HTTP, `browser_ready`)
         try:
+            waited = False
             while (answer := self.place(jc, fetcher)) not in (MINE, picker.NEW):
+                if not waited:
+                    waited = True
+                    log.debug("%s %s waits for a remote session (%s)", self.name, jc.job.key,
+                              "all busy, or its domain's at its cap" if answer == picker.WAIT
+                              else f"session {answer}, another worker's, is free")
                 wait()
                 self.clock.sleep(chromium.SLOT_WAIT_S)
         finally:
@@ -222,9 +228,6 @@ class BrowserSlot:
                 return MINE
             if answer == picker.NEW:
                 recorder.reserve(fetcher.endpoint.kind, str(fetcher.endpoint), domain)
-        if answer != picker.NEW:
-            log.debug("%s %s waits for a remote session (%s)", self.name, jc.job.key,
-                      "all busy or its domain at its cap" if answer == picker.WAIT else f"session {answer} is free")
         return answer
 
     def cap(self, domain, plan):
