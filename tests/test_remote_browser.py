@@ -468,7 +468,7 @@ def test_refusals_end_in_browser_unavailable_only_while_no_session_of_the_pool_s
 def workers_on_one_domain(tmp_path, rate, n):
     """`n` workers of one run (one process, as lanes of it would be) on a new database, each with a job of one
     catalogue domain (127.0.0.2) claimed, whose pages render on a cdp: endpoint with browser_sessions = 4 (never
-    dialled here) and whose rate is `rate`: [(worker, its job's JobClient)]."""
+    dialled here) and whose rate is `rate`: (settings, [(worker, its job's JobClient)])."""
     tmp_path.mkdir()
     path = tmp_path / "sources.toml"
     path.write_text(textwrap.dedent(f"""
