@@ -7,7 +7,7 @@ import pytest
 import responses
 from responses import matchers
 
-from scraper.base import endpoints
+from scraper.base import endpoints, exitcodes
 from scraper.base import settings as settings_mod
 from scraper.base.errors import FetchError, HandedBack
 from scraper.base.webhooks import Secret
@@ -274,3 +274,37 @@ def test_remote_sessions_end_after_a_kill_9_browserbase_ones_released_once_and_t
     # the stand-in counted the same pages (it counts those a session lost too)
     assert all(s["pages"] <= theirs[s["session"]] <= s["pages"] + s["errors"] for s in last), (theirs, last)
     assert "Traceback" not in cdp_err + killed_err + second.stderr
+
+
+@pytest.mark.chromium       # the stand-in stands in front of a Chromium (never reached: the key is refused)
+@pytest.mark.slow
+@needs_chromium
+def test_a_wrong_browserbase_key_ends_the_runs_browser_work_said_once_uncharged_and_shown_nowhere(bb, tmp_path):
+    db = tmp_path / "jobs.db"
+    wrong = "bb-wrong-3e9a71"
+    before = bb.snapshot()
+    with client.start(catalogue=True, events=6, seed=3, rate=auto.RATE, burst=auto.BURST) as calendar:
+        e = auto.env(tmp_path, auto.sources(calendar.url, "browser"), SCRAPER_BROWSER_ENDPOINT="browserbase",
+                     SCRAPER_BROWSERBASE_URL=bb.url, SCRAPER_BROWSERBASE_KEY=wrong)
+        assert auto.scraper(e, "seed").returncode == 0
+        run = auto.scraper(e, "run", "--workers", "2")
+        shown = [auto.scraper(e, *args) for args in (("status",), ("status", "--json"), ("config",))]
+        stats = calendar.stats()
+    assert run.returncode == exitcodes.FAILED, run.stderr[-3000:]
+    # every job ended at once, failed for a later run with its attempt given back: none lost, none charged
+    jobs = rows(db, "SELECT status, error_kind, attempts, last_error FROM jobs")
+    assert len(jobs) >= 6 and {(j["status"], j["error_kind"], j["attempts"]) for j in jobs} == \
+        {("failed", "browser_unavailable", 0)}
+    reason = "Browserbase refused the key in SCRAPER_BROWSERBASE_KEY (HTTP 401)"
+    assert {j["last_error"] for j in jobs} == {reason}
+    # said once, in the run's last line, with the cure
+    assert run.stderr.count(reason) == 1 and "Traceback" not in run.stderr
+    assert (f"next: {reason}, so {len(jobs)} job(s) failed browser_unavailable; set SCRAPER_BROWSERBASE_KEY to a "
+            f"key Browserbase accepts, then `scraper retry --failed`") in run.stderr
+    # the key was tried once a worker, not once a job; no session was made, nothing reached the site's pages
+    after = bb.snapshot()
+    assert 1 <= after["bad_key"] - before["bad_key"] <= 2 and after["created"] == before["created"]
+    assert stats["by_kind"].get("live_page", 0) == 0 and not rows(db, "SELECT id FROM browser_sessions")
+    said = run.stdout + run.stderr + "".join(r.stdout + r.stderr for r in shown)
+    kept = b"".join(p.read_bytes() for p in tmp_path.glob("jobs.db*") if p.is_file())
+    assert wrong not in said and wrong.encode() not in kept

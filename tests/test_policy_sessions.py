@@ -153,3 +153,19 @@ def test_domain_cap_of_the_notes_example():
 def test_an_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="unknown strategy"):
         ps.pick("a.test", [], max_sessions=1, session_pages=1, strategy="random", cap=1)
+
+
+@FAST
+@given(case=picks, data=st.data())
+def test_a_callers_own_session_is_the_answer_whenever_it_may_take_the_page(case, data):
+    """A worker renders on its own session only: it gets it whenever the picker would let any caller have it,
+    and otherwise the same answer as a caller without a session of its own."""
+    ids = [s.id for s in case["sessions"]]
+    own = data.draw(st.sampled_from(ids)) if ids else None
+    anyone = ps.pick(**case)
+    mine = ps.pick(**case, own=own)
+    may = any(ps.pick(**{**case, "strategy": strategy, "turn": turn}) == own
+              for strategy in ps.STRATEGIES for turn in range(len(ids)))
+    assert (mine == own) == may
+    if mine != own:
+        assert mine == anyone

@@ -17,7 +17,7 @@ import pytest
 from scraper.base import endpoints, exitcodes, sources
 from scraper.base import settings as settings_mod
 from scraper.base.errors import ConfigError, FetchError, HandedBack
-from scraper.db import store
+from scraper.db import browsersessions, runstate, store
 from scraper.db.queue import Queue
 from scraper.net import browser, http
 from scraper.politeness.limiter import NoLimiter
@@ -460,3 +460,90 @@ def test_refusals_end_in_browser_unavailable_only_while_no_session_of_the_pool_s
                                 "(browser_wait)")
     finally:
         fetcher.close()
+
+
+# --- where a remote page goes: policy/sessions.pick, as the workers ask it (pool/browserslot) -------------------
+
+@contextlib.contextmanager
+def workers_on_one_domain(tmp_path, rate, n):
+    """`n` workers of one run (one process, as lanes of it would be) on a new database, each with a job of one
+    catalogue domain (127.0.0.2) claimed, whose pages render on a cdp: endpoint with browser_sessions = 4 (never
+    dialled here) and whose rate is `rate`: (settings, [(worker, its job's JobClient)])."""
+    tmp_path.mkdir()
+    path = tmp_path / "sources.toml"
+    path.write_text(textwrap.dedent(f"""
+        [[source]]
+        name = "events"
+        kind = "catalogue"
+        site = "http://127.0.0.2:1/"
+        fetcher = "browser"
+        browser_endpoint = "cdp:http://127.0.0.1:9"
+        browser_sessions = 4
+        rate = {rate}
+    """))
+    cfg = settings_mod.build(db_path=str(tmp_path / "jobs.db"), sources=sources.load(str(path)),
+                             sources_path=str(path), robots="ignore")
+    store.open_db(cfg.db_path).close()
+    opened, ws = [], []
+    try:
+        for i in range(n):
+            conn = store.connect(cfg.db_path)
+            queue = Queue(conn, 1)
+            queue.seed([(f"events:/live/x-{i}", "catalogue", f"http://127.0.0.2:1/live/x-{i}", "127.0.0.2",
+                         "events")], now=1.0)
+            session = http.make_session(cfg.user_agent)
+            w = worker.Worker(cfg, f"w{i}-{os.getpid()}", queue, NoLimiter(), session=session)
+            opened.append((w, session, conn))
+            job = queue.claim(w.name, 2.0, cfg.lease_s, sites=["catalogue"])
+            assert job is not None
+            ws.append((w, w.context(job)))
+        yield cfg, ws
+    finally:
+        for w, session, conn in opened:
+            w.close()
+            session.close()
+            conn.close()
+
+
+def place(w, jc):
+    return w.browser_slot.place(jc, w.browser_slot.browser(jc))
+
+
+def test_a_slow_domain_gets_no_more_remote_sessions_than_its_rate_feeds_and_a_fast_one_all(tmp_path, impatient):
+    # 0.5 requests/s, 2 requests a page, 1 s a page: the rate feeds one session (Little's law)
+    with workers_on_one_domain(tmp_path / "slow", 0.5, 4) as (cfg, ws):
+        # a worker that died (kill -9) left its session open and busy with the domain: it holds no connection
+        dead = browsersessions.Recorder(ws[0][0].queue.conn, 1, "w9-1", runstate.host(), 2**22 + 1, time.time)
+        dead.opened("cdp", "cdp:http://127.0.0.1:9", None)
+        dead.placed("127.0.0.2")
+        assert [place(w, jc) for w, jc in ws] == ["new", "wait", "wait", "wait"]
+        (first,) = rows(cfg.db_path, "SELECT id, active, domain, closed_at FROM browser_sessions WHERE pid = ?",
+                        os.getpid())
+        assert (first["active"], first["domain"], first["closed_at"]) == (1, "127.0.0.2", None)   # busy, reserved
+        # the first session opened and rendered its page: free now, the others' jobs still wait for it
+        w0, jc0 = ws[0]
+        w0.browser_slot.fetchers[True].sessions.opened("cdp", "cdp:http://127.0.0.1:9", None)
+        w0.browser_slot.fetchers[True].sessions.paged(True)
+        assert [place(w, jc) for w, jc in ws[1:]] == [str(first["id"])] * 3     # that session's, not a new one
+        # its own worker's next page goes on it (the connection faked: nothing listens on the endpoint), busy again
+        # with the domain, which is then at its cap: the others wait
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(browser.BrowserFetcher, "connected", property(lambda f: f.sessions.attached))
+            assert place(w0, jc0) == "mine"
+            assert [place(w, jc) for w, jc in ws[1:]] == ["wait"] * 3
+            w0.browser_slot.fetchers[True].sessions.paged(True)
+        # the wait is a capacity wait: the job goes back, uncharged, nothing sent
+        w1, jc1 = ws[1]
+        with pytest.raises(HandedBack):
+            w1.browser_slot.ready(jc1)
+        assert count(cfg.db_path, "SELECT COUNT(*) FROM browser_sessions WHERE pid = ?", os.getpid()) == 1
+        assert rows(cfg.db_path, "SELECT status, attempts FROM jobs WHERE key = ?", jc1.job.key) == [
+            {"status": "pending", "attempts": 0}]
+    # 20 requests/s feeds 10 sessions: all 4 of browser_sessions open, none past them
+    with workers_on_one_domain(tmp_path / "fast", 20, 5) as (cfg, ws):
+        assert [place(w, jc) for w, jc in ws] == ["new"] * 4 + ["wait"]
+        assert count(cfg.db_path, "SELECT COUNT(DISTINCT id) FROM browser_sessions WHERE active = 1") == 4
+        # a session given up before it opened (refused, handed back) was no session: its row goes
+        w0, _ = ws[0]
+        w0.browser_slot.fetchers[True].sessions.unreserve()
+        assert count(cfg.db_path, "SELECT COUNT(*) FROM browser_sessions") == 3

@@ -1,6 +1,7 @@
-"""The `browser_sessions` table (migration 28): one row per remote browser session a worker opened, kept as
-it goes (opened, a page started, a page done or failed, closed) for `status` and for the next start, which
-closes (and has released) the sessions of workers that died.
+"""The `browser_sessions` table (migrations 28, 29): one row per remote browser session a worker opened, kept as
+it goes (placed for a page of a domain, opened, a page started, a page done or failed, closed) for `status`, for
+the picker of sessions (`pool/browserslot`: the run's sessions, what each renders) and for the next start,
+which closes (and has released) the sessions of workers that died.
 
 `Recorder` is what a worker's browser (`net/browser.BrowserFetcher`, its `SessionLog`) writes through: one
 short autocommit statement per event, on the worker's own connection, outside any job's transaction. A
@@ -28,6 +29,7 @@ class Recorder:
                  clock: Callable[[], float]) -> None:
         self.conn, self.run_id, self.worker, self.host, self.pid, self.clock = conn, run_id, worker, host, pid, clock
         self.row: int | None = None
+        self.attached = False       # the row is a session opened, not only one reserved for a page
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> Any:
         try:
@@ -38,13 +40,52 @@ class Recorder:
             log.warning("browser session figures not written: %s", e)
             return None
 
+    def reserve(self, provider: str, endpoint: str, domain: str) -> None:
+        """A session about to be opened for a page of `domain`: its row counts among the run's sessions (busy
+        with that domain) from the decision on, so a worker deciding meanwhile sees it."""
+        found = self._write("INSERT INTO browser_sessions (run_id, worker, host, pid, provider, endpoint, opened_at, "
+                            "active, domain) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?) RETURNING id",
+                            (self.run_id, self.worker, self.host, self.pid, provider, endpoint, self.clock(), domain))
+        self.row, self.attached = (None if found is None else int(found.one()[0])), False
+
+    def unreserve(self) -> None:
+        """The reserved session was never opened (refused, handed back): its row goes, it was no session."""
+        if self.row is not None and not self.attached:
+            self._write("DELETE FROM browser_sessions WHERE id = ?", (self.row,))
+            self.row = None
+
+    def placed(self, domain: str) -> None:
+        """A page of `domain` is placed on the session: busy with it until the page ends (`paged`, `idle`)."""
+        if self.row is not None:
+            self._write("UPDATE browser_sessions SET active = 1, domain = ? WHERE id = ?", (domain, self.row))
+
+    def idle(self) -> None:
+        """The page placed on the session never began (its job ended otherwise): not busy any more."""
+        if self.row is not None:
+            self._write("UPDATE browser_sessions SET active = 0 WHERE id = ?", (self.row,))
+
+    def run_sessions(self) -> list[Row]:
+        """The open sessions of the recorder's run, each worker's (none without a run): id, host, pid, pages,
+        active, domain."""
+        if self.run_id is None:
+            return []
+        found = self._write("SELECT id, host, pid, pages, active, domain FROM browser_sessions "
+                            "WHERE run_id = ? AND closed_at IS NULL ORDER BY id", (self.run_id,))
+        return [] if found is None else found.fetchall()
+
     def opened(self, provider: str, endpoint: str, provider_session: str | None) -> None:
-        """A session opens (`endpoint` as shown; `provider_session` the provider's id, or None)."""
+        """A session opens (`endpoint` as shown; `provider_session` the provider's id, or None): the row reserved
+        for it, or a new one."""
+        if self.row is not None and not self.attached:
+            self._write("UPDATE browser_sessions SET provider_session = ?, opened_at = ? WHERE id = ?",
+                        (provider_session, self.clock(), self.row))
+            self.attached = True
+            return
         found = self._write("INSERT INTO browser_sessions (run_id, worker, host, pid, provider, endpoint, "
                             "provider_session, opened_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                             (self.run_id, self.worker, self.host, self.pid, provider, endpoint, provider_session,
                              self.clock()))
-        self.row = None if found is None else int(found.one()[0])
+        self.row, self.attached = (None if found is None else int(found.one()[0])), True
 
     def page_started(self) -> None:
         if self.row is not None:

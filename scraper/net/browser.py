@@ -64,6 +64,7 @@ from scraper.net.pagerules import (
     redirect_refused,
     timeout_error,
 )
+from scraper.policy.outcome import KEY_SETTING
 from scraper.policy.retry import BROWSER_UNAVAILABLE
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,7 @@ class BrowserFetcher:
         self._watchdog = None
         self._watch_fd = None
         self.browser_pid = None
+        self.key_refused = None     # browserbase: why the provider refused the key (no session will come)
 
     # --- the browser's life ------------------------------------------------------------
 
@@ -183,8 +185,9 @@ class BrowserFetcher:
         as in `_take_slot`, which may raise to hand the job back). A remote endpoint that refuses is waited
         for as a slot is, until it has refused for `wait_s` with no session of the pool serving: FetchError
         `browser_unavailable` (the endpoint's, never the site's)."""
-        if self._browser is not None and self._browser.is_connected():
+        if self.connected:
             return
+        self.usable()
         self.retire()
         while True:
             self._take_slot(wait)
@@ -201,6 +204,16 @@ class BrowserFetcher:
                 raise FetchError("internal", f"the browser endpoint {self.endpoint} cannot be reached")
             wait()
             time.sleep(CONNECT_RETRY_S)
+
+    @property
+    def connected(self):
+        """A browser is launched, or a session attached, and still there."""
+        return self._browser is not None and self._browser.is_connected()
+
+    def usable(self):
+        """FetchError `browser_unavailable` once the provider refused the key: no page of it can render."""
+        if self.key_refused is not None:
+            raise FetchError(BROWSER_UNAVAILABLE, self.key_refused)
 
     def refused(self):
         """One more refusal: FetchError `browser_unavailable` once the endpoint has refused for `wait_s` while
@@ -269,6 +282,12 @@ class BrowserFetcher:
             except browserbase.Busy as e:
                 log.info("Browserbase refused a session: %s", e)
                 return False
+            except browserbase.KeyRefused as e:
+                self.retire()   # frees the slot
+                # no wait cures it: every job of this browser ends at once, uncharged, and the run's last line
+                # says this once (naming the setting, never the key)
+                self.key_refused = f"Browserbase refused the key in {KEY_SETTING} (HTTP {e.status})"
+                self.usable()
             except browserbase.ApiError as e:
                 self.retire()   # frees the slot
                 raise FetchError("internal", f"Browserbase's answer is no session: {e}") from None

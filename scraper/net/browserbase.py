@@ -12,7 +12,8 @@ id is not a secret: it is stored and shown.
 Every answer is hostile until parsed: bounded in time and bytes, JSON, an object, with a usable `id` and a
 ws(s) `connectUrl`. A 429 (the plan's concurrency or creation rate), a 502-504 or no answer at all is
 `Busy`: the provider's capacity, a wait for the job, never the site's fault; anything else that is no
-session is `ApiError` with a reason (that job's attempt ends with it).
+session is `ApiError` with a reason (that job's attempt ends with it); a 401 or 403, `KeyRefused`, ends the
+run's browser work (net/browser).
 """
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ class ApiError(Exception):
     def __init__(self, reason: str, session_id: str | None = None) -> None:
         super().__init__(reason)
         self.session_id = session_id
+
+
+class KeyRefused(ApiError):
+    """The API refused the key (`status` 401 or 403): no session comes with it however long one waits."""
+
+    def __init__(self, reason: str, status: int) -> None:
+        super().__init__(reason)
+        self.status = status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,9 +145,10 @@ class Api:
         status, raw = self._post("/v1/sessions", body)
         if status in BUSY_STATUSES:
             raise Busy(f"POST /v1/sessions: HTTP {status}")
+        if status in (401, 403):
+            raise KeyRefused(f"POST /v1/sessions: HTTP {status} (is SCRAPER_BROWSERBASE_KEY right?)", status)
         if not 200 <= status < 300:
-            raise ApiError(f"POST /v1/sessions: HTTP {status}" + (" (is SCRAPER_BROWSERBASE_KEY right?)"
-                                                                  if status in (401, 403) else ""))
+            raise ApiError(f"POST /v1/sessions: HTTP {status}")
         try:
             return parse_session(raw)
         except ApiError as e:

@@ -4,6 +4,7 @@ browser slots that bound how many browsers the pool runs at once (each costs abo
 Nothing here is ever downloaded: the browser is the system's (Debian's `chromium`), or `--browser-path`.
 """
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -169,6 +170,20 @@ class BrowserSlots:
             return os.stat(self.path).st_mtime
         except FileNotFoundError:
             return None
+
+    # A worker that decides where a page of a remote source goes (policy/sessions: its session, a new one, or a
+    # wait) holds the byte after the wanting one meanwhile, so two workers never decide on the same view.
+
+    @contextlib.contextmanager
+    def picking(self):
+        """Held while one process decides (a read of the run's sessions and a write of its answer: milliseconds)."""
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.lockf(self.fd, fcntl.LOCK_EX, 1, self.n + 1)
+        try:
+            yield
+        finally:
+            fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.n + 1)
 
     def close(self):
         self.release()

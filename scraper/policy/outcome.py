@@ -3,6 +3,8 @@
 from scraper.base.exitcodes import CRASHING, DB_DOWN, DISK_FULL, FAILED, GAVE_UP, LOCKED, OK, SIGINT, SIGTERM, USAGE
 from scraper.policy.progress import format_duration
 
+KEY_SETTING = "SCRAPER_BROWSERBASE_KEY"     # a reason naming it: the provider refused the key, no wait cures it
+
 
 def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), browserless=(), incomplete=0,
               scripted=0, unrendered=0, refused=None):
@@ -14,7 +16,8 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
     left pending because they need a browser and none could be started, `incomplete` the failed rows whose
     page lacked required fields (a retry fetches the same page), `scripted` those of them whose page carries
     scripts (fetcher = "auto" is the likely cure), `unrendered` the failed rows whose remote browser endpoint
-    refused every session for browser_wait, `refused` the reason one of them stored (it names the endpoint)."""
+    refused every session for browser_wait (or whose provider refused the key), `refused` the reason one of them
+    stored (it names the endpoint, or the key's setting: then the cure is the key)."""
     if code == GAVE_UP and browserless:
         also = f"; {', '.join(domains)} also kept failing" if domains else ""
         return (f"next: source(s) {', '.join(browserless)} need a browser and none could be started, so their "
@@ -29,9 +32,11 @@ def next_step(code, failed=0, domains=(), retry_in_s=None, kinds=("n8n",), brows
     if code == FAILED and unrendered:
         rest = failed - unrendered
         other = f"; the other {rest}: see `scraper failures`" if rest > 0 else ""
+        cure = (f"set {KEY_SETTING} to a key Browserbase accepts" if refused and KEY_SETTING in refused
+                else "bring the endpoint back (or raise browser_wait)")
         return (f"next: {refused or 'a browser endpoint refused every session'}, so {unrendered} job(s) failed "
-                f"browser_unavailable{other}; bring the endpoint back (or raise browser_wait), then `scraper "
-                f"retry --failed` and run again (cron's `scraper update` does both).")
+                f"browser_unavailable{other}; {cure}, then `scraper retry --failed` and run again (cron's "
+                f"`scraper update` does both).")
     if code == FAILED and incomplete:
         cure = (f'; {scripted} of them carry scripts: set fetcher = "auto" for their source, then '
                 f"`scraper retry --failed`" if scripted else

@@ -13,6 +13,9 @@ Strategies, among the sessions that may take the page:
 - `least-loaded`: the one with the fewest pages under way for its capacity, then the fewest done;
 - `domain-affinity`: rendezvous (highest-random-weight) hashing of (domain, session id): a domain keeps its
   session while it lives and may take pages; removing a session moves only the domains it held.
+
+A caller that renders on its own session only (`own`: a worker holds one connection, one page at a time) gets
+its own whenever it may take the page; any other session's id is, for it, a wait for that session's worker.
 """
 
 import dataclasses
@@ -52,9 +55,11 @@ def takes_page(session: Session, session_pages: int) -> bool:
 
 
 def pick(domain: str, sessions: tuple[Session, ...] | list[Session], *, max_sessions: int, session_pages: int,
-         strategy: str, cap: int, turn: int = 0) -> str:
+         strategy: str, cap: int, turn: int = 0, own: str | None = None) -> str:
     """A session id, NEW or WAIT for one page of `domain` (see the module's docstring); `cap` is the
-    domain's `domain_cap`, `turn` the caller's count of pages handed out (round-robin)."""
+    domain's `domain_cap`, `turn` the caller's count of pages handed out (round-robin). `own`: the caller's
+    session, when it renders on that one only (a worker's one connection): the answer whenever it may take the
+    page, whatever the strategy (another's would send the page from worker to worker)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}")
     serving = [s for s in sessions if domain in s.domains]
@@ -62,6 +67,8 @@ def pick(domain: str, sessions: tuple[Session, ...] | list[Session], *, max_sess
     pool = serving if len(serving) >= cap else list(sessions)
     free = sorted((s for s in pool if takes_page(s, session_pages)), key=lambda s: s.id)
     if free:
+        if own in {s.id for s in free}:
+            return own
         if strategy == "round-robin":
             return free[turn % len(free)].id
         if strategy == "least-loaded":

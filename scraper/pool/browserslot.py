@@ -15,10 +15,13 @@ their slots and memory go to one that waits. The pages themselves go through the
 (`politeness.client.Client.render`)."""
 
 import logging
+import threading
 
 from scraper.base.errors import FetchError, HandedBack, SessionLost
 from scraper.net import chromium
 from scraper.policy import retry
+from scraper.policy import sessions as picker
+from scraper.pool import deadsessions
 
 log = logging.getLogger("scraper.pool.worker")     # the worker's lines, as they always read
 
@@ -28,6 +31,20 @@ BROWSER_IDLE_S = 1.0         # a worker with nothing to claim for this long clos
 LOST_TRIES = 3               # sessions lost under one page before its attempt ends `internal` (a page that kills
                              # the remote browser each time would otherwise be tried for ever)
 RENDERS = ("browser", "auto")
+# A domain's cap of sessions (`policy.sessions.domain_cap`, Little's law) from its rate and these: a page's time in
+# its session, rate waits excluded, and the requests it sends once images, fonts and media are refused. Measured
+# on the events catalogue through the CDP stand-in (docs/operations.md): 3 sessions rendered 5.9 pages/s with each
+# answer after 250 ms, about 0.5 s a page; a real site answers slower, and a provider's browser is farther: 1 s.
+# Each such page sends itself and one script's call (scripts/standin/catalogue_pages.py): 2 requests.
+PAGE_S = 1.0
+REQUESTS_PER_PAGE = 2
+# The picker's strategy: a worker holds one session and renders one page at a time, so `pick` answers it its own
+# session whenever that may take the page, and any other's is a wait; the strategy only names which other's
+# session would take it (logged). Rendezvous hashing names the same one in every worker's view; no setting,
+# as no choice of strategy changes what a worker does.
+STRATEGY = "domain-affinity"
+MINE = "mine"
+_PICKING = threading.Lock()     # a process's lanes share its file locks: they decide one at a time here
 
 
 class BrowserSlot:
@@ -46,6 +63,7 @@ class BrowserSlot:
         self.renders = {src.name: settings.browser_of(src).endpoint.remote for src in settings.working_sources
                         if src.opt("fetcher", "http") in RENDERS}
         self.always = {src.name for src in settings.working_sources if src.opt("fetcher", "http") == "browser"}
+        self.placed = None      # the key of the job whose page is placed on the remote session (until it ends)
 
     def skip_keys(self):
         """The keys of the jobs this worker handed back for want of a slot and still leaves to the others."""
@@ -150,9 +168,81 @@ class BrowserSlot:
 
     def ready(self, jc):
         """The job's browser launched (or connected) before the job's page sends anything (after a wait for a
-        slot); FetchError `browser_unavailable` when a remote endpoint stayed down for browser_wait."""
+        slot); FetchError `browser_unavailable` when a remote endpoint stayed down for browser_wait, or its
+        provider refused the key. A remote page goes where `policy.sessions.pick` says (`place`): on this
+        worker's session, on a new one, or nowhere yet (a capacity wait, as for a slot: the job may go back)."""
         fetcher = self.browser(jc)
-        fetcher.ready(self.slot_wait(jc, fetcher))
+        wait = self.slot_wait(jc, fetcher)
+        if fetcher.sessions is None:
+            fetcher.ready(wait)
+            return
+        fetcher.usable()
+        if self.placed == jc.job.key and fetcher.connected:
+            return      # placed already (before the job's plain HTTP, `browser_ready`)
+        try:
+            waited = False
+            while (answer := self.place(jc, fetcher)) not in (MINE, picker.NEW):
+                if not waited:
+                    waited = True
+                    log.debug("%s %s waits for a remote session (%s)", self.name, jc.job.key,
+                              "all busy, or its domain's at its cap" if answer == picker.WAIT
+                              else f"session {answer}, another worker's, is free")
+                wait()
+                self.clock.sleep(chromium.SLOT_WAIT_S)
+        finally:
+            fetcher.slots.unwant()      # a job that could not go back asked holders to close (`slot_wait`): no more
+        self.placed = jc.job.key
+        if answer == picker.NEW:
+            try:
+                fetcher.ready(wait)
+            except BaseException:
+                self.placed = None
+                fetcher.sessions.unreserve()
+                raise
+            # busy with the page's domain: the reserved row, or the one a session re-created meanwhile made
+            fetcher.sessions.placed(jc.job.domain)
+
+    def place(self, jc, fetcher):
+        """Where the page of `jc`'s job goes, decided on the run's open sessions (those of live workers) while no
+        other worker decides: MINE (this worker's session, marked busy with the job's domain), NEW (a row is
+        reserved for the session this worker opens now) or the picker's WAIT or another worker's session id.
+        Every session in the view is healthy: one that fails is retired by its own worker at once, and a dead
+        worker's holds no connection (left out, so it blocks no new session)."""
+        plan = self.s.browser_of(self.s.source(jc.source))
+        domain = jc.job.domain
+        if not fetcher.connected:
+            fetcher.retire()        # a session that died between pages: closed, its slot free
+        recorder = fetcher.sessions
+        own = str(recorder.row) if fetcher.connected and recorder.row is not None else None
+        if fetcher.connected and own is None:
+            return MINE     # its figures could not be written: the session serves on regardless
+        with _PICKING, fetcher.slots.picking():
+            view = [picker.Session(str(r["id"]), active=0 if str(r["id"]) == own else r["active"],
+                                   pages=r["pages"], domains=frozenset([r["domain"]] if r["active"] and r["domain"]
+                                                                       and str(r["id"]) != own else []))
+                    for r in recorder.run_sessions() if not deadsessions.worker_gone(r)]
+            answer = picker.pick(domain, view, max_sessions=plan.sessions, session_pages=plan.session_pages,
+                                 strategy=STRATEGY, cap=self.cap(domain, plan), own=own)
+            if answer == own:
+                recorder.placed(domain)
+                return MINE
+            if answer == picker.NEW:
+                recorder.reserve(fetcher.endpoint.kind, str(fetcher.endpoint), domain)
+        return answer
+
+    def cap(self, domain, plan):
+        """The sessions `domain` may keep busy at once: what its rate feeds (`domain_cap`), all without a limit."""
+        if self.s.no_limit:
+            return plan.sessions
+        return picker.domain_cap(self.client.politeness_of(domain).rate()[0], PAGE_S, REQUESTS_PER_PAGE)
+
+    def job_ended(self):
+        """The job is over: a page placed on the session that never began leaves it idle."""
+        if self.placed is not None:
+            self.placed = None
+            fetcher = self.fetchers.get(True)
+            if fetcher is not None and fetcher.sessions is not None:
+                fetcher.sessions.idle()
 
     def render(self, jc, url, allow_domains=(), settle=None):
         """One page in the job's browser: every request it sends takes its turn (`JobClient.page_gate`);
@@ -163,8 +253,10 @@ class BrowserSlot:
         while True:
             self.ready(jc)
             try:
-                return self.client.render(jc, self.fetcher, url, jc.page_gate, self.slot_wait(jc, self.fetcher),
-                                          allow_domains, settle)
+                out = self.client.render(jc, self.fetcher, url, jc.page_gate, self.slot_wait(jc, self.fetcher),
+                                         allow_domains, settle)
+                self.placed = None      # the page ended: its session is idle again (`paged`)
+                return out
             except SessionLost as e:
                 lost += 1
                 if lost == LOST_TRIES:

@@ -11,7 +11,9 @@ timeout, and asking again at every start would not make it end sooner.
 import logging
 from collections.abc import Callable
 
-from scraper.db import browsersessions
+import psutil
+
+from scraper.db import browsersessions, runstate
 from scraper.db.backend import Conn, Row
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,11 @@ def api_of(s):
     urls = [s.browser_of(src).api_url for src in s.sources] + [s.browserbase_url]
     url = next(u for u in urls if u)
     return browserbase.Api(url, s.browserbase_key, s.browserbase_project, user_agent=s.user_agent)
+
+
+def worker_gone(row: Row) -> bool:
+    """Whether the worker of a `browser_sessions` row of this machine's run no longer runs (its pid is gone)."""
+    return not (row["host"] == runstate.host() and psutil.pid_exists(row["pid"]))
 
 
 def sweep(s, conn: Conn, now: float, gone: Callable[[Row], bool]) -> int:

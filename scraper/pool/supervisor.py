@@ -580,7 +580,7 @@ class Supervisor:
 
     def _gone(self, row):
         """Whether a `browser_sessions` row is this run's and its worker no longer runs."""
-        return row["run_id"] == self.run_id and not (row["host"] == runstate.host() and psutil.pid_exists(row["pid"]))
+        return row["run_id"] == self.run_id and deadsessions.worker_gone(row)
 
     def _note_unfinished_run(self, conn):
         """A run killed with -9 (or by a reboot) could not say so: say it now, in the log it left."""

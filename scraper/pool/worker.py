@@ -182,6 +182,7 @@ class Worker:
             self.process(job)
         finally:
             self.quota.held.discard(job.id)
+            self.browser_slot.job_ended()
         return True
 
     def _outage(self, error):
