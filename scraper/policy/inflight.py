@@ -12,8 +12,9 @@ use), and at 100/s with ordinary faults 2 lanes a worker carried 94/s (a job hel
 97/s, 4 lanes 97.7/s (6,000 templates, 4 workers, efficiency 0.94, 0.97, 0.977). With 2 (4 lanes a worker
 at 100/s) the PostgreSQL test of a run through database restarts at 100/s with a burst of 5 met 4 429s in
 one run of five on a loaded 2-core machine (the stand-in, a Python server, stamps arrivals late when its
-handler threads wait for a busy CPU; 40 ms of burst absorbs little). Each lane takes its rate slot like any request, and a slot that went stale
-before its request could leave is not used (`policy.margin.stale_after_s`). `--inflight` sets the number.
+handler threads wait for a busy CPU; 40 ms of burst absorbs little); with 1.5, 0 in six. Each lane takes
+its rate slot like any request, and a slot that went stale before its request could leave is not used
+(`policy.margin.stale_after_s`). `--inflight` sets the number.
 Each lane is a thread of the worker with its own connection, lease, session and limiter handle (~2.5 MB).
 """
 
