@@ -138,6 +138,7 @@ def test_an_existing_database_gains_the_columns_and_a_walk_fills_them(standin, t
     conn.execute("ALTER TABLE runs DROP COLUMN sources")
     for col in ("memory_mb", "memory_limit_mb"):      # and migration 26's
         conn.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+    conn.execute("DROP TABLE browser_sessions")       # and 28's table (29 adds a column to it)
     conn.execute("PRAGMA user_version = 16")
     conn.commit()
     conn.close()

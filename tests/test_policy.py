@@ -367,7 +367,8 @@ def test_a_late_taker_does_not_move_the_later_slots(tmp_path):
 def test_the_jobs_in_flight_follow_the_rate_not_the_worker_count():
     assert inflight.lanes(2, 4) == inflight.MIN_LANES                 # n8n.io's pace: a slow answer leaves a lane
     assert inflight.lanes(100, 4) * 4 >= 100 * inflight.HOLD_S       # Little's law
-    assert inflight.lanes(400, 8) < inflight.lanes(400, 4)            # more workers, fewer lanes each
+    assert inflight.lanes(200, 8) < inflight.lanes(200, 4)            # more workers, fewer lanes each
+    assert inflight.lanes(100, 2) == inflight.MAX_LANES == 4          # a worker's threads wait for its GIL
     assert inflight.lanes(10_000, 1) == inflight.MAX_LANES
 
 

@@ -170,8 +170,8 @@ class Settings:
     workers: int = setting(WORKERS, "workers", "int", "Worker processes.", at_least=1)
     inflight: int | None = setting(None, "inflight", "int", "Jobs each worker keeps in flight, each its own "
                                    "claim, lease and request (default: from the rate by Little's law with room "
-                                   "for the spread of answer times, at least 2; 2 up to 66/s and 3 at 100/s "
-                                   "with 4 workers).", at_least=1, optional=True)
+                                   "for the spread of answer times, at least 2, at most 4; 2 up to 66/s and 3 at "
+                                   "100/s with 4 workers).", at_least=1, optional=True)
     rate_per_s: float = setting(RATE_PER_S, "rate", "float", "Requests per second to a site, shared by every "
                                 "worker (and a walk's).", unit="requests/s", above=0)
     burst: int = setting(BURST, "burst", "int", "Requests the site allows at once above the rate.", at_least=1)

@@ -12,7 +12,11 @@ use), and at 100/s with ordinary faults 2 lanes a worker carried 94/s (a job hel
 97/s, 4 lanes 97.7/s (6,000 templates, 4 workers, efficiency 0.94, 0.97, 0.977). With 2 (4 lanes a worker
 at 100/s) the PostgreSQL test of a run through database restarts at 100/s with a burst of 5 met 4 429s in
 one run of five on a loaded 2-core machine (the stand-in, a Python server, stamps arrivals late when its
-handler threads wait for a busy CPU; 40 ms of burst absorbs little); with 1.5, 0 in six. Each lane takes
+handler threads wait for a busy CPU; 40 ms of burst absorbs little); with 1.5, 0 in six. Lanes are threads
+of one process: one that got its slot waits for the GIL while the others parse and store, and under CPU load
+that wait spends the burst's tolerance. That PostgreSQL test (2 workers at 100/s, burst 5) beside two CPU-bound
+processes met a 429 in 3 runs of 10 with 6 lanes a worker, 1 of 11 with 5 and 0 of 5 with 4: `MAX_LANES` is 4,
+and a run that needs more in flight takes more workers (at 100/s, 4 workers of 3 lanes). Each lane takes
 its rate slot like any request, and a slot that went stale before its request could leave is not used
 (`policy.margin.stale_after_s`). `--inflight` sets the number.
 Each lane is a thread of the worker with its own connection, lease, session and limiter handle (~2.5 MB).
@@ -23,7 +27,8 @@ import math
 HOLD_S = 0.08       # the mean time a job holds its lane under ordinary faults (50 ms answer, ~30 ms own)
 HEADROOM = 1.5      # (above): room for the spread of answer times; MIN_LANES covers slow clusters at low rates
 MIN_LANES = 2       # a slow answer in one lane leaves the worker another
-MAX_LANES = 16      # threads beyond this buy nothing on a 2-core machine (the GIL, the database's writes)
+MAX_LANES = 4       # (above): a worker with more waits for its GIL between a slot and its send; more workers
+                    # carry more
 
 
 def lanes(rate_per_s: float, workers: int, hold_s: float = HOLD_S) -> int:
