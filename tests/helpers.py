@@ -19,12 +19,14 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
+import pytest
 import responses
 from click.testing import CliRunner
 from responses import matchers
 
 from scraper import cli
 from scraper.base import logs
+from scraper.base.errors import FetchError, HandedBack
 from scraper.db import runrecord, schema, store
 from scraper.db.queue import Queue
 from scraper.mirror.sync import iso
@@ -703,3 +705,20 @@ def script_page():
     server = http_server.ThreadingHTTPServer(("127.0.0.1", 0), _ScriptPage)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()   # its shutdown: 50 ms, not 0.5 s
     return server
+
+
+def assert_page_bounds(fetcher, pages, never_s):
+    """A page's own request refused by its gate ends the attempt with the gate's reason, a page that never
+    settles is a `timeout` (after `never_s`), one over its byte cap `too_large`: in every renderer (Playwright's,
+    net/cdppage's). `pages`: the test page server's base URL (/page, /never, /big)."""
+    def stop(url):
+        raise HandedBack(url)
+
+    with pytest.raises(HandedBack):
+        fetcher.render(pages + "/page", stop, 20, 2**20)
+    with pytest.raises(FetchError) as e:
+        fetcher.render(pages + "/never", lambda u: None, never_s, 2**20)
+    assert e.value.kind == "timeout"
+    with pytest.raises(FetchError) as e:
+        fetcher.render(pages + "/big", lambda u: None, 20, 100_000)
+    assert e.value.kind == "too_large"

@@ -14,10 +14,10 @@ import threading
 import psutil
 import pytest
 
-from scraper.base.errors import ConfigError, FetchError, HandedBack, JobInvalid
+from scraper.base.errors import ConfigError, FetchError, JobInvalid
 from scraper.net import browser, chromium
 from tests import warm
-from tests.helpers import ROOT, answer, wait_gone
+from tests.helpers import ROOT, answer, assert_page_bounds, wait_gone
 
 # Chromium: run after the parallel phase, one at a time on its CPU (`make test`)
 pytestmark = [pytest.mark.timing, pytest.mark.chromium]
@@ -129,18 +129,7 @@ def test_gate_refusals_and_bounds(pages, fetcher):
     status, _, html = fetcher.render(pages + "/page", robots, 20, 2**20)
     assert status == 200 and "refused" in html
 
-    # the page's own request refused ends the attempt with the gate's reason
-    def stop(url):
-        raise HandedBack(url)
-    with pytest.raises(HandedBack):
-        fetcher.render(pages + "/page", stop, 20, 2**20)
-
-    with pytest.raises(FetchError) as e:
-        fetcher.render(pages + "/never", lambda u: None, 3, 2**20)
-    assert e.value.kind == "timeout"
-    with pytest.raises(FetchError) as e:
-        fetcher.render(pages + "/big", lambda u: None, 20, 100_000)
-    assert e.value.kind == "too_large"
+    assert_page_bounds(fetcher, pages, 3)
     assert fetcher.launches >= 2        # retired after 3 pages: a fresh browser for the next ones
 
 

@@ -12,11 +12,11 @@ import psutil
 import pytest
 
 from scraper.base import endpoints, proxies
-from scraper.base.errors import FetchError, HandedBack, JobInvalid, SessionLost
+from scraper.base.errors import FetchError, JobInvalid, SessionLost
 from scraper.db import browsersessions, store
 from scraper.net import browser, cdp
 from scraper.products import status
-from tests.helpers import wait_until
+from tests.helpers import assert_page_bounds, wait_until
 from tests.test_browser import _Handler, pages  # noqa: F401 - `pages`: the fixture, registered by being here
 from tests.test_remote_browser import needs_chromium
 
@@ -243,17 +243,7 @@ def test_the_page_rules_hold_over_cdp_as_in_the_local_browser(pages, remote):  #
 
     assert "refused" in remote.render(pages + "/page", robots, 20, 2**20)[2]    # that request alone refused
 
-    def stop(url):
-        raise HandedBack(url)
-
-    with pytest.raises(HandedBack):
-        remote.render(pages + "/page", stop, 20, 2**20)
-    with pytest.raises(FetchError) as e:
-        remote.render(pages + "/never", lambda u: None, 1.5, 2**20)
-    assert e.value.kind == "timeout"
-    with pytest.raises(FetchError) as e:
-        remote.render(pages + "/big", lambda u: None, 20, 100_000)
-    assert e.value.kind == "too_large"
+    assert_page_bounds(remote, pages, 1.5)
     assert remote.render(pages + "/missing", lambda u: None, 20, 2**20, settle="body")[0] == 404
     assert remote.launches == 1     # none of these cost the session
 
