@@ -15,7 +15,7 @@ one run of five on a loaded 2-core machine (the stand-in, a Python server, stamp
 handler threads wait for a busy CPU; 40 ms of burst absorbs little); with 1.5, 0 in six. Lanes are threads
 of one process: one that got its slot waits for the GIL while the others parse and store, and under CPU load
 that wait spends the burst's tolerance. That PostgreSQL test (2 workers at 100/s, burst 5) beside two CPU-bound
-processes met a 429 in 3 runs of 10 with 6 lanes a worker, 1 of 11 with 5 and 0 of 5 with 4: `MAX_LANES` is 4,
+processes met 429s in 6 runs of 16 with 6 lanes a worker, 1 of 12 with 5, 0 of 16 with 4: `MAX_LANES` is 4,
 and a run that needs more in flight takes more workers (at 100/s, 4 workers of 3 lanes). Each lane takes
 its rate slot like any request, and a slot that went stale before its request could leave is not used
 (`policy.margin.stale_after_s`). `--inflight` sets the number.
