@@ -9,14 +9,13 @@ rates: slow answers come in clusters (issue 45: at 20/s, four 3 s answers within
 single-lane workers and the site got nothing for 1.4 s), so a worker never keeps fewer than `MIN_LANES`.
 `HEADROOM` is 1.5: exactly what Little's law asks leaves no room for the answers' spread (a queue at full
 use), and at 100/s with ordinary faults 2 lanes a worker carried 94/s (a job held its lane ~85 ms), 3 lanes
-97/s, 4 lanes 97.7/s (6,000 templates, 4 workers, efficiency 0.94, 0.97, 0.977). With 2 (4 lanes a worker
-at 100/s) the PostgreSQL test of a run through database restarts at 100/s with a burst of 5 met 4 429s in
-one run of five on a loaded 2-core machine (the stand-in, a Python server, stamps arrivals late when its
-handler threads wait for a busy CPU; 40 ms of burst absorbs little); with 1.5, 0 in six. Lanes are threads
-of one process: one that got its slot waits for the GIL while the others parse and store, and under CPU load
-that wait spends the burst's tolerance. That PostgreSQL test (2 workers at 100/s, burst 5) beside two CPU-bound
+97/s, 4 lanes 97.7/s (6,000 templates, 4 workers, efficiency 0.94, 0.97, 0.977).
+Lanes are threads of one process: one that got its slot waits for the GIL while the others parse and store,
+and under CPU load that wait spends what the burst absorbs (40 ms at 100/s with a burst of 5). The PostgreSQL
+test of a run through database restarts (tests/faults, 2 workers at 100/s, burst 5) beside two CPU-bound
 processes met 429s in 6 runs of 16 with 6 lanes a worker, 1 of 12 with 5, 0 of 16 with 4: `MAX_LANES` is 4,
-and a run that needs more in flight takes more workers (at 100/s, 4 workers of 3 lanes). Each lane takes
+and a run that needs more in flight takes more workers (at 100/s, 4 workers of 3 lanes: 0 429s in issue 44's
+acceptance through 3 restarts, 3 runs of 3). Each lane takes
 its rate slot like any request, and a slot that went stale before its request could leave is not used
 (`policy.margin.stale_after_s`). `--inflight` sets the number.
 Each lane is a thread of the worker with its own connection, lease, session and limiter handle (~2.5 MB).
