@@ -20,9 +20,9 @@ SEARCH = re.compile(re.escape(API) + r"/templates/search.*")
 TOTAL = 450     # five pages of 100, the last one short
 
 
-def _listing(net, fail_once=()):
+def _listing(net, fail_once=(), hostile=None):
     """The search API of TOTAL templates on `net`; returns [(page, thread name)] of each page answered.
-    A page in `fail_once` answers 503 the first time."""
+    A page in `fail_once` answers 503 the first time, or 200 with the bytes `hostile` when given."""
     asked, failed = [], set()
 
     def answer(request):
@@ -30,7 +30,7 @@ def _listing(net, fail_once=()):
         asked.append((page, threading.current_thread().name))
         if page in fail_once and page not in failed:
             failed.add(page)
-            return 503, {}, "busy"
+            return (503, {}, "busy") if hostile is None else (200, {}, hostile)
         ids = range((page - 1) * 100 + 1, min(page * 100, TOTAL) + 1)
         return 200, {}, json.dumps({"totalWorkflows": TOTAL, "workflows": [{"id": i, "name": f"t{i}"} for i in ids]})
 
@@ -91,3 +91,12 @@ def test_the_walks_of_seed_and_update_read_ahead_beside_their_own_client(tmp_pat
     assert outcome.error is None and queued == TOTAL
     assert sorted(page for page, _ in asked) == [1, 2, 3, 4, 5]
     assert {page for page, thread in asked if thread.startswith("read-ahead")} == {3, 4, 5}
+
+
+def test_a_hostile_page_read_ahead_fails_that_try_with_a_reason_and_the_walk_reads_it_again(tmp_path, net):
+    s = _settings(str(tmp_path / "jobs.db"))
+    asked = _listing(net, fail_once={4}, hostile=b"\xff\xfe{\x00 not UTF-8" + b"[" * 100_000)
+    waits = []
+    walk = seed.discover(s, sleep=waits.append)
+    assert walk.complete and len(walk.entries) == TOTAL
+    assert [page for page, _ in asked].count(4) == 2 and len(waits) == 1   # one parse failure, one retry

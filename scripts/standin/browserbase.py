@@ -300,40 +300,40 @@ class BrowserbaseStandin(JsonService):
             session["socks"] += [client, upstream]
         frames = _Frames()
 
-        def upward():
-            try:
-                while True:
-                    data = client.recv(65536)
-                    if not data:
-                        break
-                    upstream.sendall(data)
-                    pages = sum(m.count(b'"method":"Target.createTarget"') for m in frames.feed(data))
-                    if pages:
-                        with self.lock:
-                            session["pages"] += pages
-            except OSError:
-                pass
-            finally:
-                _close(upstream)
+        def count_pages(data):
+            pages = sum(m.count(b'"method":"Target.createTarget"') for m in frames.feed(data))
+            if pages:
+                with self.lock:
+                    session["pages"] += pages
 
-        thread = threading.Thread(target=upward, daemon=True, name=f"relay-{sid}")
+        thread = threading.Thread(target=_pump, args=(client, upstream, count_pages), daemon=True,
+                                  name=f"relay-{sid}")
         thread.start()
         try:
-            while True:
-                data = upstream.recv(65536)
-                if not data:
-                    break
-                client.sendall(data)
-        except OSError:
-            pass
+            _pump(upstream, client)
         finally:
-            _close(client)
             thread.join(5)
             with self.lock:
                 if session["status"] == "RUNNING":      # the client went: at Browserbase the session ends
                     session["status"] = "COMPLETED"
                     self.counts["ended_by_disconnect"] += 1
         handler.close_connection = True
+
+
+def _pump(source, sink, seen=None):
+    """Bytes from `source` to `sink` until either side ends (`seen(data)` sees each chunk), then `sink` closed."""
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            sink.sendall(data)
+            if seen is not None:
+                seen(data)
+    except OSError:
+        pass
+    finally:
+        _close(sink)
 
 
 def _close(sock):
